@@ -1,0 +1,150 @@
+//! Conversions between Arrow arrays and `Frame` columns: the lenient reader that accepts what
+//! pandas/pyarrow may write for a published column, and the writer used for Arrow IPC, Parquet
+//! and the DataFusion tables.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, NullBufferBuilder, RecordBatch,
+    StringArray, StructArray,
+};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
+
+use super::EngineError;
+use super::fields::{FieldSpec, FieldType};
+use super::frame::{ColumnData, Frame, FrameColumn};
+
+fn type_error(spec: &FieldSpec, dt: &DataType) -> EngineError {
+    EngineError::Load(format!(
+        "column '{}' has type {dt}, expected {:?} (or a type that converts losslessly)",
+        spec.name, spec.ty
+    ))
+}
+
+/// Read a published column. Nullable integer columns may arrive as doubles (pandas turns an
+/// int column with nulls into float64): integral values are accepted, NaN becomes null, and a
+/// fractional value is an error. An all-null column may arrive with the Arrow `Null` type.
+pub fn column_from_array(spec: &FieldSpec, array: &ArrayRef) -> Result<ColumnData, EngineError> {
+    let dt = array.data_type();
+    if *dt == DataType::Null {
+        let n = array.len();
+        return Ok(match spec.ty {
+            FieldType::String => ColumnData::Str(vec![None; n]),
+            FieldType::Int64 => ColumnData::Int(vec![None; n]),
+            FieldType::Double => ColumnData::Float(vec![None; n]),
+            FieldType::Bool => ColumnData::Bool(vec![None; n]),
+        });
+    }
+    match spec.ty {
+        FieldType::String => {
+            if !matches!(dt, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) {
+                return Err(type_error(spec, dt));
+            }
+            let a = cast(array, &DataType::Utf8)?;
+            let a = a.as_any().downcast_ref::<StringArray>().expect("cast to Utf8");
+            // Interning keeps repeated values (task, model_id, ...) as shared strings.
+            let mut interned: std::collections::HashMap<&str, Arc<str>> = Default::default();
+            Ok(ColumnData::Str(
+                a.iter()
+                    .map(|v| v.map(|s| interned.entry(s).or_insert_with(|| Arc::from(s)).clone()))
+                    .collect(),
+            ))
+        }
+        FieldType::Int64 => {
+            if dt.is_integer() {
+                let a = cast(array, &DataType::Int64)?;
+                let a = a.as_any().downcast_ref::<Int64Array>().expect("cast to Int64");
+                Ok(ColumnData::Int(a.iter().collect()))
+            } else if dt.is_floating() {
+                let a = cast(array, &DataType::Float64)?;
+                let a = a.as_any().downcast_ref::<Float64Array>().expect("cast to Float64");
+                let mut out = Vec::with_capacity(a.len());
+                for v in a.iter() {
+                    out.push(match v {
+                        None => None,
+                        Some(x) if x.is_nan() => None,
+                        Some(x) if x.fract() == 0.0 && x.abs() < 9.007_199_254_740_992e15 => Some(x as i64),
+                        Some(x) => {
+                            return Err(EngineError::Load(format!(
+                                "column '{}' holds the non-integer value {x}",
+                                spec.name
+                            )));
+                        }
+                    });
+                }
+                Ok(ColumnData::Int(out))
+            } else {
+                Err(type_error(spec, dt))
+            }
+        }
+        FieldType::Double => {
+            if !(dt.is_floating() || dt.is_integer()) {
+                return Err(type_error(spec, dt));
+            }
+            let a = cast(array, &DataType::Float64)?;
+            let a = a.as_any().downcast_ref::<Float64Array>().expect("cast to Float64");
+            // NaN is how pandas writes a missing float: the toolkit turns it into None.
+            Ok(ColumnData::Float(a.iter().map(|v| v.filter(|x| !x.is_nan())).collect()))
+        }
+        FieldType::Bool => {
+            if *dt != DataType::Boolean {
+                return Err(type_error(spec, dt));
+            }
+            let a = array.as_any().downcast_ref::<BooleanArray>().expect("Boolean");
+            Ok(ColumnData::Bool(a.iter().collect()))
+        }
+    }
+}
+
+fn arrow_type(data: &ColumnData) -> DataType {
+    match data {
+        ColumnData::Str(_) => DataType::Utf8,
+        ColumnData::Int(_) => DataType::Int64,
+        ColumnData::Float(_) => DataType::Float64,
+        ColumnData::Bool(_) => DataType::Boolean,
+        ColumnData::Struct { fields, .. } => DataType::Struct(struct_fields(fields)),
+    }
+}
+
+fn struct_fields(cols: &[FrameColumn]) -> Fields {
+    cols.iter().map(|c| Field::new(&c.name, arrow_type(&c.data), true)).collect()
+}
+
+fn to_array(data: &ColumnData) -> ArrayRef {
+    match data {
+        ColumnData::Str(v) => Arc::new(v.iter().map(|s| s.as_deref()).collect::<StringArray>()),
+        ColumnData::Int(v) => Arc::new(v.iter().copied().collect::<Int64Array>()),
+        ColumnData::Float(v) => Arc::new(v.iter().copied().collect::<Float64Array>()),
+        ColumnData::Bool(v) => Arc::new(v.iter().copied().collect::<BooleanArray>()),
+        ColumnData::Struct { fields, valid } => {
+            let arrays: Vec<ArrayRef> = fields.iter().map(|c| to_array(&c.data)).collect();
+            let mut nulls = NullBufferBuilder::new(valid.len());
+            for &v in valid {
+                nulls.append(v);
+            }
+            Arc::new(StructArray::new(struct_fields(fields), arrays, nulls.finish()))
+        }
+    }
+}
+
+/// The Arrow schema of a frame; `nullable` says which top-level columns may hold nulls.
+pub fn frame_schema(frame: &Frame, nullable: &dyn Fn(&str) -> bool) -> SchemaRef {
+    Arc::new(Schema::new(
+        frame
+            .columns
+            .iter()
+            .map(|c| Field::new(&c.name, arrow_type(&c.data), nullable(&c.name)))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// A frame as one record batch (Utf8 / Int64 / Float64 / Boolean / Struct columns).
+pub fn frame_to_batch(frame: &Frame, nullable: &dyn Fn(&str) -> bool) -> Result<RecordBatch, EngineError> {
+    let schema = frame_schema(frame, nullable);
+    let arrays: Vec<ArrayRef> = frame.columns.iter().map(|c| to_array(&c.data)).collect();
+    if arrays.is_empty() {
+        return Ok(RecordBatch::new_empty(schema));
+    }
+    Ok(RecordBatch::try_new(schema, arrays)?)
+}

@@ -1,0 +1,116 @@
+//! Numerics that must agree with numpy to the last bit (toolkit-behaviour.md §18): pairwise
+//! summation as in `np.add.reduce` for float64, the mean as sum / n, and the median as numpy's
+//! mean of the two middle values.
+
+/// numpy's `pairwise_sum` for contiguous float64: blocks of 8 accumulators up to 128 elements,
+/// recursive halving (rounded down to a multiple of 8) above.
+fn pairwise(a: &[f64]) -> f64 {
+    let n = a.len();
+    if n < 8 {
+        let mut res = 0.0;
+        for &x in a {
+            res += x;
+        }
+        res
+    } else if n <= 128 {
+        let mut r = [0.0f64; 8];
+        r.copy_from_slice(&a[..8]);
+        let mut i = 8;
+        while i < n - (n % 8) {
+            for (j, acc) in r.iter_mut().enumerate() {
+                *acc += a[i + j];
+            }
+            i += 8;
+        }
+        let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        while i < n {
+            res += a[i];
+            i += 1;
+        }
+        res
+    } else {
+        let mut n2 = n / 2;
+        n2 -= n2 % 8;
+        pairwise(&a[..n2]) + pairwise(&a[n2..])
+    }
+}
+
+/// `np.sum` of a float64 array: the reduction starts from -0.0 and adds the pairwise sum.
+pub fn np_sum(a: &[f64]) -> f64 {
+    -0.0 + pairwise(a)
+}
+
+/// `np.mean`: `np.sum / n`; `None` for an empty slice (numpy would answer NaN with a warning).
+pub fn np_mean(a: &[f64]) -> Option<f64> {
+    if a.is_empty() { None } else { Some(np_sum(a) / a.len() as f64) }
+}
+
+/// `np.median`: the middle value, or the mean of the two middle values.
+pub fn np_median(a: &[f64]) -> Option<f64> {
+    if a.is_empty() {
+        return None;
+    }
+    let mut v = a.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        Some(v[n / 2])
+    } else {
+        np_mean(&v[n / 2 - 1..n / 2 + 1])
+    }
+}
+
+/// numpy's linear percentile (`np.percentile(a, q)`), with numpy's two-sided lerp so that the
+/// endpoints stay exact (§18.1). `None` for an empty slice.
+pub fn np_percentile(a: &[f64], q: f64) -> Option<f64> {
+    if a.is_empty() {
+        return None;
+    }
+    let mut v = a.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let h = (n - 1) as f64 * (q / 100.0);
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(n - 1);
+    let g = h - lo as f64;
+    let (a_lo, a_hi) = (v[lo], v[hi]);
+    let diff = a_hi - a_lo;
+    Some(if g >= 0.5 { a_hi - diff * (1.0 - g) } else { a_lo + diff * g })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_sums_are_sequential() {
+        assert_eq!(np_sum(&[0.1, 0.2, 0.3]), (0.1 + 0.2) + 0.3);
+        assert_eq!(np_sum(&[]), -0.0);
+    }
+
+    #[test]
+    fn blocked_sum_differs_from_naive_like_numpy() {
+        // 0.1 repeated 10 times: numpy's 8-accumulator block gives 1.0, naive summation 0.9999999999999999.
+        let a = [0.1; 10];
+        assert_eq!(np_sum(&a), 1.0);
+        assert_eq!(a.iter().fold(0.0, |s, x| s + x), 0.9999999999999999);
+    }
+
+    #[test]
+    fn percentile_matches_spec_vector() {
+        // toolkit-behaviour.md §15: pool [1/300,1/300,1/300,0.02,0.01,0.01] s.
+        let pool = [1.0 / 300.0, 1.0 / 300.0, 1.0 / 300.0, 0.02, 0.01, 0.01];
+        assert_eq!(np_percentile(&pool, 99.0).unwrap() * 1000.0, 19.500000000000004);
+        assert_eq!(np_percentile(&pool, 90.0).unwrap() * 1000.0, 15.0);
+        assert_eq!(np_percentile(&pool, 95.0).unwrap() * 1000.0, 17.5);
+        assert_eq!(np_percentile(&pool, 50.0).unwrap() * 1000.0, 6.666666666666667);
+        assert_eq!(np_mean(&pool).unwrap() * 1000.0, 8.333333333333334);
+    }
+
+    #[test]
+    fn median_even_and_odd() {
+        assert_eq!(np_median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(np_median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(np_median(&[]), None);
+    }
+}

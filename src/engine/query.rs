@@ -1,0 +1,172 @@
+//! Run selection with the toolkit's filter semantics (toolkit-behaviour.md §10.2): exact-set
+//! membership per field (OR within a filter, AND across filters), inclusive numeric ranges,
+//! stability, then sorting, paging and projection.
+
+use std::cmp::Ordering;
+
+use super::frame::{Frame, Value};
+use super::table::{RunTable, cmp_values};
+use super::{Domain, EngineError};
+
+/// Which LLM runs to keep by `is_stable`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stability {
+    #[default]
+    Stable,
+    Unstable,
+    All,
+}
+
+/// One filter on a field.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    /// Field value is one of these strings (exact, case-sensitive).
+    OneOf { field: String, values: Vec<String> },
+    /// Numeric field equals one of these numbers (`16 == 16.0`).
+    NumOneOf { field: String, values: Vec<f64> },
+    /// Numeric field within inclusive bounds; a missing bound is open.
+    Range { field: String, min: Option<f64>, max: Option<f64> },
+}
+
+/// A sort key; `descending` for a leading `-`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SortKey {
+    pub field: String,
+    pub descending: bool,
+}
+
+/// A run-list question.
+#[derive(Debug, Clone, Default)]
+pub struct RunQuery {
+    pub filters: Vec<Filter>,
+    /// Ignored for diffusion, which has no stability.
+    pub stability: Stability,
+    /// Extra sort keys applied before the default order (which always breaks ties).
+    pub sort: Vec<SortKey>,
+    pub offset: usize,
+    pub limit: Option<usize>,
+    /// Projection; `run_id` is always included first.
+    pub fields: Option<Vec<String>>,
+}
+
+/// The rows a query matched.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    /// Rows of this page, in answer order.
+    pub rows: Vec<usize>,
+    /// Matching rows before paging.
+    pub total: usize,
+    /// Column positions to output.
+    pub columns: Vec<usize>,
+}
+
+enum Compiled {
+    OneOf(usize, Vec<String>),
+    NumOneOf(usize, Vec<f64>),
+    Range(usize, Option<f64>, Option<f64>),
+}
+
+impl Compiled {
+    fn keep(&self, t: &RunTable, row: usize) -> bool {
+        match self {
+            Compiled::OneOf(c, vals) => match t.column(*c).get(row) {
+                Value::Str(s) => vals.iter().any(|v| v == s),
+                _ => false,
+            },
+            Compiled::NumOneOf(c, vals) => {
+                t.column(*c).get(row).as_f64().is_some_and(|x| vals.contains(&x))
+            }
+            Compiled::Range(c, min, max) => t.column(*c).get(row).as_f64().is_some_and(|x| {
+                min.is_none_or(|m| x >= m) && max.is_none_or(|m| x <= m)
+            }),
+        }
+    }
+}
+
+impl RunTable {
+    fn compile(&self, f: &Filter) -> Result<Compiled, EngineError> {
+        Ok(match f {
+            Filter::OneOf { field, values } => Compiled::OneOf(self.require_field(field)?, values.clone()),
+            Filter::NumOneOf { field, values } => Compiled::NumOneOf(self.require_numeric(field)?, values.clone()),
+            Filter::Range { field, min, max } => Compiled::Range(self.require_numeric(field)?, *min, *max),
+        })
+    }
+
+    /// Rows (in default order) that pass the filters and the stability rule.
+    pub fn filter_rows(&self, filters: &[Filter], stability: Stability) -> Result<Vec<usize>, EngineError> {
+        let compiled = filters.iter().map(|f| self.compile(f)).collect::<Result<Vec<_>, _>>()?;
+        let stable_col = match (self.domain, stability) {
+            (Domain::Llm, Stability::Stable | Stability::Unstable) => Some(self.require_field("is_stable")?),
+            _ => None,
+        };
+        let want_stable = stability == Stability::Stable;
+        Ok((0..self.len())
+            .filter(|&r| {
+                stable_col.is_none_or(|c| match self.column(c).get(r) {
+                    Value::Bool(b) => b == want_stable,
+                    _ => !want_stable,
+                })
+            })
+            .filter(|&r| compiled.iter().all(|f| f.keep(self, r)))
+            .collect())
+    }
+
+    /// Stable sort of `rows` by `keys` (nulls last in either direction).
+    pub fn sort_rows(&self, rows: &mut [usize], keys: &[SortKey]) -> Result<(), EngineError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let cols = keys
+            .iter()
+            .map(|k| Ok((self.require_field(&k.field)?, k.descending)))
+            .collect::<Result<Vec<_>, EngineError>>()?;
+        rows.sort_by(|&a, &b| {
+            for &(c, desc) in &cols {
+                let (va, vb) = (self.column(c).get(a), self.column(c).get(b));
+                let o = match (va, vb) {
+                    (Value::Null, _) | (_, Value::Null) => cmp_values(va, vb),
+                    _ if desc => cmp_values(vb, va),
+                    _ => cmp_values(va, vb),
+                };
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        });
+        Ok(())
+    }
+
+    /// Output columns for a projection (`run_id` first, then the named fields in order given).
+    pub fn projection(&self, fields: Option<&[String]>) -> Result<Vec<usize>, EngineError> {
+        match fields {
+            None => Ok((0..self.fields.len()).collect()),
+            Some(names) => {
+                let mut cols = vec![0];
+                for n in names {
+                    let i = self.require_field(n)?;
+                    if !cols.contains(&i) {
+                        cols.push(i);
+                    }
+                }
+                Ok(cols)
+            }
+        }
+    }
+
+    /// Answer a run-list query.
+    pub fn select(&self, q: &RunQuery) -> Result<Selection, EngineError> {
+        let columns = self.projection(q.fields.as_deref())?;
+        let mut rows = self.filter_rows(&q.filters, q.stability)?;
+        self.sort_rows(&mut rows, &q.sort)?;
+        let total = rows.len();
+        let start = q.offset.min(total);
+        let end = q.limit.map_or(total, |l| start.saturating_add(l).min(total));
+        Ok(Selection { rows: rows[start..end].to_vec(), total, columns })
+    }
+
+    /// The selected rows and columns as a frame.
+    pub fn frame_of(&self, sel: &Selection) -> Frame {
+        self.frame.select(&sel.rows, &sel.columns)
+    }
+}

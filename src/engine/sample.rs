@@ -1,0 +1,206 @@
+//! Builds the embedded dataset `data/sample/` from the public run tables in
+//! `shared/data/real` (the leaderboard reconstruction): `runs/llm.parquet` and
+//! `runs/diffusion.parquet` with exactly the published schema (fields unknown for these runs are
+//! null), rows in the service's default order, plus the per-run output-length histograms as a
+//! side table `histograms/llm_output_lengths.parquet`. The output is byte-for-byte reproducible.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::sync::Arc;
+
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+use serde_json::Value as Json;
+
+use super::arrow_conv::frame_to_batch;
+use super::fields::{FieldSpec, FieldType, published_fields};
+use super::frame::{ColumnData, Frame, FrameColumn, Value};
+use super::{Domain, EngineError, RunTable};
+
+fn bad(msg: impl Into<String>) -> EngineError {
+    EngineError::Load(msg.into())
+}
+
+/// Parse one JSONL table into published columns; also returns each row's source `run_id`.
+fn read_jsonl(path: &Path, specs: &[FieldSpec]) -> Result<(Vec<ColumnData>, Vec<String>), EngineError> {
+    let mut cols: Vec<ColumnData> = specs.iter().map(|s| ColumnData::empty(s.ty)).collect();
+    let mut ids = Vec::new();
+    let file = fs::File::open(path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+    for (lineno, line) in BufReader::new(file).lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let row: serde_json::Map<String, Json> = serde_json::from_str(&line)
+            .map_err(|e| bad(format!("{}:{}: {e}", path.display(), lineno + 1)))?;
+        ids.push(row.get("run_id").and_then(Json::as_str).unwrap_or_default().to_string());
+        for (spec, col) in specs.iter().zip(cols.iter_mut()) {
+            let v = row.get(spec.name).unwrap_or(&Json::Null);
+            let wrong = || bad(format!("{}:{}: field '{}' is {v}", path.display(), lineno + 1, spec.name));
+            match (col, spec.ty) {
+                (ColumnData::Str(c), FieldType::String) => {
+                    c.push(if v.is_null() { None } else { Some(Arc::from(v.as_str().ok_or_else(wrong)?)) })
+                }
+                (ColumnData::Int(c), FieldType::Int64) => {
+                    c.push(if v.is_null() { None } else { Some(v.as_i64().ok_or_else(wrong)?) })
+                }
+                (ColumnData::Float(c), FieldType::Double) => {
+                    c.push(if v.is_null() { None } else { Some(v.as_f64().ok_or_else(wrong)?) })
+                }
+                (ColumnData::Bool(c), FieldType::Bool) => {
+                    c.push(if v.is_null() { None } else { Some(v.as_bool().ok_or_else(wrong)?) })
+                }
+                _ => unreachable!("columns are created from the specs"),
+            }
+        }
+    }
+    Ok((cols, ids))
+}
+
+/// Write a frame as a snappy-compressed parquet file with a fixed writer id, so the same input
+/// always gives the same bytes.
+pub fn write_parquet(path: &Path, frame: &Frame, nullable: &dyn Fn(&str) -> bool) -> Result<(), EngineError> {
+    let batch = frame_to_batch(frame, nullable)?;
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_created_by("mlenergy-server".to_string())
+        .build();
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    let mut buf = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props))?;
+    w.write(&batch)?;
+    w.close()?;
+    fs::write(path, buf)?;
+    Ok(())
+}
+
+/// The published frame of a table (without `run_id`).
+fn published_frame(t: &RunTable) -> Frame {
+    Frame { columns: t.frame.columns[1..].to_vec() }
+}
+
+/// Build `out` from the shared tables directory `real` (`shared/data/real`).
+pub fn build_sample(real: &Path, out: &Path) -> Result<(), EngineError> {
+    let mut tables = Vec::new();
+    let mut llm_id_map: HashMap<String, usize> = HashMap::new();
+    for (domain, file) in [(Domain::Llm, "llm_runs.jsonl"), (Domain::Diffusion, "diffusion_runs.jsonl")] {
+        let specs = published_fields(domain);
+        let (cols, source_ids) = read_jsonl(&real.join(file), specs)?;
+        let table = RunTable::from_published(domain, cols)?;
+        if domain == Domain::Llm {
+            // Map the source ids (task|model|gpu|...) to rows of the sorted table through the
+            // natural key, which both id schemes encode.
+            let mut by_key: HashMap<String, usize> = HashMap::new();
+            let key = |t: &RunTable, r: usize| {
+                ["task", "model_id", "gpu_model", "num_gpus", "max_num_seqs", "num_request_repeats"]
+                    .iter()
+                    .map(|f| match t.column(t.field_index(f).expect("llm field")).get(r) {
+                        Value::Str(s) => s.to_string(),
+                        Value::Int(i) => i.to_string(),
+                        _ => String::new(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("|")
+            };
+            for r in 0..table.len() {
+                by_key.insert(key(&table, r), r);
+            }
+            for id in source_ids {
+                let row = *by_key.get(&id).ok_or_else(|| bad(format!("source run id '{id}' has no row")))?;
+                llm_id_map.insert(id, row);
+            }
+        }
+        write_parquet(
+            &out.join("runs").join(format!("{}.parquet", domain.as_str())),
+            &published_frame(&table),
+            &|name| table.is_nullable(name),
+        )?;
+        tables.push(table);
+    }
+    write_histograms(real, out, &tables[0], &llm_id_map)?;
+    fs::write(out.join("README.md"), SAMPLE_README)?;
+    Ok(())
+}
+
+/// `histograms/llm_output_lengths.parquet`: one row per (run, bin), runs in default order.
+fn write_histograms(
+    real: &Path,
+    out: &Path,
+    llm: &RunTable,
+    id_map: &HashMap<String, usize>,
+) -> Result<(), EngineError> {
+    let path = real.join("llm_output_length_histogram_bins.csv");
+    let mut rdr = csv::Reader::from_path(&path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+    struct Bin {
+        row: usize,
+        index: i64,
+        lo: f64,
+        hi: f64,
+        right_closed: bool,
+        count: i64,
+    }
+    let mut bins = Vec::new();
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| bad(format!("{}: {e}", path.display())))?;
+        let get = |i: usize| rec.get(i).unwrap_or_default();
+        let num = |i: usize| get(i).parse::<f64>().map_err(|e| bad(format!("{}: '{}': {e}", path.display(), get(i))));
+        let int = |i: usize| get(i).parse::<i64>().map_err(|e| bad(format!("{}: '{}': {e}", path.display(), get(i))));
+        let row = *id_map.get(get(0)).ok_or_else(|| bad(format!("histogram of unknown run '{}'", get(0))))?;
+        bins.push(Bin { row, index: int(6)?, lo: num(7)?, hi: num(8)?, right_closed: get(9) == "true", count: int(10)? });
+    }
+    bins.sort_by_key(|b| (b.row, b.index));
+    let rows: Vec<Option<usize>> = bins.iter().map(|b| Some(b.row)).collect();
+    let col = |name: &str| {
+        let i = llm.field_index(name).expect("llm field");
+        FrameColumn { name: name.to_string(), data: llm.column(i).take(&rows) }
+    };
+    let frame = Frame {
+        columns: vec![
+            col("run_id"),
+            col("task"),
+            col("model_id"),
+            col("gpu_model"),
+            col("num_gpus"),
+            col("max_num_seqs"),
+            col("num_request_repeats"),
+            FrameColumn { name: "bin_index".into(), data: ColumnData::Int(bins.iter().map(|b| Some(b.index)).collect()) },
+            FrameColumn { name: "bin_lo".into(), data: ColumnData::Float(bins.iter().map(|b| Some(b.lo)).collect()) },
+            FrameColumn { name: "bin_hi".into(), data: ColumnData::Float(bins.iter().map(|b| Some(b.hi)).collect()) },
+            FrameColumn {
+                name: "right_closed".into(),
+                data: ColumnData::Bool(bins.iter().map(|b| Some(b.right_closed)).collect()),
+            },
+            FrameColumn { name: "count".into(), data: ColumnData::Int(bins.iter().map(|b| Some(b.count)).collect()) },
+        ],
+    };
+    write_parquet(&out.join("histograms").join("llm_output_lengths.parquet"), &frame, &|_| false)
+}
+
+const SAMPLE_README: &str = "\
+# data/sample: the embedded ML.ENERGY benchmark-v3 dataset
+
+A compiled data directory (the layout of the Hugging Face dataset `ml-energy/benchmark-v3`) that
+`mlenergy-server` serves when started without `--data`.
+
+* `runs/llm.parquet`: the 838 stable LLM/MLLM runs of the ML.ENERGY leaderboard (snapshot 2026-02-16),
+  with the published 37-column schema.
+* `runs/diffusion.parquet`: the 1020 diffusion runs, with the published 23-column schema.
+* `histograms/llm_output_lengths.parquet`: each LLM run's 50-bin output-length histogram, one row per
+  (run, bin), keyed by the service's `run_id`.
+
+Built from the run tables reconstructed from the leaderboard's published JSON
+(`shared/data/real`) by `mlenergy-server sample --from ../shared/data/real --out data/sample`;
+do not edit by hand. Fields the leaderboard does not publish are null: `seed`,
+`steady_state_energy_joules`, `steady_state_duration_seconds`, `mean_itl_ms`, `results_path`,
+`prometheus_path` (LLM) and `use_torch_compile`, `results_path` (diffusion). `num_request_repeats`
+is inferred (completed requests / the task's request count). No raw `results.json` files are included.
+
+License: Apache-2.0, as the ML.ENERGY benchmark-v3 dataset it is derived from. Please cite
+\"The ML.ENERGY Benchmark: Toward Automated Inference Energy Measurement and Optimization\"
+(Chung et al., NeurIPS 2025 Datasets and Benchmarks) when using or redistributing it.
+";

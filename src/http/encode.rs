@@ -1,0 +1,198 @@
+//! Encoders from `Frame` to each representation. Floats are written in shortest round-trip form
+//! (ryu); non-finite floats and nulls are JSON `null` and empty CSV cells. Struct columns nest in
+//! JSON/NDJSON/Arrow/Parquet and flatten to `parent.child` columns in CSV.
+
+use datafusion::arrow::ipc::writer::StreamWriter;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+
+use crate::engine::EngineError;
+use crate::engine::arrow_conv::frame_to_batch;
+use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
+
+/// Append a JSON string literal.
+pub fn json_str(out: &mut Vec<u8>, s: &str) {
+    serde_json::to_writer(&mut *out, s).expect("writing to a Vec cannot fail");
+}
+
+fn json_f64(out: &mut Vec<u8>, x: f64) {
+    if x.is_finite() {
+        out.extend_from_slice(ryu::Buffer::new().format_finite(x).as_bytes());
+    } else {
+        out.extend_from_slice(b"null");
+    }
+}
+
+fn json_value(out: &mut Vec<u8>, v: Value<'_>) {
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Str(s) => json_str(out, s),
+        Value::Int(i) => out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes()),
+        Value::Float(x) => json_f64(out, x),
+        Value::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
+    }
+}
+
+fn json_cell(out: &mut Vec<u8>, col: &FrameColumn, row: usize) {
+    match &col.data {
+        ColumnData::Struct { fields, valid } => {
+            if valid[row] {
+                out.push(b'{');
+                write_members(out, fields, row);
+                out.push(b'}');
+            } else {
+                out.extend_from_slice(b"null");
+            }
+        }
+        data => json_value(out, data.get(row)),
+    }
+}
+
+fn write_members(out: &mut Vec<u8>, cols: &[FrameColumn], row: usize) {
+    for (i, c) in cols.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        json_str(out, &c.name);
+        out.push(b':');
+        json_cell(out, c, row);
+    }
+}
+
+/// `"a":1,"b":"x"` for one row (no braces), so callers can add members of their own.
+pub fn json_members(out: &mut Vec<u8>, frame: &Frame, row: usize) {
+    write_members(out, &frame.columns, row);
+}
+
+/// One row as a JSON object.
+pub fn json_object(out: &mut Vec<u8>, frame: &Frame, row: usize) {
+    out.push(b'{');
+    json_members(out, frame, row);
+    out.push(b'}');
+}
+
+/// All rows as a JSON array of objects.
+pub fn json_array(out: &mut Vec<u8>, frame: &Frame) {
+    out.push(b'[');
+    for r in 0..frame.num_rows() {
+        if r > 0 {
+            out.push(b',');
+        }
+        json_object(out, frame, r);
+    }
+    out.push(b']');
+}
+
+/// A JSON value of a single cell (used for group keys).
+pub fn json_cell_of(out: &mut Vec<u8>, col: &FrameColumn, row: usize) {
+    json_cell(out, col, row);
+}
+
+/// Newline-delimited JSON: one object per row.
+pub fn ndjson(frame: &Frame) -> Vec<u8> {
+    let mut out = Vec::with_capacity(frame.num_rows() * 512);
+    for r in 0..frame.num_rows() {
+        json_object(&mut out, frame, r);
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Leaf columns for CSV, with dotted names for struct children.
+fn flatten<'a>(cols: &'a [FrameColumn], prefix: &str, parent_valid: Option<&'a [bool]>, out: &mut Vec<(String, &'a ColumnData, Option<&'a [bool]>)>) {
+    for c in cols {
+        let name = if prefix.is_empty() { c.name.clone() } else { format!("{prefix}.{}", c.name) };
+        match &c.data {
+            ColumnData::Struct { fields, valid } => flatten(fields, &name, Some(valid), out),
+            data => out.push((name, data, parent_valid)),
+        }
+    }
+}
+
+/// RFC 4180 CSV with a header row; null cells are empty, booleans `true`/`false`.
+pub fn csv(frame: &Frame) -> Vec<u8> {
+    let mut leaves = Vec::new();
+    flatten(&frame.columns, "", None, &mut leaves);
+    let mut w = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
+    // Writing into a Vec cannot fail, hence the expects below.
+    w.write_record(leaves.iter().map(|(n, _, _)| n.as_bytes())).expect("csv header");
+    let mut ryu_buf = ryu::Buffer::new();
+    let mut itoa_buf = itoa::Buffer::new();
+    let mut record: Vec<Vec<u8>> = vec![Vec::new(); leaves.len()];
+    for r in 0..frame.num_rows() {
+        for (cell, (_, data, valid)) in record.iter_mut().zip(&leaves) {
+            cell.clear();
+            if valid.is_some_and(|v| !v[r]) {
+                continue;
+            }
+            match data.get(r) {
+                Value::Null => {}
+                Value::Str(s) => cell.extend_from_slice(s.as_bytes()),
+                Value::Int(i) => cell.extend_from_slice(itoa_buf.format(i).as_bytes()),
+                Value::Float(x) if x.is_finite() => cell.extend_from_slice(ryu_buf.format_finite(x).as_bytes()),
+                Value::Float(x) => cell.extend_from_slice(x.to_string().as_bytes()),
+                Value::Bool(b) => cell.extend_from_slice(if b { b"true" } else { b"false" }),
+            }
+        }
+        w.write_record(&record).expect("csv row");
+    }
+    w.into_inner().expect("csv flush")
+}
+
+/// Arrow IPC stream (one batch).
+pub fn arrow_ipc(frame: &Frame, nullable: &dyn Fn(&str) -> bool) -> Result<Vec<u8>, EngineError> {
+    let batch = frame_to_batch(frame, nullable)?;
+    let mut out = Vec::new();
+    {
+        let mut w = StreamWriter::try_new(&mut out, &batch.schema())?;
+        w.write(&batch)?;
+        w.finish()?;
+    }
+    Ok(out)
+}
+
+/// Parquet file (one row group, snappy).
+pub fn parquet(frame: &Frame, nullable: &dyn Fn(&str) -> bool) -> Result<Vec<u8>, EngineError> {
+    let batch = frame_to_batch(frame, nullable)?;
+    let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
+    let mut out = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props))?;
+    w.write(&batch)?;
+    w.close()?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn frame() -> Frame {
+        Frame {
+            columns: vec![
+                FrameColumn { name: "s".into(), data: ColumnData::Str(vec![Some(Arc::from("a,\"b\"")), None]) },
+                FrameColumn { name: "f".into(), data: ColumnData::Float(vec![Some(0.1), Some(1e-5)]) },
+                FrameColumn { name: "i".into(), data: ColumnData::Int(vec![Some(3), None]) },
+                FrameColumn { name: "b".into(), data: ColumnData::Bool(vec![Some(true), None]) },
+            ],
+        }
+    }
+
+    #[test]
+    fn json_is_shortest_round_trip() {
+        let mut out = Vec::new();
+        json_array(&mut out, &frame());
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"[{"s":"a,\"b\"","f":0.1,"i":3,"b":true},{"s":null,"f":1e-5,"i":null,"b":null}]"#
+        );
+    }
+
+    #[test]
+    fn csv_quotes_and_leaves_nulls_empty() {
+        let out = String::from_utf8(csv(&frame())).unwrap();
+        assert_eq!(out, "s,f,i,b\n\"a,\"\"b\"\"\",0.1,3,true\n,1e-5,,\n");
+    }
+}

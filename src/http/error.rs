@@ -1,0 +1,186 @@
+//! The one error type of the HTTP layer, rendered as RFC 9457 `application/problem+json`.
+//! `status()` is separate from `into_response()`; 5xx answers carry a generic detail and the
+//! full error is logged once here.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::engine::EngineError;
+
+/// An RFC 9457 problem document. `parameter` and `allowed` say which input was refused and what
+/// would have been accepted.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// Stable problem type, `/problems/<slug>`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// The query parameter, path segment or header at fault.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameter: Option<String>,
+    /// The accepted values or names, where they can be listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<Vec<String>>,
+}
+
+/// Every error an endpoint can answer with.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// A query parameter this endpoint does not take.
+    #[error("unknown query parameter '{parameter}'")]
+    UnknownParameter { parameter: String, allowed: Vec<String> },
+    /// A parameter with a value that cannot be used (`detail` says why).
+    #[error("{detail}")]
+    InvalidParameter { parameter: String, detail: String, allowed: Option<Vec<String>> },
+    /// A field name (in fields, sort, by or agg) that the domain does not have.
+    #[error("unknown field '{field}' in parameter '{parameter}'")]
+    UnknownField { parameter: String, field: String, allowed: Vec<String> },
+    #[error("unknown domain '{0}'")]
+    UnknownDomain(String),
+    #[error("no {domain} run has the id '{run_id}'")]
+    UnknownRun { domain: String, run_id: String },
+    /// No supported representation matches `Accept` or `format`.
+    #[error("cannot produce '{requested}'")]
+    NotAcceptable { parameter: String, requested: String, allowed: Vec<String> },
+    #[error("no route for {0}")]
+    NoRoute(String),
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl AppError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            AppError::UnknownParameter { .. } | AppError::InvalidParameter { .. } | AppError::UnknownField { .. } => {
+                StatusCode::BAD_REQUEST
+            }
+            AppError::UnknownDomain(_) | AppError::UnknownRun { .. } | AppError::NoRoute(_) => StatusCode::NOT_FOUND,
+            AppError::NotAcceptable { .. } => StatusCode::NOT_ACCEPTABLE,
+            AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Stable slug of the problem type.
+    pub fn slug(&self) -> &'static str {
+        match self {
+            AppError::UnknownParameter { .. } => "unknown_parameter",
+            AppError::InvalidParameter { .. } => "invalid_parameter",
+            AppError::UnknownField { .. } => "unknown_field",
+            AppError::UnknownDomain(_) => "unknown_domain",
+            AppError::UnknownRun { .. } => "unknown_run",
+            AppError::NotAcceptable { .. } => "not_acceptable",
+            AppError::NoRoute(_) => "not_found",
+            AppError::MethodNotAllowed => "method_not_allowed",
+            AppError::Internal(_) => "internal",
+        }
+    }
+
+    fn title(&self) -> &'static str {
+        match self {
+            AppError::UnknownParameter { .. } => "Unknown query parameter",
+            AppError::InvalidParameter { .. } => "Invalid parameter value",
+            AppError::UnknownField { .. } => "Unknown field",
+            AppError::UnknownDomain(_) => "Unknown domain",
+            AppError::UnknownRun { .. } => "Unknown run",
+            AppError::NotAcceptable { .. } => "Not acceptable",
+            AppError::NoRoute(_) => "Not found",
+            AppError::MethodNotAllowed => "Method not allowed",
+            AppError::Internal(_) => "Internal server error",
+        }
+    }
+
+    pub fn problem(&self) -> Problem {
+        let (parameter, allowed, detail) = match self {
+            AppError::UnknownParameter { parameter, allowed } => (
+                Some(parameter.clone()),
+                Some(allowed.clone()),
+                format!("unknown query parameter '{parameter}'; this endpoint takes: {}", allowed.join(", ")),
+            ),
+            AppError::InvalidParameter { parameter, detail, allowed } => {
+                let detail = match allowed {
+                    Some(a) => format!("{detail}; allowed: {}", a.join(", ")),
+                    None => detail.clone(),
+                };
+                (Some(parameter.clone()), allowed.clone(), detail)
+            }
+            AppError::UnknownField { parameter, field, allowed } => (
+                Some(parameter.clone()),
+                Some(allowed.clone()),
+                format!("parameter '{parameter}': unknown field '{field}'; allowed: {}", allowed.join(", ")),
+            ),
+            AppError::UnknownDomain(d) => (
+                Some("domain".into()),
+                Some(vec!["llm".into(), "diffusion".into()]),
+                format!("unknown domain '{d}'; allowed: llm, diffusion"),
+            ),
+            AppError::UnknownRun { domain, run_id } => (
+                Some("run_id".into()),
+                None,
+                format!("no {domain} run has the id '{run_id}'; list the ids with GET /v1/{domain}/runs?fields=run_id"),
+            ),
+            AppError::NotAcceptable { parameter, requested, allowed } => (
+                Some(parameter.clone()),
+                Some(allowed.clone()),
+                format!("cannot produce '{requested}' (from {parameter}); available: {}", allowed.join(", ")),
+            ),
+            AppError::NoRoute(path) => (None, None, format!("no endpoint at {path}; see /docs or /openapi.json")),
+            AppError::MethodNotAllowed => (None, None, "method not allowed on this endpoint".into()),
+            AppError::Internal(_) => (None, None, "the server failed to answer this request; it has been logged".into()),
+        };
+        Problem {
+            type_: format!("/problems/{}", self.slug()),
+            title: self.title().into(),
+            status: self.status().as_u16(),
+            detail,
+            parameter,
+            allowed,
+        }
+    }
+}
+
+/// Engine errors that reach HTTP without a parameter context. Exhaustive on purpose: a new
+/// engine error must be given a status here.
+impl From<EngineError> for AppError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::UnknownField { name, allowed, .. } => {
+                AppError::UnknownField { parameter: "field".into(), field: name, allowed }
+            }
+            EngineError::NotNumeric { name, allowed } => AppError::InvalidParameter {
+                parameter: "field".into(),
+                detail: format!("field '{name}' is not numeric"),
+                allowed: Some(allowed),
+            },
+            EngineError::InvalidQuery(msg) => {
+                AppError::InvalidParameter { parameter: "query".into(), detail: msg, allowed: None }
+            }
+            EngineError::UnknownRun(id) => AppError::UnknownRun { domain: "requested".into(), run_id: id },
+            e @ (EngineError::Load(_)
+            | EngineError::DataFusion(_)
+            | EngineError::Arrow(_)
+            | EngineError::Parquet(_)
+            | EngineError::Io(_)) => AppError::Internal(e.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::error!(error = %self, "request failed");
+        }
+        let body = serde_json::to_vec(&self.problem()).unwrap_or_default();
+        let mut resp = (status, body).into_response();
+        resp.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        resp
+    }
+}

@@ -1,0 +1,148 @@
+//! Catalog and health endpoints: fields, datasets, liveness and readiness.
+
+use axum::Json;
+use axum::extract::State;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::error::AppError;
+use super::params::{Endpoint, allowed_parameters};
+use super::state::{ApiPath, AppState, parse_domain};
+use crate::engine::Domain;
+use crate::engine::fields::FieldType;
+
+/// One field of a run table.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FieldInfo {
+    pub name: &'static str,
+    #[serde(rename = "type")]
+    pub type_: FieldType,
+    pub unit: Option<&'static str>,
+    pub nullable: bool,
+    pub description: &'static str,
+    /// Query parameters that filter on this field.
+    pub filters: Vec<String>,
+}
+
+/// The fields of a domain, in output order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FieldList {
+    pub domain: Domain,
+    pub fields: Vec<FieldInfo>,
+}
+
+/// Every field with type, unit and description.
+#[utoipa::path(
+    get,
+    path = "/v1/{domain}/fields",
+    tag = "catalog",
+    params(("domain" = Domain, Path, description = "llm or diffusion")),
+    responses(
+        (status = 200, description = "Fields in output order", body = FieldList),
+        (status = 404, description = "Unknown domain", body = super::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn fields(State(state): State<AppState>, ApiPath(domain): ApiPath<String>) -> Result<Json<FieldList>, AppError> {
+    let domain = parse_domain(&domain)?;
+    let snapshot = state.engine.snapshot();
+    let table = snapshot.table(domain);
+    let params = allowed_parameters(domain, Endpoint::List);
+    let filter_field = |p: &str| -> Option<&'static str> {
+        let base = p.strip_suffix("_min").or_else(|| p.strip_suffix("_max")).unwrap_or(p);
+        match base {
+            "precision" => Some("weight_precision"),
+            "model" => Some("model_id"),
+            "gpu" => Some("gpu_model"),
+            "batch" => Some(if domain == Domain::Llm { "max_num_seqs" } else { "batch_size" }),
+            "stability" => Some("is_stable"),
+            "sort" | "limit" | "offset" | "fields" | "format" => None,
+            other => table.fields.iter().find(|f| f.name == other).map(|f| f.name),
+        }
+    };
+    Ok(Json(FieldList {
+        domain,
+        fields: table
+            .fields
+            .iter()
+            .map(|f| FieldInfo {
+                name: f.name,
+                type_: f.ty,
+                unit: f.unit,
+                nullable: f.nullable,
+                description: f.description,
+                filters: params.iter().filter(|p| filter_field(p) == Some(f.name)).cloned().collect(),
+            })
+            .collect(),
+    }))
+}
+
+/// One loaded table.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DatasetInfo {
+    pub domain: Domain,
+    /// Where the snapshot was read from, e.g. `local:/srv/mlenergy/data/sample`.
+    pub source: String,
+    /// Pinned revision of a remote source; null for a local directory.
+    pub revision: Option<String>,
+    pub rows: usize,
+    pub stable_rows: usize,
+    pub unstable_rows: usize,
+    /// RFC 3339 time the snapshot was loaded.
+    pub loaded_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DatasetList {
+    pub datasets: Vec<DatasetInfo>,
+}
+
+/// What is loaded.
+#[utoipa::path(get, path = "/v1/datasets", tag = "catalog", responses((status = 200, body = DatasetList)))]
+pub async fn datasets(State(state): State<AppState>) -> Json<DatasetList> {
+    let snapshot = state.engine.snapshot();
+    let loaded_at = humantime::format_rfc3339_millis(snapshot.loaded_at).to_string();
+    Json(DatasetList {
+        datasets: Domain::ALL
+            .iter()
+            .map(|&d| {
+                let t = snapshot.table(d);
+                let (stable_rows, unstable_rows) = t.stability_counts();
+                DatasetInfo {
+                    domain: d,
+                    source: snapshot.source.location.clone(),
+                    revision: snapshot.source.revision.clone(),
+                    rows: t.len(),
+                    stable_rows,
+                    unstable_rows,
+                    loaded_at: loaded_at.clone(),
+                }
+            })
+            .collect(),
+    })
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    pub status: &'static str,
+}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "health", responses((status = 200, body = Health)))]
+pub async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Readiness {
+    pub status: &'static str,
+    pub llm_runs: usize,
+    pub diffusion_runs: usize,
+}
+
+/// Readiness: the snapshot being served. The listener binds only after a dataset has loaded, so a
+/// process that answers is ready.
+#[utoipa::path(get, path = "/readyz", tag = "health", responses((status = 200, body = Readiness)))]
+pub async fn readyz(State(state): State<AppState>) -> Json<Readiness> {
+    let snapshot = state.engine.snapshot();
+    Json(Readiness { status: "ready", llm_runs: snapshot.llm.len(), diffusion_runs: snapshot.diffusion.len() })
+}

@@ -1,0 +1,104 @@
+//! The HTTP front end (axum). `app(state)` builds the router, apart from `serve()`, so tests can
+//! drive it in-process; every route is registered through utoipa so the OpenAPI document is
+//! generated from the same annotations.
+
+pub mod encode;
+pub mod error;
+pub mod groups;
+pub mod meta;
+pub mod negotiate;
+pub mod openapi;
+pub mod params;
+pub mod respond;
+pub mod runs;
+pub mod state;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{HeaderName, Request, Uri};
+use axum::response::{IntoResponse, Response};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use utoipa_swagger_ui::SwaggerUi;
+
+pub use self::error::AppError;
+pub use self::state::{AppState, Limits};
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The OpenAPI document and the API routes, from the same annotations.
+fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(runs::list_runs))
+        .routes(routes!(runs::get_run))
+        .routes(routes!(groups::groups))
+        .routes(routes!(meta::fields))
+        .routes(routes!(meta::datasets))
+        .routes(routes!(meta::healthz))
+        .routes(routes!(meta::readyz))
+        .split_for_parts()
+}
+
+/// The OpenAPI document as served at `/openapi.json` and committed in `openapi/openapi.json`.
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    api().1
+}
+
+async fn not_found(uri: Uri) -> Response {
+    AppError::NoRoute(uri.path().to_string()).into_response()
+}
+
+async fn method_not_allowed() -> Response {
+    AppError::MethodNotAllowed.into_response()
+}
+
+/// The whole service as a router.
+pub fn app(state: AppState) -> Router {
+    let (api, doc) = api();
+    let trace = TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+        let id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
+        tracing::info_span!("request", method = %req.method(), uri = %req.uri(), request_id = %id)
+    });
+    api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(trace)
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+}
+
+/// Serve `app(state)` on `addr` until Ctrl-C / SIGTERM.
+pub async fn serve(state: AppState, addr: SocketAddr, on_bound: impl FnOnce(SocketAddr)) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    on_bound(listener.local_addr()?);
+    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown_signal()).await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down");
+    let _ = Duration::from_secs(0);
+}

@@ -1,0 +1,313 @@
+//! Query-string parsing: turns `?task=gpqa&num_gpus_min=2&sort=-energy_per_token_joules` into
+//! engine queries, refusing anything unknown or malformed with the parameter named and the
+//! accepted values listed. Repeated or comma-separated values are OR; different filters AND.
+
+use std::collections::BTreeMap;
+
+use crate::engine::{AggFunc, AggSpec, Domain, Filter, GroupQuery, RunQuery, RunTable, SortKey, Stability};
+
+use super::error::AppError;
+
+/// Which endpoint the parameters are for (decides what is accepted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    List,
+    Group,
+    One,
+}
+
+/// String filters: (parameter, field, aliases).
+fn string_filters(domain: Domain) -> &'static [(&'static str, &'static str, &'static [&'static str])] {
+    match domain {
+        Domain::Llm => &[
+            ("task", "task", &[]),
+            ("model_id", "model_id", &["model"]),
+            ("gpu_model", "gpu_model", &["gpu"]),
+            ("nickname", "nickname", &[]),
+            ("precision", "weight_precision", &[]),
+            ("architecture", "architecture", &[]),
+        ],
+        Domain::Diffusion => &[
+            ("task", "task", &[]),
+            ("model_id", "model_id", &["model"]),
+            ("gpu_model", "gpu_model", &["gpu"]),
+            ("nickname", "nickname", &[]),
+            ("precision", "weight_precision", &[]),
+        ],
+    }
+}
+
+/// Numeric filters: (parameter = field, aliases). Each also takes `<name>_min` / `<name>_max`.
+fn numeric_filters(domain: Domain) -> &'static [(&'static str, &'static [&'static str])] {
+    match domain {
+        Domain::Llm => &[("num_gpus", &[]), ("max_num_seqs", &["batch"])],
+        Domain::Diffusion => &[("num_gpus", &[]), ("batch_size", &["batch"])],
+    }
+}
+
+/// Every parameter an endpoint accepts for a domain (canonical names, then aliases).
+pub fn allowed_parameters(domain: Domain, endpoint: Endpoint) -> Vec<String> {
+    let mut out = Vec::new();
+    if endpoint != Endpoint::One {
+        for (p, _, _) in string_filters(domain) {
+            out.push(p.to_string());
+        }
+        for (p, _) in numeric_filters(domain) {
+            out.extend([p.to_string(), format!("{p}_min"), format!("{p}_max")]);
+        }
+        if domain == Domain::Llm {
+            out.push("stability".into());
+        }
+    }
+    match endpoint {
+        Endpoint::List => out.extend(["sort", "limit", "offset", "fields"].map(String::from)),
+        Endpoint::Group => out.extend(["by", "agg"].map(String::from)),
+        Endpoint::One => out.push("fields".into()),
+    }
+    out.push("format".into());
+    if endpoint != Endpoint::One {
+        for (_, _, aliases) in string_filters(domain) {
+            out.extend(aliases.iter().map(|a| a.to_string()));
+        }
+        for (_, aliases) in numeric_filters(domain) {
+            for a in *aliases {
+                out.extend([a.to_string(), format!("{a}_min"), format!("{a}_max")]);
+            }
+        }
+    }
+    out
+}
+
+/// Parsed query string: canonical parameter name → values (comma-split, in order).
+pub struct Params {
+    values: BTreeMap<String, Vec<String>>,
+    /// The name each canonical parameter was given as (for messages).
+    given_as: BTreeMap<String, String>,
+}
+
+fn canonical(domain: Domain, name: &str) -> Option<String> {
+    for (p, _, aliases) in string_filters(domain) {
+        if name == *p || aliases.contains(&name) {
+            return Some(p.to_string());
+        }
+    }
+    for (p, aliases) in numeric_filters(domain) {
+        for suffix in ["", "_min", "_max"] {
+            if name == format!("{p}{suffix}") || aliases.iter().any(|a| name == format!("{a}{suffix}")) {
+                return Some(format!("{p}{suffix}"));
+            }
+        }
+    }
+    None
+}
+
+impl Params {
+    /// Split and validate parameter names for `endpoint`.
+    pub fn parse(domain: Domain, endpoint: Endpoint, query: Option<&str>) -> Result<Params, AppError> {
+        let allowed = allowed_parameters(domain, endpoint);
+        let mut values: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut given_as = BTreeMap::new();
+        for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            if !allowed.iter().any(|a| *a == k) {
+                return Err(AppError::UnknownParameter { parameter: k.into_owned(), allowed });
+            }
+            let key = canonical(domain, &k).unwrap_or_else(|| k.to_string());
+            given_as.entry(key.clone()).or_insert_with(|| k.to_string());
+            let entry = values.entry(key).or_default();
+            entry.extend(v.split(',').map(|s| s.trim().to_string()));
+        }
+        Ok(Params { values, given_as })
+    }
+
+    fn name(&self, key: &str) -> String {
+        self.given_as.get(key).cloned().unwrap_or_else(|| key.to_string())
+    }
+
+    /// The one value of a single-valued parameter.
+    fn single(&self, key: &str) -> Result<Option<&str>, AppError> {
+        match self.values.get(key).map(Vec::as_slice) {
+            None => Ok(None),
+            Some([v]) => Ok(Some(v.as_str())),
+            Some(_) => Err(AppError::InvalidParameter {
+                parameter: self.name(key),
+                detail: format!("parameter '{}' takes a single value", self.name(key)),
+                allowed: None,
+            }),
+        }
+    }
+
+    pub fn format(&self) -> Result<Option<&str>, AppError> {
+        self.single("format")
+    }
+
+    fn number(&self, key: &str, v: &str) -> Result<f64, AppError> {
+        match v.parse::<f64>() {
+            Ok(x) if x.is_finite() => Ok(x),
+            _ => Err(AppError::InvalidParameter {
+                parameter: self.name(key),
+                detail: format!("parameter '{}' must be a number, got '{v}'", self.name(key)),
+                allowed: None,
+            }),
+        }
+    }
+
+    fn count(&self, key: &str) -> Result<Option<usize>, AppError> {
+        self.single(key)?
+            .map(|v| {
+                v.parse::<usize>().map_err(|_| AppError::InvalidParameter {
+                    parameter: self.name(key),
+                    detail: format!("parameter '{}' must be a non-negative integer, got '{v}'", self.name(key)),
+                    allowed: None,
+                })
+            })
+            .transpose()
+    }
+
+    /// Filters and stability shared by the list and group endpoints.
+    fn filters(&self, domain: Domain) -> Result<(Vec<Filter>, Stability), AppError> {
+        let mut filters = Vec::new();
+        for (p, field, _) in string_filters(domain) {
+            if let Some(vals) = self.values.get(*p) {
+                filters.push(Filter::OneOf { field: field.to_string(), values: vals.clone() });
+            }
+        }
+        for (p, _) in numeric_filters(domain) {
+            let (min_key, max_key) = (format!("{p}_min"), format!("{p}_max"));
+            let exact = self.values.get(*p);
+            let (min, max) = (self.single(&min_key)?, self.single(&max_key)?);
+            if exact.is_some() && (min.is_some() || max.is_some()) {
+                let range = if min.is_some() { &min_key } else { &max_key };
+                return Err(AppError::InvalidParameter {
+                    parameter: self.name(p),
+                    detail: format!(
+                        "'{}' (exact values) cannot be combined with '{}' (a range); use one or the other",
+                        self.name(p),
+                        self.name(range)
+                    ),
+                    allowed: None,
+                });
+            }
+            if let Some(vals) = exact {
+                let nums = vals.iter().map(|v| self.number(p, v)).collect::<Result<Vec<_>, _>>()?;
+                filters.push(Filter::NumOneOf { field: p.to_string(), values: nums });
+            } else if min.is_some() || max.is_some() {
+                filters.push(Filter::Range {
+                    field: p.to_string(),
+                    min: min.map(|v| self.number(&min_key, v)).transpose()?,
+                    max: max.map(|v| self.number(&max_key, v)).transpose()?,
+                });
+            }
+        }
+        let stability = match self.single("stability")? {
+            None | Some("stable") => Stability::Stable,
+            Some("unstable") => Stability::Unstable,
+            Some("all") => Stability::All,
+            Some(other) => {
+                return Err(AppError::InvalidParameter {
+                    parameter: "stability".into(),
+                    detail: format!("unknown stability '{other}'"),
+                    allowed: Some(vec!["stable".into(), "unstable".into(), "all".into()]),
+                });
+            }
+        };
+        Ok((filters, stability))
+    }
+
+    /// A list of field names, each checked against the table.
+    fn field_list(&self, key: &str, table: &RunTable) -> Result<Option<Vec<String>>, AppError> {
+        let Some(vals) = self.values.get(key) else { return Ok(None) };
+        let names: Vec<String> = vals.iter().filter(|v| !v.is_empty()).cloned().collect();
+        for n in &names {
+            if table.field_index(n).is_none() {
+                return Err(AppError::UnknownField { parameter: key.into(), field: n.clone(), allowed: table.field_names() });
+            }
+        }
+        Ok(Some(names))
+    }
+
+    pub fn fields(&self, table: &RunTable) -> Result<Option<Vec<String>>, AppError> {
+        self.field_list("fields", table)
+    }
+
+    pub fn run_query(&self, domain: Domain, table: &RunTable, max_rows: usize) -> Result<RunQuery, AppError> {
+        let (filters, stability) = self.filters(domain)?;
+        let mut sort = Vec::new();
+        for key in self.values.get("sort").into_iter().flatten().filter(|k| !k.is_empty()) {
+            let (field, descending) = match key.strip_prefix('-') {
+                Some(f) => (f, true),
+                None => (key.strip_prefix('+').unwrap_or(key), false),
+            };
+            if table.field_index(field).is_none() {
+                return Err(AppError::UnknownField {
+                    parameter: "sort".into(),
+                    field: field.into(),
+                    allowed: table.field_names(),
+                });
+            }
+            sort.push(SortKey { field: field.into(), descending });
+        }
+        let limit = self.count("limit")?;
+        if let Some(l) = limit
+            && l > max_rows
+        {
+            return Err(AppError::InvalidParameter {
+                parameter: "limit".into(),
+                detail: format!("limit {l} is above the maximum of {max_rows} rows per response"),
+                allowed: None,
+            });
+        }
+        Ok(RunQuery {
+            filters,
+            stability,
+            sort,
+            offset: self.count("offset")?.unwrap_or(0),
+            limit,
+            fields: self.fields(table)?,
+        })
+    }
+
+    pub fn group_query(&self, domain: Domain, table: &RunTable) -> Result<GroupQuery, AppError> {
+        let (filters, stability) = self.filters(domain)?;
+        let by = self.field_list("by", table)?.unwrap_or_default();
+        let mut aggs = Vec::new();
+        for a in self.values.get("agg").into_iter().flatten().filter(|a| !a.is_empty()) {
+            aggs.push(parse_agg(a, table)?);
+        }
+        Ok(GroupQuery { by, aggs, filters, stability })
+    }
+}
+
+/// `func` or `func(field)`.
+fn parse_agg(s: &str, table: &RunTable) -> Result<AggSpec, AppError> {
+    let (func_name, field) = match s.split_once('(') {
+        Some((f, rest)) => match rest.strip_suffix(')') {
+            Some(field) => (f.trim(), Some(field.trim().to_string())),
+            None => {
+                return Err(AppError::InvalidParameter {
+                    parameter: "agg".into(),
+                    detail: format!("cannot read aggregate '{s}': write func or func(field), e.g. mean(energy_per_token_joules)"),
+                    allowed: None,
+                });
+            }
+        },
+        None => (s, None),
+    };
+    let func: AggFunc = func_name.parse().map_err(|_| AppError::InvalidParameter {
+        parameter: "agg".into(),
+        detail: format!("unknown aggregate function '{func_name}'"),
+        allowed: Some(AggFunc::NAMES.iter().map(|n| n.to_string()).collect()),
+    })?;
+    if let Some(f) = &field {
+        let Some(i) = table.field_index(f) else {
+            return Err(AppError::UnknownField { parameter: "agg".into(), field: f.clone(), allowed: table.field_names() });
+        };
+        if func != AggFunc::Count && !table.fields[i].ty.is_numeric() {
+            return Err(AppError::InvalidParameter {
+                parameter: "agg".into(),
+                detail: format!("{func_name}({f}) needs a numeric field"),
+                allowed: Some(table.numeric_field_names()),
+            });
+        }
+    }
+    Ok(AggSpec { func, field })
+}

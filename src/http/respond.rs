@@ -1,0 +1,57 @@
+//! Encoded answers and the response cache: a snapshot never changes, so an encoded answer is
+//! valid for as long as its snapshot is served.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderValue, Uri, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+
+use super::error::AppError;
+use super::negotiate::Format;
+use super::state::AppState;
+use crate::engine::Dataset;
+
+/// An encoded answer with the paging facts that go into headers.
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    pub content_type: &'static str,
+    pub body: Bytes,
+    /// Matching rows before paging (`X-Total-Count`).
+    pub total: Option<usize>,
+    /// The next page (`Link: <…>; rel="next"`).
+    pub next: Option<String>,
+}
+
+/// Answer from the cache, or compute, cache and answer. Errors are not cached.
+pub fn cached(
+    state: &AppState,
+    snapshot: &Dataset,
+    uri: &Uri,
+    format: Format,
+    compute: impl FnOnce() -> Result<Encoded, AppError>,
+) -> Result<Arc<Encoded>, AppError> {
+    let key = format!("{}|{}|{}", snapshot.generation, format.name(), uri);
+    if let Some(hit) = state.cache.get(&key) {
+        return Ok(hit);
+    }
+    let encoded = Arc::new(compute()?);
+    state.cache.insert(key, encoded.clone());
+    Ok(encoded)
+}
+
+/// The HTTP response for an encoded answer.
+pub fn respond(e: &Encoded) -> Response {
+    let mut resp = e.body.clone().into_response();
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(e.content_type));
+    if let Some(total) = e.total {
+        h.insert("x-total-count", HeaderValue::from(total));
+    }
+    if let Some(next) = &e.next
+        && let Ok(v) = HeaderValue::from_str(&format!("<{next}>; rel=\"next\""))
+    {
+        h.insert(header::LINK, v);
+    }
+    resp
+}

@@ -1,0 +1,172 @@
+//! Run endpoints: `GET /v1/{domain}/runs` (filter, sort, page, project) and
+//! `GET /v1/{domain}/runs/{run_id}` (one run, every field).
+
+use axum::extract::{OriginalUri, RawQuery, State};
+use axum::http::{HeaderMap, header};
+use axum::response::Response;
+
+use super::encode;
+use super::error::AppError;
+use super::negotiate::{Format, negotiate};
+use super::params::{Endpoint, Params};
+use super::respond::{Encoded, cached, respond};
+use super::state::{ApiPath, AppState, parse_domain};
+use crate::engine::RunTable;
+use crate::engine::frame::Frame;
+
+/// Encode a run frame in `format`; JSON gets `envelope` wrapped around the `runs` array.
+pub(super) fn encode_runs(
+    table: &RunTable,
+    frame: &Frame,
+    format: Format,
+    json: impl FnOnce(&mut Vec<u8>, &Frame),
+) -> Result<Vec<u8>, AppError> {
+    let nullable = |name: &str| table.is_nullable(name);
+    Ok(match format {
+        Format::Json => {
+            let mut out = Vec::with_capacity(frame.num_rows() * 700 + 128);
+            json(&mut out, frame);
+            out
+        }
+        Format::Csv => encode::csv(frame),
+        Format::Ndjson => encode::ndjson(frame),
+        Format::Arrow => encode::arrow_ipc(frame, &nullable)?,
+        Format::Parquet => encode::parquet(frame, &nullable)?,
+    })
+}
+
+/// The same request with `offset` replaced.
+fn page_link(path: &str, query: Option<&str>, offset: usize) -> String {
+    let mut ser = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        if k != "offset" {
+            ser.append_pair(&k, &v);
+        }
+    }
+    ser.append_pair("offset", &offset.to_string());
+    format!("{path}?{}", ser.finish())
+}
+
+/// List runs.
+///
+/// Filters follow the reference toolkit: repeated or comma-separated values of one filter are
+/// OR, different filters AND; numeric filters take exact values or an inclusive `_min`/`_max`
+/// range (not both). LLM lists hold stable runs unless `stability` says otherwise. The default
+/// order is (task, model_id, gpu_model, num_gpus, max_num_seqs|batch_size), then `run_id`;
+/// `sort` keys come first and the default order breaks their ties.
+#[utoipa::path(
+    get,
+    path = "/v1/{domain}/runs",
+    tag = "runs",
+    params(
+        ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
+        super::openapi::RunFilterParams,
+        super::openapi::ListParams,
+    ),
+    responses(
+        (status = 200, description = "Matching runs. JSON has an envelope; CSV, NDJSON, Arrow and Parquet carry the rows only, with `X-Total-Count` and a `Link: rel=\"next\"` header when a page follows.",
+            headers(("X-Total-Count" = usize, description = "Matching runs before paging")),
+            content(
+                (super::openapi::RunList = "application/json"),
+                (String = "text/csv"),
+                (String = "application/x-ndjson"),
+                (Vec<u8> = "application/vnd.apache.arrow.stream"),
+                (Vec<u8> = "application/vnd.apache.parquet"),
+            )),
+        (status = 400, description = "Unknown parameter or field, malformed value, exact values mixed with a range", body = super::error::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown domain", body = super::error::Problem, content_type = "application/problem+json"),
+        (status = 406, description = "Unsupported format or Accept", body = super::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_runs(
+    State(state): State<AppState>,
+    ApiPath(domain): ApiPath<String>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let domain = parse_domain(&domain)?;
+    let params = Params::parse(domain, Endpoint::List, query.as_deref())?;
+    let format = negotiate(params.format()?, headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()))?;
+    let snapshot = state.engine.snapshot();
+    let table = snapshot.table(domain);
+    let q = params.run_query(domain, table, state.limits.max_rows)?;
+    let path = uri.path().to_string();
+    let encoded = cached(&state, &snapshot, &uri, format, || {
+        let sel = table.select(&q)?;
+        let frame = table.frame_of(&sel);
+        let next = match q.limit {
+            Some(l) if q.offset.saturating_add(l) < sel.total => Some(page_link(&path, query.as_deref(), q.offset + l)),
+            _ => None,
+        };
+        let body = encode_runs(table, &frame, format, |out, frame| {
+            out.extend_from_slice(b"{\"domain\":");
+            encode::json_str(out, domain.as_str());
+            out.extend_from_slice(format!(",\"total\":{},\"offset\":{},\"limit\":", sel.total, q.offset).as_bytes());
+            match q.limit {
+                Some(l) => out.extend_from_slice(l.to_string().as_bytes()),
+                None => out.extend_from_slice(b"null"),
+            }
+            out.extend_from_slice(format!(",\"count\":{},\"next\":", frame.num_rows()).as_bytes());
+            match &next {
+                Some(n) => encode::json_str(out, n),
+                None => out.extend_from_slice(b"null"),
+            }
+            out.extend_from_slice(b",\"runs\":");
+            encode::json_array(out, frame);
+            out.push(b'}');
+        })?;
+        Ok(Encoded { content_type: format.content_type(), body: body.into(), total: Some(sel.total), next })
+    })?;
+    Ok(respond(&encoded))
+}
+
+/// One run by id, every field (or those named by `fields`), stable or not.
+#[utoipa::path(
+    get,
+    path = "/v1/{domain}/runs/{run_id}",
+    tag = "runs",
+    params(
+        ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
+        ("run_id" = String, Path, description = "Run id, e.g. gpqa~Qwen--Qwen3-14B~B200~g1~b8~r1"),
+        ("fields" = Option<String>, Query, description = "Comma-separated fields to return (run_id is always included)"),
+        ("format" = Option<String>, Query, description = "json (default), csv, ndjson, arrow or parquet; overrides Accept"),
+    ),
+    responses(
+        (status = 200, description = "The run (JSON object; other formats hold one row)",
+            content(
+                (super::openapi::Run = "application/json"),
+                (String = "text/csv"),
+                (String = "application/x-ndjson"),
+                (Vec<u8> = "application/vnd.apache.arrow.stream"),
+                (Vec<u8> = "application/vnd.apache.parquet"),
+            )),
+        (status = 400, description = "Unknown parameter or field", body = super::error::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown domain or run id", body = super::error::Problem, content_type = "application/problem+json"),
+        (status = 406, description = "Unsupported format", body = super::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_run(
+    State(state): State<AppState>,
+    ApiPath((domain, run_id)): ApiPath<(String, String)>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let domain = parse_domain(&domain)?;
+    let params = Params::parse(domain, Endpoint::One, query.as_deref())?;
+    let format = negotiate(params.format()?, headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()))?;
+    let snapshot = state.engine.snapshot();
+    let table = snapshot.table(domain);
+    let fields = params.fields(table)?;
+    let row = table
+        .row_of(&run_id)
+        .ok_or_else(|| AppError::UnknownRun { domain: domain.as_str().into(), run_id: run_id.clone() })?;
+    let encoded = cached(&state, &snapshot, &uri, format, || {
+        let cols = table.projection(fields.as_deref())?;
+        let frame = table.frame.select(&[row], &cols);
+        let body = encode_runs(table, &frame, format, |out, frame| encode::json_object(out, frame, 0))?;
+        Ok(Encoded { content_type: format.content_type(), body: body.into(), total: None, next: None })
+    })?;
+    Ok(respond(&encoded))
+}

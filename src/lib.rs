@@ -1,0 +1,8 @@
+//! mlenergy-server: an HTTP query service over the ML.ENERGY benchmark-v3 dataset.
+//!
+//! `engine` loads and queries the run summaries (no HTTP); `http` serves it; `config` holds the
+//! command line.
+
+pub mod config;
+pub mod engine;
+pub mod http;

@@ -1,0 +1,70 @@
+//! Entry point: parse the command line and run `serve` (default) or `sample`.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Parser;
+use mlenergy_server::config::{Cli, Command, LogFormat, ServeArgs};
+use mlenergy_server::engine::{Engine, load, sample};
+use mlenergy_server::http::{self, AppState, Limits};
+use tracing_subscriber::EnvFilter;
+
+fn init_tracing(format: LogFormat) {
+    let filter = EnvFilter::try_from_env("MLENERGY_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+async fn serve(args: ServeArgs) -> Result<(), String> {
+    let started = Instant::now();
+    let dir = args.data_dir();
+    let dataset = load::load_compiled_dir(&dir).await.map_err(|e| format!("{}: {e}", dir.display()))?;
+    tracing::info!(
+        source = %dataset.source.location,
+        llm_runs = dataset.llm.len(),
+        diffusion_runs = dataset.diffusion.len(),
+        "dataset loaded"
+    );
+    let state = AppState::new(
+        Arc::new(Engine::new(dataset)),
+        Limits { max_rows: args.max_rows },
+        args.response_cache_bytes,
+    );
+    http::serve(state, args.bind, |addr| {
+        tracing::info!(%addr, ready_ms = started.elapsed().as_millis() as u64, "listening");
+    })
+    .await
+    .map_err(|e| format!("cannot serve on {}: {e}", args.bind))
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Sample(a)) => {
+            init_tracing(LogFormat::Text);
+            sample::build_sample(&a.from, &a.out).map_err(|e| e.to_string()).map(|()| {
+                println!("wrote {}", a.out.display());
+            })
+        }
+        Some(Command::Serve(a)) => {
+            init_tracing(a.log_format);
+            serve(a).await
+        }
+        None => {
+            init_tracing(cli.serve.log_format);
+            serve(cli.serve).await
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
