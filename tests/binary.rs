@@ -1,0 +1,86 @@
+//! Black-box test of the real binary: start it on a random port, wait for the `listening` log
+//! line, talk HTTP over TCP, stop it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(args: &[&str]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mlenergy-server"))
+        .args(["--bind", "127.0.0.1:0", "--log-format", "json"])
+        .args(args)
+        .current_dir(std::env::temp_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("binary starts");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let Some(Ok(line)) = lines.next() else { break };
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        if v["fields"]["message"] == "listening" {
+            let addr = v["fields"]["addr"].as_str().unwrap().to_string();
+            // Keep draining the log so the child never blocks on a full pipe.
+            std::thread::spawn(move || for _ in lines {});
+            return Server { child, addr };
+        }
+    }
+    panic!("the server did not report 'listening'");
+}
+
+fn get(addr: &str, path: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, head.to_ascii_lowercase(), body.to_string())
+}
+
+#[test]
+fn serves_the_embedded_dataset_from_any_directory() {
+    // Started outside the repository with no --data: falls back to the crate's data/sample.
+    let server = start(&[]);
+    let (status, head, body) = get(&server.addr, "/v1/llm/runs?task=gpqa&gpu_model=B200&fields=run_id&limit=1");
+    assert_eq!(status, 200);
+    assert!(head.contains("content-type: application/json"));
+    assert!(head.contains("x-request-id: "));
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["total"], 106);
+    assert_eq!(v["runs"][0]["run_id"], "gpqa~Qwen--Qwen3-14B~B200~g1~b8~r1");
+
+    let (status, head, body) = get(&server.addr, "/v1/diffusion/runs?batch_size=1&batch_size_min=2");
+    assert_eq!(status, 400);
+    assert!(head.contains("content-type: application/problem+json"));
+    assert!(body.contains("\"parameter\":\"batch_size\""));
+
+    let (status, _, body) = get(&server.addr, "/readyz");
+    assert_eq!((status, body.as_str()), (200, r#"{"status":"ready","llm_runs":838,"diffusion_runs":1020}"#));
+}
+
+#[test]
+fn a_missing_data_directory_fails_cleanly() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mlenergy-server"))
+        .args(["--bind", "127.0.0.1:0", "--data", "/nonexistent/dataset"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/dataset/runs/llm.parquet does not exist"), "{err}");
+}

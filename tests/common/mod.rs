@@ -1,0 +1,87 @@
+//! One `TestApp` for the in-process tests: the router over the embedded dataset, and helpers
+//! that send a request and return status, headers and body.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, StatusCode};
+use http_body_util::BodyExt;
+use mlenergy_server::engine::{Engine, load};
+use mlenergy_server::http::{AppState, Limits, app};
+use tower::ServiceExt;
+
+pub fn sample_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/sample")
+}
+
+pub struct TestApp {
+    pub router: Router,
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!("body is not JSON ({e}): {}", String::from_utf8_lossy(&self.body))
+        })
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8(self.body.clone()).expect("UTF-8 body")
+    }
+
+    pub fn content_type(&self) -> &str {
+        self.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("")
+    }
+
+    /// Assert a problem+json answer with this status and slug; returns the problem document.
+    pub fn problem(&self, status: u16, slug: &str) -> serde_json::Value {
+        assert_eq!(self.status.as_u16(), status, "body: {}", String::from_utf8_lossy(&self.body));
+        assert_eq!(self.content_type(), "application/problem+json");
+        let p = self.json();
+        assert_eq!(p["type"], format!("/problems/{slug}"));
+        assert_eq!(p["status"], status);
+        p
+    }
+}
+
+impl TestApp {
+    pub async fn sample() -> Self {
+        Self::with_limits(Limits { max_rows: 100_000 }).await
+    }
+
+    pub async fn with_limits(limits: Limits) -> Self {
+        let dataset = load::load_compiled_dir(&sample_dir()).await.expect("data/sample loads");
+        let state = AppState::new(Arc::new(Engine::new(dataset)), limits, 8 * 1024 * 1024);
+        TestApp { router: app(state) }
+    }
+
+    pub async fn get(&self, uri: &str) -> Reply {
+        self.get_with(uri, &[]).await
+    }
+
+    pub async fn get_with(&self, uri: &str, headers: &[(&str, &str)]) -> Reply {
+        self.request("GET", uri, headers).await
+    }
+
+    pub async fn request(&self, method: &str, uri: &str, headers: &[(&str, &str)]) -> Reply {
+        let mut req = Request::builder().method(method).uri(uri);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = self.router.clone().oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let body = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
+        Reply { status, headers, body }
+    }
+}
