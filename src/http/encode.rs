@@ -186,13 +186,13 @@ mod tests {
         json_array(&mut out, &frame());
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            r#"[{"s":"a,\"b\"","f":0.1,"i":3,"b":true},{"s":null,"f":1e-5,"i":null,"b":null}]"#
+            r#"[{"s":"a,\"b\"","f":0.1,"i":3,"b":true},{"s":null,"f":0.00001,"i":null,"b":null}]"#
         );
     }
 
     #[test]
     fn csv_quotes_and_leaves_nulls_empty() {
         let out = String::from_utf8(csv(&frame())).unwrap();
-        assert_eq!(out, "s,f,i,b\n\"a,\"\"b\"\"\",0.1,3,true\n,1e-5,,\n");
+        assert_eq!(out, "s,f,i,b\n\"a,\"\"b\"\"\",0.1,3,true\n,0.00001,,\n");
     }
 }
