@@ -1,0 +1,99 @@
+"""Fixtures for the conformance tests: the reference toolkit's collections over data/sample, and
+the real server binary on a free port serving the same files."""
+
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import warnings
+from pathlib import Path
+
+import pytest
+
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+from mlenergy.data import DiffusionRuns, LLMRuns  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "data" / "sample"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Api:
+    """A tiny client for the server under test."""
+
+    def __init__(self, base: str):
+        self.base = base
+
+    def get(self, path: str, **params):
+        """GET path with params (lists become repeated parameters); returns (status, headers, body)."""
+        query = urllib.parse.urlencode(params, doseq=True)
+        url = f"{self.base}{path}" + (f"?{query}" if query else "")
+        try:
+            with urllib.request.urlopen(url) as r:
+                return r.status, dict(r.headers), r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+
+    def json(self, path: str, **params):
+        status, headers, body = self.get(path, **params)
+        assert status == 200, body
+        return json.loads(body)
+
+    def problem(self, path: str, status: int, **params):
+        got, headers, body = self.get(path, **params)
+        assert got == status, body
+        assert headers["content-type"] == "application/problem+json"
+        return json.loads(body)
+
+
+@pytest.fixture(scope="session")
+def api():
+    binary = os.environ.get("MLENERGY_SERVER_BIN", str(ROOT / "target" / "debug" / "mlenergy-server"))
+    port = _free_port()
+    proc = subprocess.Popen(
+        [binary, "--bind", f"127.0.0.1:{port}", "--data", str(SAMPLE)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"{base}/readyz") as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited: {proc.stderr.read().decode()}")
+            time.sleep(0.05)
+    else:
+        proc.kill()
+        raise RuntimeError("server did not become ready")
+    yield Api(base)
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def llm():
+    return LLMRuns.from_parquet(SAMPLE / "runs" / "llm.parquet", stable_only=True)
+
+
+@pytest.fixture(scope="session")
+def llm_all():
+    return LLMRuns.from_parquet(SAMPLE / "runs" / "llm.parquet", stable_only=False)
+
+
+@pytest.fixture(scope="session")
+def diffusion():
+    return DiffusionRuns.from_parquet(SAMPLE / "runs" / "diffusion.parquet")
