@@ -23,6 +23,15 @@ pub enum Command {
     Serve(ServeArgs),
     /// Rebuild data/sample from the public run tables (shared/data/real).
     Sample(SampleArgs),
+    /// Exit 0 if a running server answers GET /readyz with 200 (for container health checks).
+    Healthcheck(HealthcheckArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HealthcheckArgs {
+    /// Address of the server to check.
+    #[arg(long, env = "MLENERGY_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
-use mlenergy_server::config::{Cli, Command, LogFormat, ServeArgs};
+use mlenergy_server::config::{Cli, Command, HealthcheckArgs, LogFormat, ServeArgs};
 use mlenergy_server::engine::{Engine, load, sample};
 use mlenergy_server::http::{self, AppState, Limits};
 use tracing_subscriber::EnvFilter;
@@ -41,6 +41,26 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     .map_err(|e| format!("cannot serve on {}: {e}", args.bind))
 }
 
+/// GET /readyz over a plain TCP connection; an unspecified bind address (0.0.0.0) is checked on
+/// loopback.
+fn healthcheck(args: &HealthcheckArgs) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let mut addr = args.bind;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    let timeout = std::time::Duration::from_secs(3);
+    let mut s = std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("{addr}: {e}"))?;
+    s.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+    write!(s, "GET /readyz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").map_err(|e| e.to_string())?;
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).map_err(|e| format!("{addr}: {e}"))?;
+    match &head {
+        b"HTTP/1.1 200" => Ok(()),
+        other => Err(format!("{addr}/readyz answered {}", String::from_utf8_lossy(other))),
+    }
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -51,6 +71,7 @@ async fn main() -> ExitCode {
                 println!("wrote {}", a.out.display());
             })
         }
+        Some(Command::Healthcheck(a)) => healthcheck(&a),
         Some(Command::Serve(a)) => {
             init_tracing(a.log_format);
             serve(a).await

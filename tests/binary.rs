@@ -40,6 +40,8 @@ fn start(args: &[&str]) -> Server {
             return Server { child, addr };
         }
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("the server did not report 'listening'");
 }
 

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::datasource::MemTable;
-use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 
 use super::arrow_conv::{column_from_array, frame_to_batch};
 use super::fields::published_fields;
@@ -63,7 +63,11 @@ pub fn table_from_batches(domain: Domain, batches: &[RecordBatch]) -> Result<Run
 
 /// Load a compiled data directory from the local file system.
 pub async fn load_compiled_dir(root: &Path) -> Result<Dataset, EngineError> {
-    let ctx = SessionContext::new();
+    // Statistics collection stays off: with it, DataFusion 55 turns a column whose parquet min == max
+    // into a constant, but parquet min/max skip NaN, so [48105.0, NaN] would read back as
+    // [48105.0, 48105.0] (apache/datafusion#19136 rewrites, #24804 NaN bounds). The tables are
+    // small and read once, so the statistics buy nothing here.
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_collect_statistics(false));
     let llm = table_from_batches(Domain::Llm, &read_parquet(&ctx, &parquet_path(root, Domain::Llm)).await?)?;
     let diffusion =
         table_from_batches(Domain::Diffusion, &read_parquet(&ctx, &parquet_path(root, Domain::Diffusion)).await?)?;

@@ -112,12 +112,36 @@ pub fn next_generation() -> u64 {
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
+/// A raw file of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawFile {
+    Results,
+    Prometheus,
+}
+
 impl Dataset {
     pub fn table(&self, domain: Domain) -> &RunTable {
         match domain {
             Domain::Llm => &self.llm,
             Domain::Diffusion => &self.diffusion,
         }
+    }
+
+    /// Where a run's raw file is, resolved like the toolkit's `from_directory` (pathlib): a
+    /// relative stored path is joined onto the dataset root, an absolute one replaces it. `None`
+    /// when the path is null or empty, the domain has no such file, or a relative path has no root.
+    pub fn raw_path(&self, domain: Domain, row: usize, file: RawFile) -> Option<PathBuf> {
+        let t = self.table(domain);
+        let col = t.field_index(match file {
+            RawFile::Results => "results_path",
+            RawFile::Prometheus => "prometheus_path",
+        })?;
+        let frame::Value::Str(stored) = t.column(col).get(row) else { return None };
+        if stored.is_empty() {
+            return None;
+        }
+        let p = std::path::Path::new(stored);
+        if p.is_absolute() { Some(p.to_path_buf()) } else { self.source.root.as_ref().map(|r| r.join(p)) }
     }
 }
 

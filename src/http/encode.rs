@@ -7,6 +7,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
+use super::negotiate::Format;
 use crate::engine::EngineError;
 use crate::engine::arrow_conv::frame_to_batch;
 use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
@@ -161,6 +162,26 @@ pub fn parquet(frame: &Frame, nullable: &dyn Fn(&str) -> bool) -> Result<Vec<u8>
     w.write(&batch)?;
     w.close()?;
     Ok(out)
+}
+
+/// Encode a frame in `format`; `json` writes the JSON representation (envelopes differ by endpoint).
+pub fn encode_frame(
+    frame: &Frame,
+    format: Format,
+    nullable: &dyn Fn(&str) -> bool,
+    json: impl FnOnce(&mut Vec<u8>, &Frame),
+) -> Result<Vec<u8>, EngineError> {
+    Ok(match format {
+        Format::Json => {
+            let mut out = Vec::with_capacity(frame.num_rows() * 700 + 128);
+            json(&mut out, frame);
+            out
+        }
+        Format::Csv => csv(frame),
+        Format::Ndjson => ndjson(frame),
+        Format::Arrow => arrow_ipc(frame, nullable)?,
+        Format::Parquet => parquet(frame, nullable)?,
+    })
 }
 
 #[cfg(test)]

@@ -1,15 +1,14 @@
 //! `GET /v1/{domain}/groups`: group the filtered runs and aggregate.
 
 use axum::extract::{OriginalUri, RawQuery, State};
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::encode;
 use super::error::AppError;
-use super::negotiate::{Format, negotiate};
-use super::params::{Endpoint, Params};
-use super::respond::{Encoded, cached, respond};
-use super::state::{ApiPath, AppState, parse_domain};
+use super::params::Endpoint;
+use super::respond::{Encoded, Prepared, cached, prepare, respond};
+use super::state::{ApiPath, AppState};
 use crate::engine::GroupResult;
 
 fn group_json(out: &mut Vec<u8>, domain: &str, g: &GroupResult) {
@@ -88,10 +87,8 @@ pub async fn groups(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let domain = parse_domain(&domain)?;
-    let params = Params::parse(domain, Endpoint::Group, query.as_deref())?;
-    let format = negotiate(params.format()?, headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()))?;
-    let snapshot = state.engine.snapshot();
+    let Prepared { domain, params, format, snapshot } =
+        prepare(&state, &domain, Endpoint::Group, query.as_deref(), &headers)?;
     let table = snapshot.table(domain);
     let q = params.group_query(domain, table)?;
     let encoded = cached(&state, &snapshot, &uri, format, || {
@@ -101,17 +98,7 @@ pub async fn groups(
             _ if q.by.iter().any(|b| b == name) => table.is_nullable(name),
             _ => true,
         };
-        let body = match format {
-            Format::Json => {
-                let mut out = Vec::new();
-                group_json(&mut out, domain.as_str(), &g);
-                out
-            }
-            Format::Csv => encode::csv(&g.frame),
-            Format::Ndjson => encode::ndjson(&g.frame),
-            Format::Arrow => encode::arrow_ipc(&g.frame, &nullable)?,
-            Format::Parquet => encode::parquet(&g.frame, &nullable)?,
-        };
+        let body = encode::encode_frame(&g.frame, format, &nullable, |out, _| group_json(out, domain.as_str(), &g))?;
         Ok(Encoded { content_type: format.content_type(), body: body.into(), total: Some(g.frame.num_rows()), next: None })
     })?;
     Ok(respond(&encoded))

@@ -14,13 +14,13 @@ pub mod runs;
 pub mod state;
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use axum::Router;
 use axum::http::{HeaderName, Request, Uri};
 use axum::response::{IntoResponse, Response};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
+use tower_http::LatencyUnit;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -63,7 +63,8 @@ pub fn app(state: AppState) -> Router {
     let trace = TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
         let id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
         tracing::info_span!("request", method = %req.method(), uri = %req.uri(), request_id = %id)
-    });
+    })
+    .on_response(DefaultOnResponse::new().level(tracing::Level::INFO).latency_unit(LatencyUnit::Micros));
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -100,5 +101,4 @@ async fn shutdown_signal() {
         _ = term => {},
     }
     tracing::info!("shutting down");
-    let _ = Duration::from_secs(0);
 }

@@ -3,14 +3,37 @@
 
 use std::sync::Arc;
 
-use axum::http::{HeaderValue, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
 use super::error::AppError;
-use super::negotiate::Format;
-use super::state::AppState;
-use crate::engine::Dataset;
+use super::negotiate::{Format, negotiate};
+use super::params::{Endpoint, Params};
+use super::state::{AppState, parse_domain};
+use crate::engine::{Dataset, Domain};
+
+/// What every data endpoint starts from: the domain, its checked parameters, the representation
+/// and the snapshot to answer from.
+pub struct Prepared {
+    pub domain: Domain,
+    pub params: Params,
+    pub format: Format,
+    pub snapshot: Arc<Dataset>,
+}
+
+pub fn prepare(
+    state: &AppState,
+    domain: &str,
+    endpoint: Endpoint,
+    query: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<Prepared, AppError> {
+    let domain = parse_domain(domain)?;
+    let params = Params::parse(domain, endpoint, query)?;
+    let format = negotiate(params.format()?, headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()))?;
+    Ok(Prepared { domain, params, format, snapshot: state.engine.snapshot() })
+}
 
 /// An encoded answer with the paging facts that go into headers.
 #[derive(Debug, Clone)]

@@ -2,38 +2,14 @@
 //! `GET /v1/{domain}/runs/{run_id}` (one run, every field).
 
 use axum::extract::{OriginalUri, RawQuery, State};
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::encode;
 use super::error::AppError;
-use super::negotiate::{Format, negotiate};
-use super::params::{Endpoint, Params};
-use super::respond::{Encoded, cached, respond};
-use super::state::{ApiPath, AppState, parse_domain};
-use crate::engine::RunTable;
-use crate::engine::frame::Frame;
-
-/// Encode a run frame in `format`; JSON gets `envelope` wrapped around the `runs` array.
-pub(super) fn encode_runs(
-    table: &RunTable,
-    frame: &Frame,
-    format: Format,
-    json: impl FnOnce(&mut Vec<u8>, &Frame),
-) -> Result<Vec<u8>, AppError> {
-    let nullable = |name: &str| table.is_nullable(name);
-    Ok(match format {
-        Format::Json => {
-            let mut out = Vec::with_capacity(frame.num_rows() * 700 + 128);
-            json(&mut out, frame);
-            out
-        }
-        Format::Csv => encode::csv(frame),
-        Format::Ndjson => encode::ndjson(frame),
-        Format::Arrow => encode::arrow_ipc(frame, &nullable)?,
-        Format::Parquet => encode::parquet(frame, &nullable)?,
-    })
-}
+use super::params::Endpoint;
+use super::respond::{Encoded, Prepared, cached, prepare, respond};
+use super::state::{ApiPath, AppState};
 
 /// The same request with `offset` replaced.
 fn page_link(path: &str, query: Option<&str>, offset: usize) -> String {
@@ -85,10 +61,8 @@ pub async fn list_runs(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let domain = parse_domain(&domain)?;
-    let params = Params::parse(domain, Endpoint::List, query.as_deref())?;
-    let format = negotiate(params.format()?, headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()))?;
-    let snapshot = state.engine.snapshot();
+    let Prepared { domain, params, format, snapshot } =
+        prepare(&state, &domain, Endpoint::List, query.as_deref(), &headers)?;
     let table = snapshot.table(domain);
     let q = params.run_query(domain, table, state.limits.max_rows)?;
     let path = uri.path().to_string();
@@ -99,7 +73,7 @@ pub async fn list_runs(
             Some(l) if q.offset.saturating_add(l) < sel.total => Some(page_link(&path, query.as_deref(), q.offset + l)),
             _ => None,
         };
-        let body = encode_runs(table, &frame, format, |out, frame| {
+        let body = encode::encode_frame(&frame, format, &|name| table.is_nullable(name), |out, frame| {
             out.extend_from_slice(b"{\"domain\":");
             encode::json_str(out, domain.as_str());
             out.extend_from_slice(format!(",\"total\":{},\"offset\":{},\"limit\":", sel.total, q.offset).as_bytes());
@@ -153,10 +127,8 @@ pub async fn get_run(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let domain = parse_domain(&domain)?;
-    let params = Params::parse(domain, Endpoint::One, query.as_deref())?;
-    let format = negotiate(params.format()?, headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()))?;
-    let snapshot = state.engine.snapshot();
+    let Prepared { domain, params, format, snapshot } =
+        prepare(&state, &domain, Endpoint::One, query.as_deref(), &headers)?;
     let table = snapshot.table(domain);
     let fields = params.fields(table)?;
     let row = table
@@ -165,7 +137,8 @@ pub async fn get_run(
     let encoded = cached(&state, &snapshot, &uri, format, || {
         let cols = table.projection(fields.as_deref())?;
         let frame = table.frame.select(&[row], &cols);
-        let body = encode_runs(table, &frame, format, |out, frame| encode::json_object(out, frame, 0))?;
+        let body =
+            encode::encode_frame(&frame, format, &|name| table.is_nullable(name), |out, frame| encode::json_object(out, frame, 0))?;
         Ok(Encoded { content_type: format.content_type(), body: body.into(), total: None, next: None })
     })?;
     Ok(respond(&encoded))
