@@ -1,0 +1,6 @@
+//! Raw benchmark results: the directory grammar of results paths and the inter-token-latency
+//! rules, exactly as the reference toolkit applies them (toolkit-behaviour.md §3, §11.2).
+
+pub mod itl;
+pub mod path;
+pub mod repr;
