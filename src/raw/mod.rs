@@ -3,4 +3,5 @@
 
 pub mod itl;
 pub mod path;
+pub mod pyjson;
 pub mod repr;

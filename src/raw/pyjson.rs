@@ -1,0 +1,303 @@
+//! Reading raw JSON the way the toolkit's Python does: `float(v)` with None on failure,
+//! truthiness, `int(v)`, and a lenient typed model of LLM `results.json` that never builds a DOM
+//! of the (possibly 400 MB) request list: only `success`, `itl` and `output_len` of each request
+//! are kept, and `timeline` and every other large key are skipped while parsing.
+
+use std::fmt;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Python `float(s)` for a string: surrounding whitespace, `inf`/`infinity`/`nan` in any case.
+fn py_float_str(s: &str) -> Option<f64> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let body = lower.trim_start_matches(['+', '-']);
+    if matches!(body, "inf" | "infinity" | "nan") {
+        let neg = lower.starts_with('-');
+        let v = if body == "nan" { f64::NAN } else { f64::INFINITY };
+        return Some(if neg { -v } else { v });
+    }
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)) {
+        return None;
+    }
+    t.parse().ok()
+}
+
+/// The toolkit's `_safe_float`: Python `float(v)`, `None` on TypeError/ValueError.
+pub fn safe_float(v: Option<&Value>) -> Option<f64> {
+    match v? {
+        Value::Number(n) => n.as_f64(),
+        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        Value::String(s) => py_float_str(s),
+        _ => None,
+    }
+}
+
+/// Python truthiness.
+pub fn truthy(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(Value::Object(o)) => !o.is_empty(),
+    }
+}
+
+/// One request record: what the toolkit reads of it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    Object {
+        /// `bool(req.get("success", False))`.
+        success: bool,
+        /// `[float(x) for x in req.get("itl", [])]`; `Err` when that raises.
+        itl: Result<Vec<f64>, ()>,
+        /// `req.get("output_len")` (small scalar, kept as JSON).
+        output_len: Option<Value>,
+    },
+    /// Not a JSON object: `.get` raises in Python.
+    NotObject,
+}
+
+/// The `results` key: a list of requests, or something else (iterating it raises or yields junk).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum RequestList {
+    #[default]
+    Missing,
+    List(Vec<Request>),
+    NotAList,
+}
+
+struct ItlList(Result<Vec<f64>, ()>);
+
+impl<'de> Deserialize<'de> for ItlList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ItlList;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an itl list")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ItlList, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(64));
+                let mut ok = true;
+                while let Some(v) = seq.next_element::<Value>()? {
+                    match safe_float(Some(&v)) {
+                        Some(x) if ok => out.push(x),
+                        _ => ok = false,
+                    }
+                }
+                Ok(ItlList(if ok { Ok(out) } else { Err(()) }))
+            }
+            // A string iterates as characters in Python; float() of each may still succeed.
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<ItlList, E> {
+                Ok(ItlList(s.chars().map(|c| py_float_str(&c.to_string()).ok_or(())).collect()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ItlList, A::Error> {
+                // Iterating a dict yields its keys.
+                let mut out = Vec::new();
+                let mut ok = true;
+                while let Some((k, _)) = map.next_entry::<String, IgnoredAny>()? {
+                    match py_float_str(&k) {
+                        Some(x) if ok => out.push(x),
+                        _ => ok = false,
+                    }
+                }
+                Ok(ItlList(if ok { Ok(out) } else { Err(()) }))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ItlList, E> {
+                Ok(ItlList(Err(())))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<ItlList, E> {
+                Ok(ItlList(Err(())))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<ItlList, E> {
+                Ok(ItlList(Err(())))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<ItlList, E> {
+                Ok(ItlList(Err(())))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<ItlList, E> {
+                Ok(ItlList(Err(())))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Request {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Request;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a request record")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Request, A::Error> {
+                let (mut success, mut itl, mut output_len) = (None, None, None);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "success" => success = Some(map.next_value::<Value>()?),
+                        "itl" => itl = Some(map.next_value::<ItlList>()?.0),
+                        "output_len" => output_len = Some(map.next_value::<Value>()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Request::Object {
+                    success: truthy(success.as_ref()),
+                    itl: itl.unwrap_or(Ok(Vec::new())),
+                    output_len,
+                })
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Request, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Request::NotObject)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Request, E> {
+                Ok(Request::NotObject)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Request, E> {
+                Ok(Request::NotObject)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Request, E> {
+                Ok(Request::NotObject)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Request, E> {
+                Ok(Request::NotObject)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Request, E> {
+                Ok(Request::NotObject)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Request, E> {
+                Ok(Request::NotObject)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RequestList;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("the results list")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RequestList, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(1024));
+                while let Some(r) = seq.next_element::<Request>()? {
+                    out.push(r);
+                }
+                Ok(RequestList::List(out))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RequestList, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(RequestList::NotAList)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<RequestList, E> {
+                Ok(RequestList::NotAList)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<RequestList, E> {
+                Ok(RequestList::NotAList)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<RequestList, E> {
+                Ok(RequestList::NotAList)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<RequestList, E> {
+                Ok(RequestList::NotAList)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<RequestList, E> {
+                Ok(RequestList::NotAList)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<RequestList, E> {
+                Ok(RequestList::NotAList)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The keys of an LLM `results.json` the toolkit reads; everything else is skipped unread.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct LlmResults {
+    pub steady_state_energy: Option<Value>,
+    pub steady_state_duration: Option<Value>,
+    pub steady_state_energy_per_token: Option<Value>,
+    pub energy_per_token_joules: Option<Value>,
+    pub completed: Option<Value>,
+    pub total_output_tokens: Option<Value>,
+    pub output_throughput: Option<Value>,
+    pub results: RequestList,
+}
+
+impl LlmResults {
+    /// Energy per token with the toolkit's fallback key.
+    pub fn energy_per_token(&self) -> Option<f64> {
+        safe_float(self.steady_state_energy_per_token.as_ref())
+            .or_else(|| safe_float(self.energy_per_token_joules.as_ref()))
+    }
+}
+
+/// The part of `prometheus.json` the toolkit reads.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Prometheus {
+    pub steady_state_stats: Option<Value>,
+}
+
+impl Prometheus {
+    /// `steady_state_stats["vllm:num_requests_running"]` as a float, if there is one.
+    pub fn avg_batch_size(&self) -> Option<f64> {
+        match &self.steady_state_stats {
+            Some(Value::Object(m)) => safe_float(m.get("vllm:num_requests_running")),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_float_and_truthiness() {
+        assert_eq!(safe_float(Some(&Value::from(2))), Some(2.0));
+        assert_eq!(safe_float(Some(&Value::from(true))), Some(1.0));
+        assert_eq!(safe_float(Some(&Value::from(" 12.5 "))), Some(12.5));
+        assert!(safe_float(Some(&Value::from("NaN"))).unwrap().is_nan());
+        assert_eq!(safe_float(Some(&Value::from("-Infinity"))), Some(f64::NEG_INFINITY));
+        assert_eq!(safe_float(Some(&Value::from("abc"))), None);
+        assert_eq!(safe_float(Some(&Value::Null)), None);
+        assert_eq!(safe_float(Some(&serde_json::json!([1]))), None);
+        assert_eq!(safe_float(None), None);
+        assert!(!truthy(Some(&Value::from(0))) && truthy(Some(&Value::from("x"))) && !truthy(None));
+    }
+
+    #[test]
+    fn lenient_request_list() {
+        let r: LlmResults = serde_json::from_str(
+            r#"{"steady_state_energy": 200.0, "timeline": {"power": {"0": [[1, 2]]}},
+                "results": [{"success": true, "itl": [0.01, 0, "0.02"], "output_len": 3, "prompt": "x"},
+                            {"success": 0, "itl": [0.1]}, {"itl": [null]}, 7]}"#,
+        )
+        .unwrap();
+        let RequestList::List(reqs) = r.results else { panic!("list") };
+        assert_eq!(
+            reqs[0],
+            Request::Object { success: true, itl: Ok(vec![0.01, 0.0, 0.02]), output_len: Some(Value::from(3)) }
+        );
+        assert_eq!(reqs[1], Request::Object { success: false, itl: Ok(vec![0.1]), output_len: None });
+        assert_eq!(reqs[2], Request::Object { success: false, itl: Err(()), output_len: None });
+        assert_eq!(reqs[3], Request::NotObject);
+        assert_eq!(safe_float(r.steady_state_energy.as_ref()), Some(200.0));
+        let none: LlmResults = serde_json::from_str(r#"{"results": {"a": 1}}"#).unwrap();
+        assert_eq!(none.results, RequestList::NotAList);
+    }
+}
