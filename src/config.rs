@@ -25,6 +25,30 @@ pub enum Command {
     Sample(SampleArgs),
     /// Exit 0 if a running server answers GET /readyz with 200 (for container health checks).
     Healthcheck(HealthcheckArgs),
+    /// Build a compiled data directory (runs/*.parquet, raw files, configs) from raw results.
+    Build(BuildArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BuildArgs {
+    /// Raw benchmark roots (directories holding llm/ and diffusion/, or a .../current/run directory).
+    #[arg(required = true)]
+    pub roots: Vec<PathBuf>,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// LLM config directory (default: the first ROOT/configs/vllm).
+    #[arg(long)]
+    pub llm_config_dir: Option<PathBuf>,
+    /// Diffusion config directory (default: the first ROOT/configs/xdit).
+    #[arg(long)]
+    pub diffusion_config_dir: Option<PathBuf>,
+    /// Only these tasks (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub tasks: Option<Vec<String>>,
+    /// Write the parquet tables and configs but not the raw results files.
+    #[arg(long)]
+    pub skip_raw: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
-use mlenergy_server::config::{Cli, Command, HealthcheckArgs, LogFormat, ServeArgs};
+use mlenergy_server::config::{BuildArgs, Cli, Command, HealthcheckArgs, LogFormat, ServeArgs};
+use mlenergy_server::raw::build::{BuildOptions, build};
+use mlenergy_server::raw::compile::write_compiled;
 use mlenergy_server::engine::{Engine, load, sample};
 use mlenergy_server::http::{self, AppState, Limits};
 use tracing_subscriber::EnvFilter;
@@ -61,6 +63,40 @@ fn healthcheck(args: &HealthcheckArgs) -> Result<(), String> {
     }
 }
 
+/// `build`: raw roots to a compiled data directory, with a summary and the skipped files on stderr.
+fn build_command(args: &BuildArgs) -> Result<(), String> {
+    let started = Instant::now();
+    let opts = BuildOptions {
+        roots: args.roots.clone(),
+        llm_config_dir: args.llm_config_dir.clone(),
+        diffusion_config_dir: args.diffusion_config_dir.clone(),
+        tasks: args.tasks.as_ref().map(|t| t.iter().cloned().collect()),
+    };
+    eprintln!("reading {} root(s)", opts.roots.len());
+    let built = build(&opts).map_err(|e| e.to_string())?;
+    let (stable, unstable) = built.llm.stability_counts();
+    eprintln!(
+        "{} results files: {} LLM rows ({stable} stable, {unstable} unstable), {} diffusion rows, {} skipped",
+        built.runs.len(),
+        built.llm.len(),
+        built.diffusion.len(),
+        built.skipped.len()
+    );
+    for s in &built.skipped {
+        eprintln!("  skipped {}: {}", s.path, s.reason);
+    }
+    let report = write_compiled(&opts, &built, &args.out, args.skip_raw).map_err(|e| e.to_string())?;
+    eprintln!(
+        "wrote {}: {} raw files copied, {} unchanged, {} config files, in {:.1} s",
+        args.out.display(),
+        report.raw_files_copied,
+        report.raw_files_unchanged,
+        report.config_files,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -72,6 +108,7 @@ async fn main() -> ExitCode {
             })
         }
         Some(Command::Healthcheck(a)) => healthcheck(&a),
+        Some(Command::Build(a)) => build_command(&a),
         Some(Command::Serve(a)) => {
             init_tracing(a.log_format);
             serve(a).await

@@ -66,6 +66,9 @@ pub fn np_percentile(a: &[f64], q: f64) -> Option<f64> {
     if a.is_empty() {
         return None;
     }
+    if a.iter().any(|x| x.is_nan()) {
+        return Some(f64::NAN);
+    }
     let mut v = a.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len();

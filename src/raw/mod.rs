@@ -2,6 +2,8 @@
 //! rules, exactly as the reference toolkit applies them (toolkit-behaviour.md §3, §11.2).
 
 pub mod itl;
+pub mod build;
+pub mod compile;
 pub mod path;
 pub mod pyjson;
 pub mod repr;

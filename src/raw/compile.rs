@@ -1,0 +1,111 @@
+//! Writing a compiled data directory from a raw build (toolkit-behaviour.md §2, §13.1): the two
+//! parquet tables, the raw `results.json`/`prometheus.json` files and the config files under
+//! their relative paths, and a dataset card.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::build::{BuildOptions, Built};
+use crate::engine::sample::write_parquet;
+use crate::engine::{EngineError, RunTable, frame::Frame};
+
+/// What `write_compiled` did.
+#[derive(Debug, Default)]
+pub struct CompileReport {
+    pub raw_files_copied: usize,
+    pub raw_files_unchanged: usize,
+    pub config_files: usize,
+}
+
+fn published(t: &RunTable) -> Frame {
+    Frame { columns: t.frame.columns[1..].to_vec() }
+}
+
+/// Copy `src` to `dst` unless `dst` already has the same size and modification time; keeps the
+/// modification time. Returns whether a copy was made.
+fn copy_if_changed(src: &Path, dst: &Path) -> std::io::Result<bool> {
+    let meta = fs::metadata(src)?;
+    if let Ok(d) = fs::metadata(dst)
+        && d.len() == meta.len()
+        && d.modified().ok() == meta.modified().ok()
+    {
+        return Ok(false);
+    }
+    if let Some(parent) = dst.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    let tmp = dst.with_extension("partial");
+    fs::copy(src, &tmp)?;
+    if let Ok(m) = meta.modified() {
+        fs::File::options().write(true).open(&tmp)?.set_modified(m)?;
+    }
+    fs::rename(&tmp, dst)?;
+    Ok(true)
+}
+
+/// Config files the builder publishes: `model_info.json` and `monolithic.config.yaml` (LLM),
+/// `model_info.json` (diffusion), with their paths relative to the config directory.
+fn config_files(dir: &Path, names: &[&str]) -> Vec<(PathBuf, PathBuf)> {
+    let mut out: Vec<(PathBuf, PathBuf)> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file() && names.iter().any(|n| e.file_name() == *n))
+        .filter_map(|e| {
+            let rel = e.path().strip_prefix(dir).ok()?.to_path_buf();
+            Some((e.into_path(), rel))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Write the compiled directory `out` for `built` (made from `opts`).
+pub fn write_compiled(opts: &BuildOptions, built: &Built, out: &Path, skip_raw: bool) -> Result<CompileReport, EngineError> {
+    let mut report = CompileReport::default();
+    write_parquet(&out.join("runs/llm.parquet"), &published(&built.llm), &|n| built.llm.is_nullable(n))?;
+    write_parquet(&out.join("runs/diffusion.parquet"), &published(&built.diffusion), &|n| built.diffusion.is_nullable(n))?;
+    if !skip_raw {
+        for run in &built.runs {
+            for src in [run.path.clone(), run.prometheus_path()] {
+                if !src.is_file() {
+                    continue;
+                }
+                let Ok(rel) = src.strip_prefix(&run.bench_root) else { continue };
+                if copy_if_changed(&src, &out.join(rel))? {
+                    report.raw_files_copied += 1;
+                } else {
+                    report.raw_files_unchanged += 1;
+                }
+            }
+        }
+    }
+    let llm_cfg = opts.llm_config_dir.clone().or_else(|| opts.roots.iter().map(|r| r.join("configs/vllm")).find(|p| p.is_dir()));
+    let diff_cfg = opts.diffusion_config_dir.clone().or_else(|| opts.roots.iter().map(|r| r.join("configs/xdit")).find(|p| p.is_dir()));
+    for (dir, sub, names) in [
+        (llm_cfg, "configs/vllm", &["model_info.json", "monolithic.config.yaml"][..]),
+        (diff_cfg, "configs/xdit", &["model_info.json"][..]),
+    ] {
+        let Some(dir) = dir else { continue };
+        for (src, rel) in config_files(&dir, names) {
+            copy_if_changed(&src, &out.join(sub).join(rel))?;
+            report.config_files += 1;
+        }
+    }
+    let (stable, unstable) = built.llm.stability_counts();
+    fs::write(
+        out.join("README.md"),
+        format!(
+            "---\npretty_name: \"The ML.ENERGY Benchmark v3 Dataset\"\nlicense: apache-2.0\nconfigs:\n- config_name: llm\n  data_files:\n  - split: all\n    path: runs/llm.parquet\n  default: true\n- config_name: diffusion\n  data_files:\n  - split: all\n    path: runs/diffusion.parquet\n---\n\n\
+# ML.ENERGY benchmark results\n\nCompiled by `mlenergy-server build` from raw benchmark results: LLM and diffusion inference runs with\n\
+their measured GPU energy, throughput and latency.\n\n* `runs/llm.parquet`: {} LLM runs ({stable} stable, {unstable} unstable, see `is_stable` and `unstable_reason`).\n\
+* `runs/diffusion.parquet`: {} diffusion runs.\n* `llm/`, `diffusion/`: the raw `results.json` and `prometheus.json` files{}.\n\
+* `configs/`: the model_info.json and monolithic.config.yaml files the rows were derived from.\n\n\
+License: Apache-2.0. Cite \"The ML.ENERGY Benchmark: Toward Automated Inference Energy Measurement and Optimization\"\n\
+(Chung et al., NeurIPS 2025 Datasets and Benchmarks).\n",
+            built.llm.len(),
+            built.diffusion.len(),
+            if skip_raw { " (not included in this build)" } else { "" },
+        ),
+    )?;
+    Ok(report)
+}

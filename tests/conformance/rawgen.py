@@ -1,0 +1,110 @@
+"""Small raw benchmark trees in the real layout (raw-format.md §1-§5), for conformance tests.
+
+Each helper writes one run directory (results.json, optionally prometheus.json) and the config
+files its row needs. Values are chosen per test case; request lists are generated from a seeded
+random generator so ITL statistics are non-trivial.
+"""
+
+import json
+import random
+from pathlib import Path
+
+
+def _write_json(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj))
+
+
+def llm_config(cfg: Path, task: str, model_id: str, sku: str, *, model_info: dict | None = None,
+               monolithic: str | None = None) -> None:
+    org, model = model_id.split("/")
+    info = model_info if model_info is not None else {
+        "nickname": f"{model} nick", "total_parameters_billion": 8.0, "active_parameters_billion": 8.0,
+        "architecture": "Dense Transformer", "weight_precision": "bfloat16",
+    }
+    _write_json(cfg / task / org / model / "model_info.json", info)
+    mono = monolithic if monolithic is not None else "tensor-parallel-size: 1\nenable-expert-parallel: false\n"
+    p = cfg / task / org / model / sku / "monolithic.config.yaml"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(mono)
+
+
+def requests(rng: random.Random, n: int, *, failed: int = 0, chunky: bool = True) -> list[dict]:
+    out = []
+    for i in range(n):
+        if i < failed:
+            out.append({"success": False, "itl": [], "output_len": 0, "error": "timeout"})
+            continue
+        length = rng.randint(2, 40)
+        itl = []
+        for _ in range(length):
+            if chunky and rng.random() < 0.2:
+                itl.append(0.0)
+            else:
+                itl.append(rng.uniform(0.005, 0.08))
+        out.append({"success": True, "itl": itl, "output_len": length, "prompt_len": rng.randint(10, 500)})
+    return out
+
+
+def llm_run(root: Path, *, gpu: str = "h100", sku: str = "H100", suite: str = "llm", task: str = "gpqa",
+            model_id: str = "org/model-a", num_gpus="1", max_num_seqs="16", repeats="1", seed="48105",
+            results: dict | None = None, prometheus: dict | None = None, n_requests: int = 30,
+            failed: int = 0, rng_seed: int = 0, dirname: str | None = None, **overrides) -> Path:
+    org, model = model_id.split("/")
+    cfg_name = dirname or (
+        f"num_gpus+{num_gpus}+max_num_seqs+{max_num_seqs}+num_request_repeats+{repeats}"
+        f"+dataset_split+train+num_requests+1024+seed+{seed}"
+    )
+    d = root / "llm" / gpu / "current" / "run" / suite / task / "results" / org / model / sku / cfg_name
+    rng = random.Random(rng_seed)
+    reqs = requests(rng, n_requests, failed=failed)
+    completed = sum(1 for r in reqs if r["success"])
+    body = {
+        "model_id": model_id,
+        "completed": completed,
+        "total_output_tokens": sum(r["output_len"] for r in reqs if r["success"]),
+        "steady_state_energy": 200.0 + rng_seed,
+        "steady_state_duration": 30.0 + rng_seed / 7,
+        "steady_state_energy_per_token": 0.2 + rng_seed / 1000,
+        "output_throughput": 20.0,
+        "timeline": {"steady_state_start_time": 1.0, "steady_state_end_time": 2.0},
+        "results": reqs,
+    }
+    body.update(overrides)
+    if results is not None:
+        body = results
+    _write_json(d / "results.json", body)
+    if prometheus is not None:
+        _write_json(d / "prometheus.json", prometheus)
+    return d
+
+
+def prom(avg_batch) -> dict:
+    return {"steady_state_stats": {"vllm:num_requests_running": avg_batch, "vllm:kv_cache_usage_perc": 0.4}}
+
+
+def diffusion_config(cfg: Path, task: str, model_id: str, *, model_info: dict | None = None) -> None:
+    org, model = model_id.split("/")
+    info = model_info if model_info is not None else {
+        "nickname": f"{model} nick", "total_parameters_billion": 12.0, "active_parameters_billion": 12.0,
+        "weight_precision": "bfloat16",
+    }
+    _write_json(cfg / task / org / model / "model_info.json", info)
+
+
+def diffusion_run(root: Path, *, gpu: str = "h100", task: str = "text-to-image", model_id: str = "org/diff-a",
+                  cfg_name: str = "batch-1+size-1024x1024+steps-20+seed-48105+uly-1+ring-1+tc-False",
+                  iterations: list | None = None, video: bool = False, rng_seed: int = 0, **extra) -> Path:
+    org, model = model_id.split("/")
+    d = root / "diffusion" / gpu / "current" / "run" / "diffusion" / task / org / model / cfg_name
+    rng = random.Random(rng_seed)
+    its = iterations if iterations is not None else [
+        {"time": rng.uniform(1.0, 3.0), "gpu_energy": {str(g): rng.uniform(100, 900) for g in range(2)}}
+        for _ in range(5)
+    ]
+    body = {"model": model_id, "batch_size": 1, "iteration_energy_measurements": its}
+    if video:
+        body.update({"num_frames": 81, "fps": 15})
+    body.update(extra)
+    _write_json(d / "results.json", body)
+    return d
