@@ -71,10 +71,11 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "MLENERGY_BIND", default_value = "127.0.0.1:8080")]
     pub bind: SocketAddr,
-    /// Compiled data directory (runs/llm.parquet, runs/diffusion.parquet). Default: the embedded
-    /// dataset data/sample (found next to the working directory or the crate).
+    /// Compiled data directory (runs/llm.parquet, runs/diffusion.parquet), or a raw benchmark
+    /// root (detected, or forced with a `raw:` prefix) whose rows are derived at start. Default:
+    /// the embedded dataset data/sample (next to the working directory or the crate).
     #[arg(long, env = "MLENERGY_DATA")]
-    pub data: Option<PathBuf>,
+    pub data: Option<String>,
     /// Log line format.
     #[arg(long, env = "MLENERGY_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -99,14 +100,14 @@ pub struct SampleArgs {
 impl ServeArgs {
     /// The data directory to serve: `--data`, else `data/sample` in the working directory, else
     /// the one next to this crate's sources.
-    pub fn data_dir(&self) -> PathBuf {
+    pub fn data_dir(&self) -> String {
         if let Some(d) = &self.data {
             return d.clone();
         }
         let local = PathBuf::from("data/sample");
         if local.join("runs").is_dir() {
-            return local;
+            return local.display().to_string();
         }
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/sample")
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/sample").display().to_string()
     }
 }

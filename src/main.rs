@@ -23,8 +23,12 @@ fn init_tracing(format: LogFormat) {
 
 async fn serve(args: ServeArgs) -> Result<(), String> {
     let started = Instant::now();
-    let dir = args.data_dir();
-    let dataset = load::load_compiled_dir(&dir).await.map_err(|e| format!("{}: {e}", dir.display()))?;
+    let spec = args.data_dir();
+    let location = load::DataLocation::detect(&spec);
+    let dataset = load::load(&location).await.map_err(|e| format!("{spec}: {e}"))?;
+    for (path, reason) in &dataset.source.skipped {
+        tracing::warn!(%path, %reason, "raw results file skipped");
+    }
     tracing::info!(
         source = %dataset.source.location,
         llm_runs = dataset.llm.len(),

@@ -1,7 +1,7 @@
 //! Loading a compiled data directory (`runs/llm.parquet`, `runs/diffusion.parquet`) through
 //! DataFusion into `RunTable`s, and registering the normalised tables for SQL access.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -81,6 +81,70 @@ pub async fn load_compiled_dir(root: &Path) -> Result<Dataset, EngineError> {
             location: format!("local:{}", root.display()),
             revision: None,
             root: Some(root),
+            skipped: Vec::new(),
+        },
+        loaded_at: SystemTime::now(),
+        ctx,
+    })
+}
+
+/// What a `--data` value names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataLocation {
+    /// A compiled data directory (`runs/llm.parquet`, ...).
+    Compiled(PathBuf),
+    /// A raw benchmark root (`llm/`, `diffusion/` trees of results.json files).
+    Raw(PathBuf),
+}
+
+impl DataLocation {
+    /// `raw:DIR` is a raw root; a directory with `runs/llm.parquet` is compiled; one with `llm/`
+    /// or `diffusion/` but no `runs/` (or a `.../run` directory) is raw; anything else is taken
+    /// as compiled, so the error names the missing parquet file.
+    pub fn detect(spec: &str) -> DataLocation {
+        if let Some(raw) = spec.strip_prefix("raw:") {
+            return DataLocation::Raw(PathBuf::from(raw));
+        }
+        let p = PathBuf::from(spec);
+        let compiled = p.join("runs").join("llm.parquet").is_file();
+        let raw_like = p.join("llm").is_dir() || p.join("diffusion").is_dir() || p.file_name().is_some_and(|n| n == "run");
+        if !compiled && raw_like { DataLocation::Raw(p) } else { DataLocation::Compiled(p) }
+    }
+}
+
+/// Load whatever `location` names.
+pub async fn load(location: &DataLocation) -> Result<Dataset, EngineError> {
+    match location {
+        DataLocation::Compiled(p) => load_compiled_dir(p).await,
+        DataLocation::Raw(p) => load_raw_root(p).await,
+    }
+}
+
+/// Derive the run tables from a raw benchmark root (configs auto-detected under it), in
+/// parallel, and serve them like a compiled directory.
+pub async fn load_raw_root(root: &Path) -> Result<Dataset, EngineError> {
+    if !root.is_dir() {
+        return Err(EngineError::Load(format!("{} is not a directory", root.display())));
+    }
+    let root = std::path::absolute(root)?;
+    let opts = crate::raw::build::BuildOptions { roots: vec![root.clone()], ..Default::default() };
+    let built = tokio::task::spawn_blocking(move || crate::raw::build::build(&opts))
+        .await
+        .map_err(|e| EngineError::Load(format!("raw build failed: {e}")))??;
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_collect_statistics(false));
+    register_tables(&ctx, &[&built.llm, &built.diffusion])?;
+    // Stored paths are relative to each run's benchmark root, which is the root itself unless
+    // discovery had to infer one above it.
+    let bench_root = built.runs.first().map_or(root.clone(), |r| r.bench_root.clone());
+    Ok(Dataset {
+        generation: super::next_generation(),
+        llm: built.llm,
+        diffusion: built.diffusion,
+        source: DatasetSource {
+            location: format!("raw:{}", root.display()),
+            revision: None,
+            root: Some(bench_root),
+            skipped: built.skipped.into_iter().map(|s| (s.path, s.reason)).collect(),
         },
         loaded_at: SystemTime::now(),
         ctx,

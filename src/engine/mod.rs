@@ -92,6 +92,8 @@ pub struct DatasetSource {
     pub revision: Option<String>,
     /// Dataset root on the local file system, if any (raw paths resolve against it).
     pub root: Option<PathBuf>,
+    /// Raw results files passed over while deriving rows from a raw tree, with the reason.
+    pub skipped: Vec<(String, String)>,
 }
 
 /// One loaded snapshot: both run tables plus the DataFusion context they are registered in.

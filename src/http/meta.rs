@@ -91,9 +91,19 @@ pub struct DatasetInfo {
     pub loaded_at: String,
 }
 
+/// A raw results file that produced no row, and why.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SkippedFile {
+    pub path: String,
+    pub reason: String,
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DatasetList {
     pub datasets: Vec<DatasetInfo>,
+    /// Raw results files passed over when the rows were derived from a raw tree (empty for a
+    /// compiled directory).
+    pub skipped: Vec<SkippedFile>,
 }
 
 /// What is loaded.
@@ -117,6 +127,12 @@ pub async fn datasets(State(state): State<AppState>) -> Json<DatasetList> {
                     loaded_at: loaded_at.clone(),
                 }
             })
+            .collect(),
+        skipped: snapshot
+            .source
+            .skipped
+            .iter()
+            .map(|(path, reason)| SkippedFile { path: path.clone(), reason: reason.clone() })
             .collect(),
     })
 }

@@ -178,3 +178,45 @@ def test_a_bad_directory_name_is_skipped_not_fatal(tmp_path):
     rows = pq.read_table(out / "runs" / "llm.parquet").to_pylist()
     assert [(r["max_num_seqs"], r["is_stable"]) for r in rows] == [(16, True)]
     assert not (out / "llm").exists()
+
+
+def test_serving_a_raw_root_answers_like_the_toolkit(built):
+    import json
+    import socket
+    import time
+    import urllib.request
+
+    r1, _, _, _ = built
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([BINARY, "--bind", f"127.0.0.1:{port}", "--data", str(r1)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(f"{base}/readyz")
+                break
+            except OSError:
+                time.sleep(0.05)
+        get = lambda path: json.loads(urllib.request.urlopen(base + path).read())
+        expected = LLMRuns.from_raw_results(r1, stable_only=False)
+        runs = get("/v1/llm/runs?stability=all")["runs"]
+        assert len(runs) == len(expected)
+        fields = list(expected.to_dataframe().columns)
+        by_path = {r["results_path"]: r for r in runs}
+        for rec in expected:
+            row = by_path[rel_to_root(rec._results_path, [r1])]
+            for f in fields:
+                assert same(getattr(rec, f), row[f]), (f, getattr(rec, f), row[f])
+        stable = get("/v1/llm/runs")["runs"]
+        assert len(stable) == len(expected.stable())
+        ds = get("/v1/datasets")
+        assert ds["datasets"][0]["source"] == f"raw:{r1}"
+        assert ds["datasets"][0]["unstable_rows"] == len(expected) - len(expected.stable())
+        assert [s["reason"] for s in ds["skipped"]] == ["no valid ITL samples"]
+        assert get("/v1/diffusion/runs")["total"] == len(DiffusionRuns.from_raw_results(r1))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
