@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use mlenergy_server::config::{BuildArgs, Cli, Command, HealthcheckArgs, LogFormat, ServeArgs};
-use mlenergy_server::raw::build::{BuildOptions, build};
+use mlenergy_server::raw::build::{BuildCache, BuildOptions, build};
 use mlenergy_server::raw::compile::write_compiled;
 use mlenergy_server::engine::{Engine, load, sample};
 use mlenergy_server::http::{self, AppState, Limits};
@@ -75,13 +75,18 @@ fn build_command(args: &BuildArgs) -> Result<(), String> {
         llm_config_dir: args.llm_config_dir.clone(),
         diffusion_config_dir: args.diffusion_config_dir.clone(),
         tasks: args.tasks.as_ref().map(|t| t.iter().cloned().collect()),
+        progress: true,
     };
     eprintln!("reading {} root(s)", opts.roots.len());
-    let built = build(&opts).map_err(|e| e.to_string())?;
+    let cache_path = args.out.join(".mlenergy-build").join("cache.json");
+    let previous = BuildCache::load(&cache_path);
+    let built = build(&opts, Some(&previous)).map_err(|e| e.to_string())?;
     let (stable, unstable) = built.llm.stability_counts();
     eprintln!(
-        "{} results files: {} LLM rows ({stable} stable, {unstable} unstable), {} diffusion rows, {} skipped",
+        "{} results files ({} parsed, {} unchanged since the last build): {} LLM rows ({stable} stable, {unstable} unstable), {} diffusion rows, {} skipped",
         built.runs.len(),
+        built.parsed,
+        built.reused,
         built.llm.len(),
         built.diffusion.len(),
         built.skipped.len()
@@ -90,6 +95,7 @@ fn build_command(args: &BuildArgs) -> Result<(), String> {
         eprintln!("  skipped {}: {}", s.path, s.reason);
     }
     let report = write_compiled(&opts, &built, &args.out, args.skip_raw).map_err(|e| e.to_string())?;
+    built.cache.save(&cache_path).map_err(|e| format!("{}: {e}", cache_path.display()))?;
     eprintln!(
         "wrote {}: {} raw files copied, {} unchanged, {} config files, in {:.1} s",
         args.out.display(),

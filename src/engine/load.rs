@@ -128,7 +128,7 @@ pub async fn load_raw_root(root: &Path) -> Result<Dataset, EngineError> {
     }
     let root = std::path::absolute(root)?;
     let opts = crate::raw::build::BuildOptions { roots: vec![root.clone()], ..Default::default() };
-    let built = tokio::task::spawn_blocking(move || crate::raw::build::build(&opts))
+    let built = tokio::task::spawn_blocking(move || crate::raw::build::build(&opts, None))
         .await
         .map_err(|e| EngineError::Load(format!("raw build failed: {e}")))??;
     let ctx = SessionContext::new_with_config(SessionConfig::new().with_collect_statistics(false));

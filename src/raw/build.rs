@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::itl::{itl_stats, smooth_chunked_itl};
@@ -37,6 +38,79 @@ pub struct BuildOptions {
     pub diffusion_config_dir: Option<PathBuf>,
     /// Keep only these tasks.
     pub tasks: Option<BTreeSet<String>>,
+    /// Report progress on stderr about once a second.
+    pub progress: bool,
+}
+
+/// Size and modification time of a file, `None` if it does not exist.
+type Stamp = Option<(u64, u128)>;
+
+fn stamp(path: &Path) -> Stamp {
+    let m = fs::metadata(path).ok()?;
+    let mtime = m.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
+    Some((m.len(), mtime))
+}
+
+/// What parsing one results file gave.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum Outcome {
+    Llm(LlmOutcome),
+    Diffusion(Result<DiffusionRow, String>),
+}
+
+/// Parsed outcomes by results file, with the stamps of every file they were derived from
+/// (results, prometheus, model_info, monolithic config). A rebuild re-parses only the files
+/// whose stamps changed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct BuildCache {
+    entries: HashMap<String, (Vec<Stamp>, Outcome)>,
+}
+
+impl BuildCache {
+    /// Read a cache written by `save`; a missing or unreadable cache is an empty one.
+    pub fn load(path: &Path) -> BuildCache {
+        fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    }
+
+    /// Write atomically (temp file + rename).
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension("partial");
+        fs::write(&tmp, serde_json::to_vec(self).map_err(std::io::Error::other)?)?;
+        fs::rename(tmp, path)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// Prints `[done/total]` to stderr at most once a second.
+struct Progress {
+    enabled: bool,
+    total: usize,
+    done: std::sync::atomic::AtomicUsize,
+    last: Mutex<std::time::Instant>,
+}
+
+impl Progress {
+    fn tick(&self) {
+        let done = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if !self.enabled {
+            return;
+        }
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.elapsed().as_secs_f64() >= 1.0 || done == self.total {
+            eprintln!("  [{done}/{}] results files read", self.total);
+            *last = std::time::Instant::now();
+        }
+    }
 }
 
 /// A results file found under a root.
@@ -70,6 +144,11 @@ pub struct Built {
     /// Every discovered file (rows or not), for copying the raw tree.
     pub runs: Vec<RawRun>,
     pub skipped: Vec<Skipped>,
+    /// Outcomes of this build, to pass to the next one.
+    pub cache: BuildCache,
+    /// Files parsed in this build, and files whose previous outcome was reused.
+    pub parsed: usize,
+    pub reused: usize,
 }
 
 fn posix_rel(path: &Path, root: &Path) -> Option<String> {
@@ -162,7 +241,7 @@ pub fn discover(roots: &[PathBuf], tasks: Option<&BTreeSet<String>>) -> (Vec<Raw
 }
 
 /// Stability of one LLM run before the cascade.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stability {
     pub unstable: bool,
     pub reason: String,
@@ -313,7 +392,7 @@ impl ConfigCache {
 }
 
 /// One LLM row (§6), fields in published order.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct LlmRow {
     task: String,
     model_id: String,
@@ -347,7 +426,7 @@ struct LlmRow {
 }
 
 /// One diffusion row (§7).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct DiffusionRow {
     task: String,
     model_id: String,
@@ -420,6 +499,7 @@ fn itl_pool(results: &RequestList) -> Option<Vec<f64>> {
 }
 
 /// Outcome of one LLM file: its stability (before the cascade) and its row, or why there is none.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct LlmOutcome {
     stability: Stability,
     group: Option<(String, String, String, i64)>,
@@ -689,19 +769,68 @@ fn stored_path(path: &Path, bench_root: &Path) -> String {
     posix_rel(path, bench_root).unwrap_or_else(|| path.display().to_string())
 }
 
-/// Build both run tables from raw roots (stable and unstable LLM runs, as the published parquet).
-pub fn build(opts: &BuildOptions) -> Result<Built, EngineError> {
+/// The config files a run's row is derived from.
+fn config_paths(run: &RawRun, llm_cfg: Option<&Path>, diff_cfg: Option<&Path>) -> Vec<PathBuf> {
+    let p = &run.parsed;
+    match (p.domain, llm_cfg, diff_cfg) {
+        (RawDomain::Llm, Some(c), _) => {
+            let model = c.join(&p.workload).join(&p.org).join(&p.model);
+            vec![model.join("model_info.json"), model.join(p.gpu_sku.as_deref().unwrap_or("")).join("monolithic.config.yaml")]
+        }
+        (RawDomain::Diffusion, _, Some(c)) => vec![c.join(&p.workload).join(&p.org).join(&p.model).join("model_info.json")],
+        _ => Vec::new(),
+    }
+}
+
+/// Build both run tables from raw roots (stable and unstable LLM runs, as the published
+/// parquet). Outcomes in `previous` whose files are unchanged are reused instead of re-parsed.
+pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built, EngineError> {
     let (runs, mut skipped) = discover(&opts.roots, opts.tasks.as_ref());
     let llm_cfg = opts.llm_config_dir.clone().or_else(|| detect_config(&opts.roots, "vllm"));
     let diff_cfg = opts.diffusion_config_dir.clone().or_else(|| detect_config(&opts.roots, "xdit"));
     let cache = ConfigCache::default();
+    let progress = Progress {
+        enabled: opts.progress,
+        total: runs.len(),
+        done: Default::default(),
+        last: Mutex::new(std::time::Instant::now()),
+    };
 
-    let llm_runs: Vec<&RawRun> = runs.iter().filter(|r| r.parsed.domain == RawDomain::Llm).collect();
-    let outcomes: Vec<LlmOutcome> = llm_runs.par_iter().map(|r| llm_outcome(r, llm_cfg.as_deref(), &cache)).collect();
-    let groups: Vec<_> = outcomes
+    // Parse every file (or reuse its unchanged outcome), in parallel.
+    let results: Vec<(String, Vec<Stamp>, Outcome, bool)> = runs
+        .par_iter()
+        .map(|run| {
+            let key = fs::canonicalize(&run.path).unwrap_or_else(|_| run.path.clone()).display().to_string();
+            let mut stamps = vec![stamp(&run.path)];
+            if run.parsed.domain == RawDomain::Llm {
+                stamps.push(stamp(&run.prometheus_path()));
+            }
+            stamps.extend(config_paths(run, llm_cfg.as_deref(), diff_cfg.as_deref()).iter().map(|p| stamp(p)));
+            let reuse = previous.and_then(|c| c.entries.get(&key)).filter(|(old, _)| *old == stamps).map(|(_, o)| o.clone());
+            let reused = reuse.is_some();
+            let outcome = reuse.unwrap_or_else(|| match run.parsed.domain {
+                RawDomain::Llm => Outcome::Llm(llm_outcome(run, llm_cfg.as_deref(), &cache)),
+                RawDomain::Diffusion => Outcome::Diffusion(diffusion_row(run, diff_cfg.as_deref(), &cache)),
+            });
+            progress.tick();
+            (key, stamps, outcome, reused)
+        })
+        .collect();
+    let reused = results.iter().filter(|r| r.3).count();
+    let mut new_cache = BuildCache::default();
+    let mut llm: Vec<(&RawRun, LlmOutcome)> = Vec::new();
+    let mut diffusion: Vec<(&RawRun, Result<DiffusionRow, String>)> = Vec::new();
+    for (run, (key, stamps, outcome, _)) in runs.iter().zip(results) {
+        new_cache.entries.insert(key, (stamps, outcome.clone()));
+        match outcome {
+            Outcome::Llm(o) => llm.push((run, o)),
+            Outcome::Diffusion(d) => diffusion.push((run, d)),
+        }
+    }
+
+    let groups: Vec<_> = llm
         .iter()
-        .zip(&llm_runs)
-        .map(|(o, r)| {
+        .map(|(r, o)| {
             if o.max_num_seqs.is_some() && o.group.is_none() {
                 skipped.push(Skipped {
                     path: r.path.display().to_string(),
@@ -711,12 +840,12 @@ pub fn build(opts: &BuildOptions) -> Result<Built, EngineError> {
             o.group.clone()
         })
         .collect();
-    let mns: Vec<Option<i64>> = outcomes.iter().map(|o| o.max_num_seqs).collect();
-    let mut status: Vec<Stability> = outcomes.iter().map(|o| o.stability.clone()).collect();
+    let mns: Vec<Option<i64>> = llm.iter().map(|(_, o)| o.max_num_seqs).collect();
+    let mut status: Vec<Stability> = llm.iter().map(|(_, o)| o.stability.clone()).collect();
     apply_cascade(&groups, &mns, &mut status);
 
     let mut llm_rows = Vec::new();
-    for ((outcome, run), st) in outcomes.into_iter().zip(&llm_runs).zip(status) {
+    for ((run, outcome), st) in llm.into_iter().zip(status) {
         match outcome.row {
             Ok(Some(mut row)) => {
                 row.stability = st;
@@ -728,12 +857,8 @@ pub fn build(opts: &BuildOptions) -> Result<Built, EngineError> {
             Err(reason) => skipped.push(Skipped { path: run.path.display().to_string(), reason }),
         }
     }
-
-    let diff_runs: Vec<&RawRun> = runs.iter().filter(|r| r.parsed.domain == RawDomain::Diffusion).collect();
-    let diff_results: Vec<Result<DiffusionRow, String>> =
-        diff_runs.par_iter().map(|r| diffusion_row(r, diff_cfg.as_deref(), &cache)).collect();
     let mut diff_rows = Vec::new();
-    for (res, run) in diff_results.into_iter().zip(&diff_runs) {
+    for (run, res) in diffusion {
         match res {
             Ok(mut row) => {
                 row.results_path = stored_path(&run.path, &run.bench_root);
@@ -746,8 +871,11 @@ pub fn build(opts: &BuildOptions) -> Result<Built, EngineError> {
     Ok(Built {
         llm: RunTable::from_published(Domain::Llm, llm_columns(&llm_rows))?,
         diffusion: RunTable::from_published(Domain::Diffusion, diffusion_columns(&diff_rows))?,
+        parsed: runs.len() - reused,
+        reused,
         runs,
         skipped,
+        cache: new_cache,
     })
 }
 
@@ -776,6 +904,41 @@ mod tests {
         let missing: Result<LlmResults, String> = Ok(LlmResults::default());
         assert_eq!(stability_status(&missing, None, None).reason, "short_steady_state:None");
         assert_eq!(stability_status(&Err("boom".into()), None, None).reason, "failed_to_load_results:boom");
+    }
+
+    #[test]
+    fn config_values_follow_python_and_pyyaml() {
+        assert_eq!(py_int(&Value::from(4)), Ok(4));
+        assert_eq!(py_int(&Value::from(2.7)), Ok(2));
+        assert_eq!(py_int(&Value::from(" 8 ")), Ok(8));
+        assert_eq!(py_int(&Value::from(true)), Ok(1));
+        assert!(py_int(&Value::Null).is_err());
+        assert!(py_int(&Value::from("2.0")).is_err());
+        let docs = yaml_rust2::YamlLoader::load_from_str(
+            "enable-expert-parallel: yes\ndata-parallel-size: 0\ntensor-parallel-size: 2.0\nnote: hello\n",
+        )
+        .unwrap();
+        let v = yaml_to_json(&docs[0]);
+        assert_eq!(v["enable-expert-parallel"], Value::from(true));
+        assert_eq!(v["data-parallel-size"], Value::from(0));
+        assert_eq!(py_int(&v["tensor-parallel-size"]), Ok(2));
+        assert_eq!(v["note"], Value::from("hello"));
+    }
+
+    #[test]
+    fn parallelism_from_a_monolithic_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ConfigCache::default();
+        let write = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            fs::write(&p, text).unwrap();
+            p
+        };
+        let ep_dp0 = cache.monolithic(&write("a.yaml", "enable-expert-parallel: true\ndata-parallel-size: 0\n")).unwrap();
+        assert_eq!(ep_dp0.get("data-parallel-size"), Some(&Value::from(0)));
+        assert!(cache.monolithic(&write("b.yaml", "- 1\n- 2\n")).unwrap_err().contains("not object"));
+        assert!(cache.monolithic(&dir.path().join("missing.yaml")).unwrap_err().starts_with("Missing required monolithic.config.yaml"));
+        assert!(cache.model_info(&write("c.json", "[1]")).unwrap_err().contains("not object"));
     }
 
     #[test]

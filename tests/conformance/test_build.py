@@ -67,6 +67,12 @@ def make_tree(base: Path) -> tuple[Path, Path]:
     g.llm_run(r1, gpu="b200", sku="B200", suite="mllm", task="video-chat", model_id="org/model-d",
               num_gpus="8", max_num_seqs="32", prometheus=g.prom(31.0), rng_seed=19)
 
+    # A results file that cannot be parsed: unstable (failed_to_load_results), no row, and it still
+    # starts a cascade in its group (§16.6).
+    bad = g.llm_run(r1, num_gpus="8", max_num_seqs="4", rng_seed=24)
+    (bad / "results.json").write_text('{"steady_state_energy": 1.0, "results": [')
+    g.llm_run(r1, num_gpus="8", max_num_seqs="8", prometheus=g.prom(8.0), rng_seed=25)
+
     dcfg = r1 / "configs" / "xdit"
     g.diffusion_config(dcfg, "text-to-image", "org/diff-a")
     g.diffusion_run(r1, rng_seed=20)
@@ -128,6 +134,7 @@ def test_llm_rows_equal_the_toolkits(built):
     assert reasons == [
         "",
         "cascade_from_unstable_batch:32",
+        "cascade_from_unstable_batch:4",
         "invalid_energy_per_token:0.0",
         "low_batch_utilization:0.500000",
         "low_batch_utilization:0.849900",
@@ -156,6 +163,7 @@ def test_toolkit_reads_the_compiled_directory(built):
 def test_skipped_files_are_listed(built):
     *_, stderr = built
     assert "no valid ITL samples" in stderr
+    assert "EOF while parsing" in stderr
     assert "Missing required steady_state_energy_per_token" not in stderr
 
 
@@ -215,8 +223,35 @@ def test_serving_a_raw_root_answers_like_the_toolkit(built):
         ds = get("/v1/datasets")
         assert ds["datasets"][0]["source"] == f"raw:{r1}"
         assert ds["datasets"][0]["unstable_rows"] == len(expected) - len(expected.stable())
-        assert [s["reason"] for s in ds["skipped"]] == ["no valid ITL samples"]
+        assert sorted(s["reason"] for s in ds["skipped"]) == ["EOF while parsing a list at line 1 column 41", "no valid ITL samples"]
         assert get("/v1/diffusion/runs")["total"] == len(DiffusionRuns.from_raw_results(r1))
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_rebuild_reparses_only_changed_files(tmp_path):
+    import json
+    import re
+
+    r1, r2 = make_tree(tmp_path)
+    out = tmp_path / "out"
+    cmd = [BINARY, "build", str(r1), str(r2), "--out", str(out)]
+    first = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+    assert re.search(r"25 results files \(25 parsed, 0 unchanged", first), first
+    before = (out / "runs" / "llm.parquet").read_bytes()
+    second = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+    assert re.search(r"\(0 parsed, 25 unchanged", second), second
+    assert "0 raw files copied, 44 unchanged" in second
+    assert (out / "runs" / "llm.parquet").read_bytes() == before
+
+    # Change one run's energy: only it is parsed again, and its row follows.
+    target = next((r1 / "llm").rglob("*max_num_seqs+8+num_request_repeats+1*/results.json"))
+    body = json.loads(target.read_text())
+    body["steady_state_energy"] = 999.0
+    target.write_text(json.dumps(body))
+    third = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+    assert re.search(r"\(1 parsed, 24 unchanged", third), third
+    expected = LLMRuns.from_raw_results(r1, r2, stable_only=False)
+    compare(expected, out / "runs" / "llm.parquet", [r1, r2])
+    assert 999.0 in [r["steady_state_energy_joules"] for r in pq.read_table(out / "runs" / "llm.parquet").to_pylist()]
