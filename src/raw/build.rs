@@ -54,7 +54,7 @@ fn stamp(path: &Path) -> Stamp {
 /// What parsing one results file gave.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 enum Outcome {
-    Llm(LlmOutcome),
+    Llm(Box<LlmOutcome>),
     Diffusion(Result<DiffusionRow, String>),
 }
 
@@ -809,7 +809,7 @@ pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built
             let reuse = previous.and_then(|c| c.entries.get(&key)).filter(|(old, _)| *old == stamps).map(|(_, o)| o.clone());
             let reused = reuse.is_some();
             let outcome = reuse.unwrap_or_else(|| match run.parsed.domain {
-                RawDomain::Llm => Outcome::Llm(llm_outcome(run, llm_cfg.as_deref(), &cache)),
+                RawDomain::Llm => Outcome::Llm(Box::new(llm_outcome(run, llm_cfg.as_deref(), &cache))),
                 RawDomain::Diffusion => Outcome::Diffusion(diffusion_row(run, diff_cfg.as_deref(), &cache)),
             });
             progress.tick();
@@ -823,7 +823,7 @@ pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built
     for (run, (key, stamps, outcome, _)) in runs.iter().zip(results) {
         new_cache.entries.insert(key, (stamps, outcome.clone()));
         match outcome {
-            Outcome::Llm(o) => llm.push((run, o)),
+            Outcome::Llm(o) => llm.push((run, *o)),
             Outcome::Diffusion(d) => diffusion.push((run, d)),
         }
     }
