@@ -55,7 +55,7 @@ fn stamp(path: &Path) -> Stamp {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 enum Outcome {
     Llm(Box<LlmOutcome>),
-    Diffusion(Result<DiffusionRow, String>),
+    Diffusion(Box<Result<DiffusionRow, String>>),
 }
 
 /// Parsed outcomes by results file, with the stamps of every file they were derived from
@@ -810,7 +810,7 @@ pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built
             let reused = reuse.is_some();
             let outcome = reuse.unwrap_or_else(|| match run.parsed.domain {
                 RawDomain::Llm => Outcome::Llm(Box::new(llm_outcome(run, llm_cfg.as_deref(), &cache))),
-                RawDomain::Diffusion => Outcome::Diffusion(diffusion_row(run, diff_cfg.as_deref(), &cache)),
+                RawDomain::Diffusion => Outcome::Diffusion(Box::new(diffusion_row(run, diff_cfg.as_deref(), &cache))),
             });
             progress.tick();
             (key, stamps, outcome, reused)
@@ -824,7 +824,7 @@ pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built
         new_cache.entries.insert(key, (stamps, outcome.clone()));
         match outcome {
             Outcome::Llm(o) => llm.push((run, *o)),
-            Outcome::Diffusion(d) => diffusion.push((run, d)),
+            Outcome::Diffusion(d) => diffusion.push((run, *d)),
         }
     }
 
