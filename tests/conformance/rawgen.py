@@ -29,13 +29,14 @@ def llm_config(cfg: Path, task: str, model_id: str, sku: str, *, model_info: dic
     p.write_text(mono)
 
 
-def requests(rng: random.Random, n: int, *, failed: int = 0, chunky: bool = True) -> list[dict]:
+def requests(rng: random.Random, n: int, *, failed: int = 0, chunky: bool = True,
+             tokens: tuple[int, int] = (2, 40)) -> list[dict]:
     out = []
     for i in range(n):
         if i < failed:
             out.append({"success": False, "itl": [], "output_len": 0, "error": "timeout"})
             continue
-        length = rng.randint(2, 40)
+        length = rng.randint(*tokens)
         itl = []
         for _ in range(length):
             if chunky and rng.random() < 0.2:
@@ -49,7 +50,8 @@ def requests(rng: random.Random, n: int, *, failed: int = 0, chunky: bool = True
 def llm_run(root: Path, *, gpu: str = "h100", sku: str = "H100", suite: str = "llm", task: str = "gpqa",
             model_id: str = "org/model-a", num_gpus="1", max_num_seqs="16", repeats="1", seed="48105",
             results: dict | None = None, prometheus: dict | None = None, n_requests: int = 30,
-            failed: int = 0, rng_seed: int = 0, dirname: str | None = None, **overrides) -> Path:
+            failed: int = 0, rng_seed: int = 0, dirname: str | None = None,
+            tokens: tuple[int, int] = (2, 40), **overrides) -> Path:
     org, model = model_id.split("/")
     cfg_name = dirname or (
         f"num_gpus+{num_gpus}+max_num_seqs+{max_num_seqs}+num_request_repeats+{repeats}"
@@ -57,7 +59,7 @@ def llm_run(root: Path, *, gpu: str = "h100", sku: str = "H100", suite: str = "l
     )
     d = root / "llm" / gpu / "current" / "run" / suite / task / "results" / org / model / sku / cfg_name
     rng = random.Random(rng_seed)
-    reqs = requests(rng, n_requests, failed=failed)
+    reqs = requests(rng, n_requests, failed=failed, tokens=tokens)
     completed = sum(1 for r in reqs if r["success"])
     body = {
         "model_id": model_id,
