@@ -255,3 +255,31 @@ def test_rebuild_reparses_only_changed_files(tmp_path):
     expected = LLMRuns.from_raw_results(r1, r2, stable_only=False)
     compare(expected, out / "runs" / "llm.parquet", [r1, r2])
     assert 999.0 in [r["steady_state_energy_joules"] for r in pq.read_table(out / "runs" / "llm.parquet").to_pylist()]
+
+
+def test_fallback_discovery_from_a_run_directory(built, tmp_path):
+    """A root that is a .../current/run directory: the fast path finds nothing, so discovery walks
+    it and parses paths relative to the benchmark root four levels up (§5.2)."""
+    r1, *_ = built
+    run_dir = r1 / "llm" / "h100" / "current" / "run"
+    cfg = r1 / "configs" / "vllm"
+    expected = LLMRuns.from_raw_results(run_dir, config_dir=cfg, stable_only=False)
+    out = tmp_path / "out"
+    proc = subprocess.run([BINARY, "build", str(run_dir), "--out", str(out), "--llm-config-dir", str(cfg), "--skip-raw"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert len(expected) > 0
+    compare(expected, out / "runs" / "llm.parquet", [r1])
+
+
+def test_task_selection(built, tmp_path):
+    r1, r2, *_ = built
+    out = tmp_path / "out"
+    proc = subprocess.run([BINARY, "build", str(r1), str(r2), "--out", str(out), "--tasks", "gpqa,text-to-video", "--skip-raw"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    llm = LLMRuns.from_raw_results(r1, r2, tasks={"gpqa", "text-to-video"}, stable_only=False)
+    diff = DiffusionRuns.from_raw_results(r1, r2, tasks={"gpqa", "text-to-video"})
+    assert {r.task for r in llm} == {"gpqa"} and {r.task for r in diff} == {"text-to-video"}
+    compare(llm, out / "runs" / "llm.parquet", [r1, r2])
+    compare(diff, out / "runs" / "diffusion.parquet", [r1, r2])
