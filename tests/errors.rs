@@ -138,3 +138,20 @@ async fn no_input_produces_a_server_error() {
         assert_eq!(r.content_type(), "application/problem+json");
     }
 }
+
+#[tokio::test]
+async fn raw_data_of_runs_without_raw_files_is_404() {
+    let app = TestApp::sample().await;
+    let p = app.get("/v1/llm/runs/gpqa~Qwen--Qwen3-14B~B200~g1~b8~r1/output-lengths").await.problem(404, "raw_unavailable");
+    assert_eq!(
+        p["detail"],
+        "no raw results for run 'gpqa~Qwen--Qwen3-14B~B200~g1~b8~r1': this dataset has no results.json for it (results_path is null)"
+    );
+    app.get("/v1/llm/runs/gpqa~Qwen--Qwen3-14B~B200~g1~b8~r1/itl").await.problem(404, "raw_unavailable");
+    app.get("/v1/llm/itl?task=gpqa").await.problem(404, "raw_unavailable");
+    // No matching runs: an empty answer, not an error.
+    let empty = app.get("/v1/llm/output-lengths?task=nonexistent").await;
+    assert_eq!((empty.status.as_u16(), empty.text()), (200, "[]".to_string()));
+    app.get("/v1/llm/runs/nope/output-lengths").await.problem(404, "unknown_run");
+    app.get("/v1/diffusion/output-lengths").await.problem(404, "not_found");
+}

@@ -46,6 +46,12 @@ pub enum AppError {
     /// No supported representation matches `Accept` or `format`.
     #[error("cannot produce '{requested}'")]
     NotAcceptable { parameter: String, requested: String, allowed: Vec<String> },
+    /// The run has no raw results file in this dataset, or the file is missing.
+    #[error("no raw results for run '{run_id}': {detail}")]
+    RawUnavailable { run_id: String, detail: String },
+    /// The raw file exists but lacks what the computation needs, or is not valid JSON.
+    #[error("{detail}")]
+    RawInvalid { run_id: String, detail: String },
     #[error("no route for {0}")]
     NoRoute(String),
     #[error("method not allowed")]
@@ -60,7 +66,11 @@ impl AppError {
             AppError::UnknownParameter { .. } | AppError::InvalidParameter { .. } | AppError::UnknownField { .. } => {
                 StatusCode::BAD_REQUEST
             }
-            AppError::UnknownDomain(_) | AppError::UnknownRun { .. } | AppError::NoRoute(_) => StatusCode::NOT_FOUND,
+            AppError::UnknownDomain(_)
+            | AppError::UnknownRun { .. }
+            | AppError::NoRoute(_)
+            | AppError::RawUnavailable { .. } => StatusCode::NOT_FOUND,
+            AppError::RawInvalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::NotAcceptable { .. } => StatusCode::NOT_ACCEPTABLE,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -76,6 +86,8 @@ impl AppError {
             AppError::UnknownDomain(_) => "unknown_domain",
             AppError::UnknownRun { .. } => "unknown_run",
             AppError::NotAcceptable { .. } => "not_acceptable",
+            AppError::RawUnavailable { .. } => "raw_unavailable",
+            AppError::RawInvalid { .. } => "raw_invalid",
             AppError::NoRoute(_) => "not_found",
             AppError::MethodNotAllowed => "method_not_allowed",
             AppError::Internal(_) => "internal",
@@ -90,6 +102,8 @@ impl AppError {
             AppError::UnknownDomain(_) => "Unknown domain",
             AppError::UnknownRun { .. } => "Unknown run",
             AppError::NotAcceptable { .. } => "Not acceptable",
+            AppError::RawUnavailable { .. } => "Raw results unavailable",
+            AppError::RawInvalid { .. } => "Raw results invalid",
             AppError::NoRoute(_) => "Not found",
             AppError::MethodNotAllowed => "Method not allowed",
             AppError::Internal(_) => "Internal server error",
@@ -130,6 +144,12 @@ impl AppError {
                 Some(allowed.clone()),
                 format!("cannot produce '{requested}' (from {parameter}); available: {}", allowed.join(", ")),
             ),
+            AppError::RawUnavailable { run_id, detail } => {
+                (Some("run_id".into()), None, format!("no raw results for run '{run_id}': {detail}"))
+            }
+            AppError::RawInvalid { run_id, detail } => {
+                (Some("run_id".into()), None, format!("raw results of run '{run_id}' cannot be used: {detail}"))
+            }
             AppError::NoRoute(path) => (None, None, format!("no endpoint at {path}; see /docs or /openapi.json")),
             AppError::MethodNotAllowed => (None, None, "method not allowed on this endpoint".into()),
             AppError::Internal(_) => (None, None, "the server failed to answer this request; it has been logged".into()),

@@ -9,6 +9,7 @@ pub mod meta;
 pub mod negotiate;
 pub mod openapi;
 pub mod params;
+pub mod raw;
 pub mod respond;
 pub mod runs;
 pub mod state;
@@ -37,6 +38,10 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(runs::list_runs))
         .routes(routes!(runs::get_run))
         .routes(routes!(groups::groups))
+        .routes(routes!(raw::run_output_lengths))
+        .routes(routes!(raw::output_lengths))
+        .routes(routes!(raw::run_itl))
+        .routes(routes!(raw::itl))
         .routes(routes!(meta::fields))
         .routes(routes!(meta::datasets))
         .routes(routes!(meta::healthz))

@@ -217,6 +217,7 @@ impl Serialize for Group {
     components(schemas(super::error::Problem, LlmRun, DiffusionRun)),
     tags(
         (name = "runs", description = "Run summaries: filter, sort, page, group"),
+        (name = "raw", description = "Data only the raw results hold: output lengths, inter-token latencies"),
         (name = "catalog", description = "What is loaded and what the fields mean"),
         (name = "health", description = "Liveness and readiness"),
     )

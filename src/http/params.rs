@@ -14,6 +14,10 @@ pub enum Endpoint {
     List,
     Group,
     One,
+    /// Raw-derived data over the filtered runs, with these extra parameters.
+    RawMany(&'static [&'static str]),
+    /// Raw-derived data of one run, with these extra parameters.
+    RawOne(&'static [&'static str]),
 }
 
 /// String filters: (parameter, field, aliases).
@@ -48,7 +52,8 @@ fn numeric_filters(domain: Domain) -> &'static [(&'static str, &'static [&'stati
 /// Every parameter an endpoint accepts for a domain (canonical names, then aliases).
 pub fn allowed_parameters(domain: Domain, endpoint: Endpoint) -> Vec<String> {
     let mut out = Vec::new();
-    if endpoint != Endpoint::One {
+    let filtered = matches!(endpoint, Endpoint::List | Endpoint::Group | Endpoint::RawMany(_));
+    if filtered {
         for (p, _, _) in string_filters(domain) {
             out.push(p.to_string());
         }
@@ -63,9 +68,10 @@ pub fn allowed_parameters(domain: Domain, endpoint: Endpoint) -> Vec<String> {
         Endpoint::List => out.extend(["sort", "limit", "offset", "fields"].map(String::from)),
         Endpoint::Group => out.extend(["by", "agg"].map(String::from)),
         Endpoint::One => out.push("fields".into()),
+        Endpoint::RawMany(extra) | Endpoint::RawOne(extra) => out.extend(extra.iter().map(|e| e.to_string())),
     }
     out.push("format".into());
-    if endpoint != Endpoint::One {
+    if filtered {
         for (_, _, aliases) in string_filters(domain) {
             out.extend(aliases.iter().map(|a| a.to_string()));
         }
@@ -223,6 +229,26 @@ impl Params {
             }
         }
         Ok(Some(names))
+    }
+
+    /// A boolean flag (`true`/`false`/`1`/`0`), false when absent.
+    pub fn flag(&self, key: &str) -> Result<bool, AppError> {
+        match self.single(key)? {
+            None => Ok(false),
+            Some("true" | "1") => Ok(true),
+            Some("false" | "0") => Ok(false),
+            Some(other) => Err(AppError::InvalidParameter {
+                parameter: key.into(),
+                detail: format!("parameter '{key}' is a boolean, got '{other}'"),
+                allowed: Some(vec!["true".into(), "false".into()]),
+            }),
+        }
+    }
+
+    /// Filters and stability alone (raw-derived collections).
+    pub fn run_filters(&self, domain: Domain) -> Result<RunQuery, AppError> {
+        let (filters, stability) = self.filters(domain)?;
+        Ok(RunQuery { filters, stability, ..Default::default() })
     }
 
     pub fn fields(&self, table: &RunTable) -> Result<Option<Vec<String>>, AppError> {

@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use super::error::AppError;
 use super::respond::Encoded;
 use crate::engine::{Domain, Engine};
+use crate::raw::bulk::RunRaw;
 
 /// Limits applied to every request.
 #[derive(Debug, Clone)]
@@ -25,6 +26,9 @@ pub struct AppState {
     /// Encoded responses by (snapshot, path, query, format). Snapshots are immutable, so an entry
     /// never goes stale; a reload changes the snapshot part of the key.
     pub cache: moka::sync::Cache<String, Arc<Encoded>>,
+    /// Parsed raw data per (snapshot generation, run row), weighed by bytes. `try_get_with`
+    /// makes concurrent requests for one run parse its file once.
+    pub raw: moka::sync::Cache<(u64, usize), Arc<RunRaw>>,
 }
 
 impl AppState {
@@ -35,7 +39,11 @@ impl AppState {
                 u32::try_from(k.len() + v.body.len() + v.next.as_ref().map_or(0, String::len)).unwrap_or(u32::MAX)
             })
             .build();
-        AppState { engine, limits, cache }
+        let raw = moka::sync::Cache::builder()
+            .max_capacity(256 * 1024 * 1024)
+            .weigher(|_: &(u64, usize), v: &Arc<RunRaw>| u32::try_from(v.weight()).unwrap_or(u32::MAX))
+            .build();
+        AppState { engine, limits, cache, raw }
     }
 }
 

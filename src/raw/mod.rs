@@ -3,6 +3,7 @@
 
 pub mod itl;
 pub mod build;
+pub mod bulk;
 pub mod compile;
 pub mod path;
 pub mod pyjson;

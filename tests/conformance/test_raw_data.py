@@ -1,0 +1,113 @@
+"""/v1/llm/.../output-lengths and /itl against mlenergy-data 0.4.0's output_lengths() and
+inter_token_latencies() on a generated raw tree served directly (`--data raw:ROOT`)."""
+
+import json
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+
+import rawgen as g
+from test_build import BINARY, make_tree, rel_to_root
+from mlenergy.data import LLMRuns
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    base = tmp_path_factory.mktemp("rawdata")
+    r1, _ = make_tree(base)
+    # A run whose successful request lacks output_len: the toolkit raises, we answer 422.
+    g.llm_config(r1 / "configs" / "vllm", "sourcegraph-fim", "org/model-e", "H100")
+    d = g.llm_run(r1, task="sourcegraph-fim", model_id="org/model-e", prometheus=g.prom(16.0), rng_seed=30)
+    body = json.loads((d / "results.json").read_text())
+    del body["results"][3]["output_len"]
+    (d / "results.json").write_text(json.dumps(body))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([BINARY, "--bind", f"127.0.0.1:{port}", "--data", f"raw:{r1}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base_url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            urllib.request.urlopen(f"{base_url}/readyz")
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield r1, base_url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def get(base, path, **params):
+    url = base + path + ("?" + urllib.parse.urlencode(params) if params else "")
+    try:
+        with urllib.request.urlopen(url) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def ids_by_path(base):
+    _, body = get(base, "/v1/llm/runs", stability="all", fields="results_path")
+    return {r["results_path"]: r["run_id"] for r in body["runs"]}
+
+
+def test_per_run_output_lengths_and_itl(served):
+    r1, base = served
+    ids = ids_by_path(base)
+    runs = LLMRuns.from_raw_results(r1, stable_only=False).task("gpqa", "lm-arena-chat", "image-chat", "video-chat")
+    assert len(runs) > 10
+    for rec in runs:
+        run_id = ids[rel_to_root(rec._results_path, [r1])]
+        status, rows = get(base, f"/v1/llm/runs/{run_id}/output-lengths")
+        assert status == 200
+        assert [r["output_len"] for r in rows] == rec.output_lengths()
+        assert {r["run_id"] for r in rows} <= {run_id}
+        _, rows = get(base, f"/v1/llm/runs/{run_id}/output-lengths", include_unsuccessful="true")
+        assert [r["output_len"] for r in rows] == rec.output_lengths(include_unsuccessful=True)
+        _, rows = get(base, f"/v1/llm/runs/{run_id}/itl")
+        assert [r["itl_s"] for r in rows] == rec.inter_token_latencies()
+        assert rows[0]["max_num_seqs"] == rec.max_num_seqs and rows[0]["task"] == rec.task
+
+
+def test_collection_frames_match(served):
+    r1, base = served
+    runs = LLMRuns.from_raw_results(r1, stable_only=False).task("gpqa")
+    expected = runs.output_lengths()
+    status, rows = get(base, "/v1/llm/output-lengths", task="gpqa", stability="all")
+    assert status == 200
+    assert len(rows) == len(expected)
+    # Runs come in the same order here (no ties in gpqa), requests in file order.
+    for (_, want), got in zip(expected.iterrows(), rows):
+        for col in ["task", "model_id", "num_gpus", "max_num_seqs", "output_len"]:
+            assert got[col] == want[col]
+    itl = runs.inter_token_latencies()
+    _, rows = get(base, "/v1/llm/itl", task="gpqa", stability="all")
+    assert [r["itl_s"] for r in rows] == list(itl["itl_s"])
+    status, csv = None, urllib.request.urlopen(base + "/v1/llm/itl?task=gpqa&stability=all&format=csv").read().decode()
+    assert csv.splitlines()[0] == "run_id,task,model_id,num_gpus,max_num_seqs,itl_s"
+    assert len(csv.splitlines()) == len(itl) + 1
+
+
+def test_raw_errors(served):
+    r1, base = served
+    ids = ids_by_path(base)
+    bad = next(i for p, i in ids.items() if "sourcegraph-fim" in p)
+    with pytest.raises(ValueError):
+        LLMRuns.from_raw_results(r1, stable_only=False).task("sourcegraph-fim").output_lengths()
+    status, p = get(base, f"/v1/llm/runs/{bad}/output-lengths")
+    assert status == 422 and p["type"] == "/problems/raw_invalid" and "output_len" in p["detail"]
+    # The whole collection fails on that run, naming it.
+    status, p = get(base, "/v1/llm/output-lengths", stability="all")
+    assert status == 422 and bad in p["detail"]
+    status, p = get(base, "/v1/llm/runs/nope/itl")
+    assert status == 404 and p["type"] == "/problems/unknown_run"
+    status, p = get(base, "/v1/llm/itl", include_unsuccessful="true")
+    assert status == 400 and p["parameter"] == "include_unsuccessful"
+    status, p = get(base, "/v1/llm/output-lengths", include_unsuccessful="maybe")
+    assert status == 400 and p["allowed"] == ["true", "false"]
