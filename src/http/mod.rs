@@ -13,6 +13,7 @@ pub mod raw;
 pub mod respond;
 pub mod runs;
 pub mod state;
+pub mod timeline;
 
 use std::net::SocketAddr;
 
@@ -42,6 +43,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(raw::output_lengths))
         .routes(routes!(raw::run_itl))
         .routes(routes!(raw::itl))
+        .routes(routes!(timeline::run_timeline_handler))
+        .routes(routes!(timeline::timelines))
         .routes(routes!(meta::fields))
         .routes(routes!(meta::datasets))
         .routes(routes!(meta::healthz))

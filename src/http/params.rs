@@ -142,6 +142,11 @@ impl Params {
         }
     }
 
+    /// The value of a single-valued parameter, if given.
+    pub fn single_value(&self, key: &str) -> Result<Option<&str>, AppError> {
+        self.single(key)
+    }
+
     pub fn format(&self) -> Result<Option<&str>, AppError> {
         self.single("format")
     }

@@ -29,6 +29,18 @@ pub struct AppState {
     /// Parsed raw data per (snapshot generation, run row), weighed by bytes. `try_get_with`
     /// makes concurrent requests for one run parse its file once.
     pub raw: moka::sync::Cache<(u64, usize), Arc<RunRaw>>,
+    /// The `timeline` object of each run's results.json, by (generation, domain, row).
+    pub timelines: moka::sync::Cache<(u64, Domain, usize), Arc<Option<serde_json::Value>>>,
+}
+
+/// Rough memory of a JSON value (for cache weighing).
+fn json_weight(v: &serde_json::Value) -> usize {
+    match v {
+        serde_json::Value::Array(a) => 24 + a.iter().map(json_weight).sum::<usize>(),
+        serde_json::Value::Object(o) => 48 + o.iter().map(|(k, v)| k.len() + json_weight(v)).sum::<usize>(),
+        serde_json::Value::String(s) => 24 + s.len(),
+        _ => 16,
+    }
 }
 
 impl AppState {
@@ -43,7 +55,13 @@ impl AppState {
             .max_capacity(256 * 1024 * 1024)
             .weigher(|_: &(u64, usize), v: &Arc<RunRaw>| u32::try_from(v.weight()).unwrap_or(u32::MAX))
             .build();
-        AppState { engine, limits, cache, raw }
+        let timelines = moka::sync::Cache::builder()
+            .max_capacity(256 * 1024 * 1024)
+            .weigher(|_: &(u64, Domain, usize), v: &Arc<Option<serde_json::Value>>| {
+                u32::try_from(v.as_ref().as_ref().map_or(16, json_weight)).unwrap_or(u32::MAX)
+            })
+            .build();
+        AppState { engine, limits, cache, raw, timelines }
     }
 }
 

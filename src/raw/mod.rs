@@ -8,3 +8,4 @@ pub mod compile;
 pub mod path;
 pub mod pyjson;
 pub mod repr;
+pub mod timeline;

@@ -110,3 +110,43 @@ def diffusion_run(root: Path, *, gpu: str = "h100", task: str = "text-to-image",
     body.update(extra)
     _write_json(d / "results.json", body)
     return d
+
+
+def timeline(rng: random.Random, n_gpus: int, start: float, end: float, *, steady: tuple[float, float] | None = None) -> dict:
+    """A timeline in the harness's shape: power polled every 0.1 s and temperature every 0.5 s,
+    one timestamp shared by all GPUs per poll, a sample emitted only when the value changed (so
+    GPUs' series are misaligned and of different lengths), plus a stray off-axis sample."""
+    def series(period, value, integer=False):
+        out = {}
+        for g in range(n_gpus):
+            pts, prev, k = [], None, 0
+            while True:
+                t = round(start + k * period, 6)
+                if t > end:
+                    break
+                v = value(g)
+                if integer:
+                    v = int(v)
+                if v != prev and rng.random() > 0.25:
+                    pts.append([t, v])
+                    prev = v
+                k += 1
+            if g == n_gpus - 1 and n_gpus > 1:
+                pts.append([round(start + 0.05, 6), value(g)])
+                pts.sort()
+            out[str(g)] = pts
+        return out
+
+    body = {
+        "benchmark_start_time": start,
+        "benchmark_end_time": end,
+        "power": {
+            "device_instant": series(0.1, lambda g: round(rng.uniform(300, 700), 3)),
+            "device_average": series(0.1, lambda g: round(rng.uniform(350, 650), 3)),
+            "memory_average": series(0.1, lambda g: round(rng.uniform(50, 90), 3)),
+        },
+        "temperature": series(0.5, lambda g: rng.uniform(40, 80), integer=True),
+    }
+    if steady:
+        body["steady_state_start_time"], body["steady_state_end_time"] = steady
+    return body
