@@ -140,7 +140,7 @@ fn encoded(state: &AppState, p: &Prepared, uri: &axum::http::Uri, frame: Frame) 
     let format = p.format;
     let e = cached(state, &p.snapshot, uri, format, || {
         let nullable = |n: &str| n.contains("_device_");
-        let body = encode::encode_frame(&frame, format, &nullable, |out, f| encode::json_array(out, f))?;
+        let body = encode::encode_frame(&frame, format, &nullable, encode::json_array)?;
         Ok(Encoded { content_type: format.content_type(), body: body.into(), total: Some(frame.num_rows()), next: None })
     })?;
     Ok(respond(&e))
