@@ -117,3 +117,35 @@ mod tests {
         assert_eq!(np_median(&[]), None);
     }
 }
+
+/// `np.histogram(a, bins)` with equal-width bins over [min, max] (or [x - 0.5, x + 0.5] when all
+/// values are equal): `bins + 1` edges as `np.linspace`, counts with the last bin closed on the
+/// right, and numpy's edge corrections for values that land next to a computed boundary.
+pub fn np_histogram(a: &[f64], bins: usize) -> (Vec<f64>, Vec<u64>) {
+    let (mut lo, mut hi) = a.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
+    if a.is_empty() {
+        (lo, hi) = (0.0, 1.0);
+    }
+    if lo == hi {
+        (lo, hi) = (lo - 0.5, hi + 0.5);
+    }
+    // np.linspace(lo, hi, bins + 1): start + i * step, the last edge exactly `hi`.
+    let step = (hi - lo) / bins as f64;
+    let mut edges: Vec<f64> = (0..=bins).map(|i| lo + i as f64 * step).collect();
+    edges[bins] = hi;
+    let norm = bins as f64 / (hi - lo);
+    let mut counts = vec![0u64; bins];
+    for &x in a {
+        if !(x >= lo && x <= hi) {
+            continue;
+        }
+        let mut i = (((x - lo) * norm) as usize).min(bins - 1);
+        if x < edges[i] {
+            i -= 1;
+        } else if i != bins - 1 && x >= edges[i + 1] {
+            i += 1;
+        }
+        counts[i] += 1;
+    }
+    (edges, counts)
+}

@@ -43,6 +43,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(raw::output_lengths))
         .routes(routes!(raw::run_itl))
         .routes(routes!(raw::itl))
+        .routes(routes!(raw::raw_file))
         .routes(routes!(timeline::run_timeline_handler))
         .routes(routes!(timeline::timelines))
         .routes(routes!(meta::fields))

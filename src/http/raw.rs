@@ -83,6 +83,43 @@ enum Kind {
     Itl,
 }
 
+/// Bins of the ITL summary histogram.
+const ITL_BINS: usize = 50;
+
+/// One row per run: count, mean and numpy percentiles of the ITL samples (seconds), and a
+/// 50-bin histogram (`np.histogram`) as JSON text `{"edges": [...], "counts": [...]}`.
+async fn itl_summary(state: AppState, uri: axum::http::Uri, p: Prepared, rows: Vec<usize>) -> Result<Response, AppError> {
+    use crate::engine::numeric::{np_histogram, np_mean, np_percentile};
+    let snapshot = p.snapshot.clone();
+    let t = &snapshot.llm;
+    let mut stats: Vec<[Option<f64>; 6]> = Vec::new();
+    let mut counts = Vec::new();
+    let mut hists = Vec::new();
+    for &row in &rows {
+        let raw = run_raw(&state, &snapshot, row).await?;
+        let v = bulk::itl_samples(&raw).map_err(|e| raw_error(&run_id(t, row), &e))?;
+        let pct = |q| np_percentile(&v, q);
+        stats.push([np_mean(&v), pct(50.0), pct(90.0), pct(95.0), pct(99.0), v.iter().copied().reduce(f64::max)]);
+        counts.push(Some(v.len() as i64));
+        let (edges, c) = np_histogram(&v, ITL_BINS);
+        hists.push(Some(Arc::from(serde_json::json!({"edges": edges, "counts": c}).to_string().as_str())));
+    }
+    let format = p.format;
+    let encoded = cached(&state, &snapshot, &uri, format, || {
+        let mut frame = long_frame(t, &rows.iter().map(|&r| (r, 1)).collect::<Vec<_>>(), FrameColumn {
+            name: "count".into(),
+            data: ColumnData::Int(counts),
+        });
+        for (k, name) in ["mean_s", "p50_s", "p90_s", "p95_s", "p99_s", "max_s"].iter().enumerate() {
+            frame.columns.push(FrameColumn { name: name.to_string(), data: ColumnData::Float(stats.iter().map(|s| s[k]).collect()) });
+        }
+        frame.columns.push(FrameColumn { name: "histogram".into(), data: ColumnData::Str(hists) });
+        let body = encode::encode_frame(&frame, format, &|n| n.ends_with("_s") || t.is_nullable(n), encode::json_array)?;
+        Ok(Encoded { content_type: format.content_type(), body: body.into(), total: Some(frame.num_rows()), next: None })
+    })?;
+    Ok(respond(&encoded))
+}
+
 async fn answer(state: AppState, uri: axum::http::Uri, p: Prepared, rows: Vec<usize>, kind: Kind) -> Result<Response, AppError> {
     let include_unsuccessful = match kind {
         Kind::OutputLengths => p.params.flag("include_unsuccessful")?,
@@ -125,6 +162,7 @@ async fn answer(state: AppState, uri: axum::http::Uri, p: Prepared, rows: Vec<us
 }
 
 const OUTPUT_LENGTH_FLAGS: &[&str] = &["include_unsuccessful"];
+const ITL_FLAGS: &[&str] = &["summary"];
 
 /// Output lengths of one LLM run's requests (successful ones unless include_unsuccessful).
 #[utoipa::path(
@@ -189,10 +227,11 @@ pub async fn output_lengths(
     tag = "raw",
     params(
         ("run_id" = String, Path, description = "Run id"),
+        ("summary" = Option<bool>, Query, description = "One row of count, mean_s, p50_s, p90_s, p95_s, p99_s, max_s and a 50-bin histogram instead of the samples"),
         ("format" = Option<String>, Query, description = "json (default), csv, ndjson, arrow or parquet"),
     ),
     responses(
-        (status = 200, description = "One row per sample: run_id, task, model_id, num_gpus, max_num_seqs, itl_s"),
+        (status = 200, description = "One row per sample: run_id, task, model_id, num_gpus, max_num_seqs, itl_s (or the summary row)"),
         (status = 404, description = "Unknown run, or no raw results for it", body = super::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "No valid ITL samples, or unusable raw results", body = super::error::Problem, content_type = "application/problem+json"),
     )
@@ -204,8 +243,11 @@ pub async fn run_itl(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(&state, "llm", Endpoint::RawOne(&[]), query.as_deref(), &headers)?;
+    let p = prepare(&state, "llm", Endpoint::RawOne(ITL_FLAGS), query.as_deref(), &headers)?;
     let rows = target_rows(&p, Some(&run))?;
+    if p.params.flag("summary")? {
+        return itl_summary(state, uri, p, rows).await;
+    }
     answer(state, uri, p, rows, Kind::Itl).await
 }
 
@@ -214,9 +256,12 @@ pub async fn run_itl(
     get,
     path = "/v1/llm/itl",
     tag = "raw",
-    params(super::openapi::RunFilterParams),
+    params(
+        super::openapi::RunFilterParams,
+        ("summary" = Option<bool>, Query, description = "One summary row per run instead of the samples"),
+    ),
     responses(
-        (status = 200, description = "One row per sample: run_id, task, model_id, num_gpus, max_num_seqs, itl_s"),
+        (status = 200, description = "One row per sample: run_id, task, model_id, num_gpus, max_num_seqs, itl_s (or one summary row per run)"),
         (status = 400, description = "Bad parameter", body = super::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "A matched run has no raw results", body = super::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "A matched run has no valid ITL samples", body = super::error::Problem, content_type = "application/problem+json"),
@@ -228,7 +273,69 @@ pub async fn itl(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(&state, "llm", Endpoint::RawMany(&[]), query.as_deref(), &headers)?;
+    let p = prepare(&state, "llm", Endpoint::RawMany(ITL_FLAGS), query.as_deref(), &headers)?;
     let rows = target_rows(&p, None)?;
+    if p.params.flag("summary")? {
+        return itl_summary(state, uri, p, rows).await;
+    }
     answer(state, uri, p, rows, Kind::Itl).await
+}
+
+/// The raw file of a run, streamed as stored: `results.json` (both domains) or `prometheus.json`
+/// (LLM).
+#[utoipa::path(
+    get,
+    path = "/v1/{domain}/runs/{run_id}/raw/{file}",
+    tag = "raw",
+    params(
+        ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
+        ("run_id" = String, Path, description = "Run id"),
+        ("file" = String, Path, description = "results.json, or prometheus.json (llm)"),
+    ),
+    responses(
+        (status = 200, description = "The file, streamed", content_type = "application/json"),
+        (status = 404, description = "Unknown domain, run or file name, or the dataset has no such file", body = super::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn raw_file(
+    State(state): State<AppState>,
+    ApiPath((domain, run, file)): ApiPath<(String, String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let p = prepare(&state, &domain, Endpoint::RawOne(&[]), query.as_deref(), &headers)?;
+    let domain = p.domain;
+    let which = match (file.as_str(), domain) {
+        ("results.json", _) => RawFile::Results,
+        ("prometheus.json", Domain::Llm) => RawFile::Prometheus,
+        _ => {
+            let allowed: Vec<String> = match domain {
+                Domain::Llm => vec!["results.json".into(), "prometheus.json".into()],
+                Domain::Diffusion => vec!["results.json".into()],
+            };
+            return Err(AppError::InvalidParameter {
+                parameter: "file".into(),
+                detail: format!("no raw file '{file}' for {domain} runs"),
+                allowed: Some(allowed),
+            });
+        }
+    };
+    let table = p.snapshot.table(domain);
+    let row = table.row_of(&run).ok_or_else(|| AppError::UnknownRun { domain: domain.as_str().into(), run_id: run.clone() })?;
+    let path = p.snapshot.raw_path(domain, row, which).ok_or_else(|| AppError::RawUnavailable {
+        run_id: run.clone(),
+        detail: format!("this dataset has no {file} for it"),
+    })?;
+    let f = tokio::fs::File::open(&path).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => AppError::RawUnavailable { run_id: run.clone(), detail: format!("{file} is not in the dataset") },
+        _ => AppError::Internal(format!("{}: {e}", path.display())),
+    })?;
+    let len = f.metadata().await.map(|m| m.len()).ok();
+    let mut resp = Response::new(axum::body::Body::from_stream(tokio_util::io::ReaderStream::with_capacity(f, 256 * 1024)));
+    let h = resp.headers_mut();
+    h.insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
+    if let Some(len) = len {
+        h.insert(axum::http::header::CONTENT_LENGTH, axum::http::HeaderValue::from(len));
+    }
+    Ok(resp)
 }

@@ -111,3 +111,43 @@ def test_raw_errors(served):
     assert status == 400 and p["parameter"] == "include_unsuccessful"
     status, p = get(base, "/v1/llm/output-lengths", include_unsuccessful="maybe")
     assert status == 400 and p["allowed"] == ["true", "false"]
+
+
+def test_itl_summary_matches_numpy(served):
+    import numpy as np
+
+    r1, base = served
+    ids = ids_by_path(base)
+    runs = LLMRuns.from_raw_results(r1, stable_only=False).task("gpqa")
+    status, rows = get(base, "/v1/llm/itl", task="gpqa", stability="all", summary="true")
+    assert status == 200 and len(rows) == len(runs)
+    by_id = {r["run_id"]: r for r in rows}
+    for rec in runs:
+        s = by_id[ids[rel_to_root(rec._results_path, [r1])]]
+        x = np.array(rec.inter_token_latencies())
+        assert s["count"] == len(x)
+        assert s["mean_s"] == float(np.mean(x))
+        for q in (50, 90, 95, 99):
+            assert s[f"p{q}_s"] == float(np.percentile(x, q))
+        assert s["max_s"] == float(x.max())
+        counts, edges = np.histogram(x, bins=50)
+        h = json.loads(s["histogram"])
+        assert h["counts"] == counts.tolist() and h["edges"] == edges.tolist()
+    one = get(base, f"/v1/llm/runs/{rows[0]['run_id']}/itl", summary="true")[1]
+    assert one == [rows[0]]
+
+
+def test_raw_passthrough(served):
+    r1, base = served
+    ids = ids_by_path(base)
+    path, run_id = next((p, i) for p, i in ids.items() if "max_num_seqs+8+" in p)
+    with urllib.request.urlopen(f"{base}/v1/llm/runs/{run_id}/raw/results.json") as r:
+        assert r.headers["content-type"] == "application/json"
+        assert r.read() == (r1 / path).read_bytes()
+    with urllib.request.urlopen(f"{base}/v1/llm/runs/{run_id}/raw/prometheus.json") as r:
+        assert r.read() == (r1 / path).with_name("prometheus.json").read_bytes()
+    status, p = get(base, f"/v1/llm/runs/{run_id}/raw/server.log")
+    assert status == 400 and p["allowed"] == ["results.json", "prometheus.json"]
+    no_prom = next(i for p, i in ids.items() if "model-b" in p and "max_num_seqs+16+" in p)
+    status, p = get(base, f"/v1/llm/runs/{no_prom}/raw/prometheus.json")
+    assert status == 404 and p["type"] == "/problems/raw_unavailable"
