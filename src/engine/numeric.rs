@@ -81,43 +81,6 @@ pub fn np_percentile(a: &[f64], q: f64) -> Option<f64> {
     Some(if g >= 0.5 { a_hi - diff * (1.0 - g) } else { a_lo + diff * g })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn small_sums_are_sequential() {
-        assert_eq!(np_sum(&[0.1, 0.2, 0.3]), (0.1 + 0.2) + 0.3);
-        assert_eq!(np_sum(&[]), -0.0);
-    }
-
-    #[test]
-    fn blocked_sum_differs_from_naive_like_numpy() {
-        // 0.1 repeated 10 times: numpy's 8-accumulator block gives 1.0, naive summation 0.9999999999999999.
-        let a = [0.1; 10];
-        assert_eq!(np_sum(&a), 1.0);
-        assert_eq!(a.iter().fold(0.0, |s, x| s + x), 0.9999999999999999);
-    }
-
-    #[test]
-    fn percentile_matches_spec_vector() {
-        // toolkit-behaviour.md §15: pool [1/300,1/300,1/300,0.02,0.01,0.01] s.
-        let pool = [1.0 / 300.0, 1.0 / 300.0, 1.0 / 300.0, 0.02, 0.01, 0.01];
-        assert_eq!(np_percentile(&pool, 99.0).unwrap() * 1000.0, 19.500000000000004);
-        assert_eq!(np_percentile(&pool, 90.0).unwrap() * 1000.0, 15.0);
-        assert_eq!(np_percentile(&pool, 95.0).unwrap() * 1000.0, 17.5);
-        assert_eq!(np_percentile(&pool, 50.0).unwrap() * 1000.0, 6.666666666666667);
-        assert_eq!(np_mean(&pool).unwrap() * 1000.0, 8.333333333333334);
-    }
-
-    #[test]
-    fn median_even_and_odd() {
-        assert_eq!(np_median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(np_median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
-        assert_eq!(np_median(&[]), None);
-    }
-}
-
 /// `np.histogram(a, bins)` with equal-width bins over [min, max] (or [x - 0.5, x + 0.5] when all
 /// values are equal): `bins + 1` edges as `np.linspace`, counts with the last bin closed on the
 /// right, and numpy's edge corrections for values that land next to a computed boundary.
@@ -148,4 +111,50 @@ pub fn np_histogram(a: &[f64], bins: usize) -> (Vec<f64>, Vec<u64>) {
         counts[i] += 1;
     }
     (edges, counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_sums_are_sequential() {
+        assert_eq!(np_sum(&[0.1, 0.2, 0.3]), (0.1 + 0.2) + 0.3);
+        assert_eq!(np_sum(&[]), -0.0);
+    }
+
+    #[test]
+    fn blocked_sum_differs_from_naive_like_numpy() {
+        // 0.1 repeated 10 times: numpy's 8-accumulator block gives 1.0, naive summation 0.9999999999999999.
+        let a = [0.1; 10];
+        assert_eq!(np_sum(&a), 1.0);
+        assert_eq!(a.iter().fold(0.0, |s, x| s + x), 0.9999999999999999);
+    }
+
+    #[test]
+    fn percentile_matches_spec_vector() {
+        // toolkit-behaviour.md §15: pool [1/300,1/300,1/300,0.02,0.01,0.01] s.
+        let pool = [1.0 / 300.0, 1.0 / 300.0, 1.0 / 300.0, 0.02, 0.01, 0.01];
+        assert_eq!(np_percentile(&pool, 99.0).unwrap() * 1000.0, 19.500000000000004);
+        assert_eq!(np_percentile(&pool, 90.0).unwrap() * 1000.0, 15.0);
+        assert_eq!(np_percentile(&pool, 95.0).unwrap() * 1000.0, 17.5);
+        assert_eq!(np_percentile(&pool, 50.0).unwrap() * 1000.0, 6.666666666666667);
+        assert_eq!(np_mean(&pool).unwrap() * 1000.0, 8.333333333333334);
+    }
+
+    #[test]
+    fn histogram_like_numpy() {
+        let (edges, counts) = np_histogram(&[1.0, 2.0, 2.0, 3.0, 4.0], 3);
+        assert_eq!(edges, vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(counts, vec![1, 2, 2]);
+        let (edges, counts) = np_histogram(&[5.0, 5.0], 2);
+        assert_eq!((edges, counts), (vec![4.5, 5.0, 5.5], vec![0, 2]));
+    }
+
+    #[test]
+    fn median_even_and_odd() {
+        assert_eq!(np_median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(np_median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(np_median(&[]), None);
+    }
 }
