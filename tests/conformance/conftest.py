@@ -1,6 +1,7 @@
 """Fixtures for the conformance tests: the reference toolkit's collections over data/sample, and
 the real server binary on a free port serving the same files."""
 
+import contextlib
 import json
 import os
 import socket
@@ -56,32 +57,42 @@ class Api:
         return json.loads(body)
 
 
-@pytest.fixture(scope="session")
-def api():
-    binary = os.environ.get("MLENERGY_SERVER_BIN", str(ROOT / "target" / "debug" / "mlenergy-server"))
+BINARY = os.environ.get("MLENERGY_SERVER_BIN", str(ROOT / "target" / "debug" / "mlenergy-server"))
+
+
+@contextlib.contextmanager
+def running_server(data: str):
+    """The real binary serving `data` on a free port; yields its base URL."""
     port = _free_port()
     proc = subprocess.Popen(
-        [binary, "--bind", f"127.0.0.1:{port}", "--data", str(SAMPLE)],
+        [BINARY, "--bind", f"127.0.0.1:{port}", "--data", data],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"{base}/readyz") as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited: {proc.stderr.read().decode()}")
-            time.sleep(0.05)
-    else:
-        proc.kill()
-        raise RuntimeError("server did not become ready")
-    yield Api(base)
-    proc.terminate()
-    proc.wait(timeout=10)
+    deadline = time.time() + 60
+    try:
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"{base}/readyz") as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"server exited: {proc.stderr.read().decode()}")
+                time.sleep(0.05)
+        else:
+            raise RuntimeError("server did not become ready")
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def api():
+    with running_server(str(SAMPLE)) as base:
+        yield Api(base)
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ roots), a missing prometheus.json, EP/DP configs, chunked-prefill zeros, failed 
 with no successful ITL, duplicate keys differing by repeats, and diffusion image and video runs."""
 
 import math
-import os
 import subprocess
 from pathlib import Path
 
@@ -12,10 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import rawgen as g
-from conftest import ROOT
+from conftest import BINARY, running_server
 from mlenergy.data import DiffusionRuns, LLMRuns
-
-BINARY = os.environ.get("MLENERGY_SERVER_BIN", str(ROOT / "target" / "debug" / "mlenergy-server"))
 
 
 def make_tree(base: Path) -> tuple[Path, Path]:
@@ -190,24 +187,10 @@ def test_a_bad_directory_name_is_skipped_not_fatal(tmp_path):
 
 def test_serving_a_raw_root_answers_like_the_toolkit(built):
     import json
-    import socket
-    import time
     import urllib.request
 
     r1, _, _, _ = built
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([BINARY, "--bind", f"127.0.0.1:{port}", "--data", str(r1)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(f"{base}/readyz")
-                break
-            except OSError:
-                time.sleep(0.05)
+    with running_server(str(r1)) as base:
         get = lambda path: json.loads(urllib.request.urlopen(base + path).read())
         expected = LLMRuns.from_raw_results(r1, stable_only=False)
         runs = get("/v1/llm/runs?stability=all")["runs"]
@@ -225,9 +208,6 @@ def test_serving_a_raw_root_answers_like_the_toolkit(built):
         assert ds["datasets"][0]["unstable_rows"] == len(expected) - len(expected.stable())
         assert sorted(s["reason"] for s in ds["skipped"]) == ["EOF while parsing a list at line 1 column 41", "no valid ITL samples"]
         assert get("/v1/diffusion/runs")["total"] == len(DiffusionRuns.from_raw_results(r1))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_rebuild_reparses_only_changed_files(tmp_path):

@@ -2,9 +2,6 @@
 inter_token_latencies() on a generated raw tree served directly (`--data raw:ROOT`)."""
 
 import json
-import socket
-import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -12,7 +9,8 @@ import urllib.request
 import pytest
 
 import rawgen as g
-from test_build import BINARY, make_tree, rel_to_root
+from conftest import running_server
+from test_build import make_tree, rel_to_root
 from mlenergy.data import LLMRuns
 
 
@@ -26,21 +24,8 @@ def served(tmp_path_factory):
     body = json.loads((d / "results.json").read_text())
     del body["results"][3]["output_len"]
     (d / "results.json").write_text(json.dumps(body))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([BINARY, "--bind", f"127.0.0.1:{port}", "--data", f"raw:{r1}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base_url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            urllib.request.urlopen(f"{base_url}/readyz")
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield r1, base_url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with running_server(f"raw:{r1}") as base_url:
+        yield r1, base_url
 
 
 def get(base, path, **params):

@@ -3,9 +3,6 @@
 
 import json
 import random
-import socket
-import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -15,7 +12,8 @@ import pytest
 import rawgen as g
 from mlenergy.data import DiffusionRuns, LLMRuns
 from mlenergy.data.records.timelines import extract_device_timeline
-from test_build import BINARY, rel_to_root
+from conftest import running_server
+from test_build import rel_to_root
 
 METRICS = ["power.device_instant", "power.device_average", "temperature"]
 
@@ -39,21 +37,8 @@ def served(tmp_path_factory):
         start = 1_700_100_000.0 + 1000 * i
         tl = g.timeline(rng, 2 if i == 0 else 8, start, start + 30)
         g.diffusion_run(root, task=task, model_id=model, cfg_name=cfg_name, video=(i == 1), rng_seed=i, timeline=tl)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([BINARY, "--bind", f"127.0.0.1:{port}", "--data", f"raw:{root}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            urllib.request.urlopen(f"{base}/readyz")
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield root, base
-    proc.terminate()
-    proc.wait(timeout=10)
+    with running_server(f"raw:{root}") as base:
+        yield root, base
 
 
 def get(base, path, **params):
