@@ -16,10 +16,23 @@ use super::state::{ApiPath, AppState};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Dataset, Domain, RawFile};
 use crate::raw::bulk::RawError;
-use crate::raw::timeline::{DeviceTimeline, Metric, TimelineDoc, run_timeline};
+use crate::raw::timeline::{DeviceTimeline, Metric, TimelineDoc, downsample, run_timeline};
 
-const ONE_FLAGS: &[&str] = &["metric", "per_gpu"];
-const MANY_FLAGS: &[&str] = &["metric"];
+const ONE_FLAGS: &[&str] = &["metric", "per_gpu", "every"];
+const MANY_FLAGS: &[&str] = &["metric", "every"];
+
+/// `every=1s` / `500ms` / `2m`: the downsampling bucket in seconds, if asked for.
+fn every(p: &Prepared) -> Result<Option<f64>, AppError> {
+    let Some(v) = p.params.single_value("every")? else { return Ok(None) };
+    match humantime::parse_duration(v) {
+        Ok(d) if d.as_secs_f64() > 0.0 => Ok(Some(d.as_secs_f64())),
+        _ => Err(AppError::InvalidParameter {
+            parameter: "every".into(),
+            detail: format!("'{v}' is not a positive duration such as 500ms, 1s or 2m"),
+            allowed: None,
+        }),
+    }
+}
 
 fn run_id(snapshot: &Dataset, domain: Domain, row: usize) -> String {
     match snapshot.table(domain).column(0).get(row) {
@@ -81,6 +94,7 @@ fn key_columns(snapshot: &Dataset, domain: Domain, rows: &[Option<usize>]) -> Ve
 }
 
 async fn collect(state: &AppState, p: &Prepared, domain: Domain, rows: &[usize], m: Metric) -> Result<Vec<(usize, DeviceTimeline)>, AppError> {
+    let bucket = every(p)?;
     let mut out = Vec::with_capacity(rows.len());
     for &row in rows {
         let tl = timeline_value(state, &p.snapshot, domain, row).await?;
@@ -88,7 +102,10 @@ async fn collect(state: &AppState, p: &Prepared, domain: Domain, rows: &[usize],
             run_id: run_id(&p.snapshot, domain, row),
             detail: e.to_string(),
         })?;
-        out.push((row, t));
+        out.push((row, match bucket {
+            Some(b) => downsample(&t, b),
+            None => t,
+        }));
     }
     Ok(out)
 }
@@ -158,6 +175,7 @@ fn encoded(state: &AppState, p: &Prepared, uri: &axum::http::Uri, frame: Frame) 
         ("run_id" = String, Path, description = "Run id"),
         ("metric" = Option<String>, Query, description = "power.device_instant (default), power.device_average or temperature"),
         ("per_gpu" = Option<bool>, Query, description = "Wide form: a column per GPU and the total"),
+        ("every" = Option<String>, Query, description = "Downsample for charts: one row per bucket (e.g. 1s, 500ms) with the mean of each column"),
         ("format" = Option<String>, Query, description = "json (default), csv, ndjson, arrow or parquet"),
     ),
     responses(
@@ -194,6 +212,7 @@ pub async fn run_timeline_handler(
         ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
         super::openapi::RunFilterParams,
         ("metric" = Option<String>, Query, description = "power.device_instant (default), power.device_average or temperature"),
+        ("every" = Option<String>, Query, description = "Downsample each run: one row per bucket (e.g. 1s) with the mean value"),
     ),
     responses(
         (status = 200, description = "run_id, timestamp, relative_time_s, value, metric, task, model_id, num_gpus, max_num_seqs|batch_size"),

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::bulk::RawError;
 use super::path::coerce_int;
 use super::pyjson::safe_float;
+use crate::engine::numeric::np_mean;
 
 /// A timeline metric the toolkit exposes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,6 +155,35 @@ pub fn run_timeline(timeline: Option<&Value>, metric: Metric, steady_state: bool
     extract_device_timeline(series, window)
 }
 
+/// Downsample for charts: one row per `every`-second bucket of relative time (buckets with no
+/// sample are absent), holding the bucket's first timestamp and relative time and the mean of each
+/// device and of the total (numpy mean; a device with no value in the bucket stays empty).
+pub fn downsample(t: &DeviceTimeline, every: f64) -> DeviceTimeline {
+    let mut out = DeviceTimeline {
+        timestamp: Vec::new(),
+        relative_time_s: Vec::new(),
+        devices: t.devices.iter().map(|(id, _)| (*id, Vec::new())).collect(),
+        total: Vec::new(),
+    };
+    let mut start = 0;
+    while start < t.timestamp.len() {
+        let bucket = (t.relative_time_s[start] / every).floor();
+        let mut end = start + 1;
+        while end < t.timestamp.len() && (t.relative_time_s[end] / every).floor() == bucket {
+            end += 1;
+        }
+        out.timestamp.push(t.timestamp[start]);
+        out.relative_time_s.push(t.relative_time_s[start]);
+        for ((_, src), (_, dst)) in t.devices.iter().zip(out.devices.iter_mut()) {
+            let vals: Vec<f64> = src[start..end].iter().flatten().copied().collect();
+            dst.push(np_mean(&vals));
+        }
+        out.total.push(np_mean(&t.total[start..end]).unwrap_or(f64::NAN));
+        start = end;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,6 +211,18 @@ mod tests {
         assert_eq!(t.relative_time_s, vec![0.0, 1.0]);
         let err = extract_device_timeline(&series, Some((100.0, 200.0))).unwrap_err();
         assert_eq!(err, RawError::Content("No timeline samples found in selected range".into()));
+    }
+
+    #[test]
+    fn downsampling_averages_each_bucket() {
+        let series: serde_json::Map<String, Value> =
+            serde_json::from_str(r#"{"0": [[0,1],[0.4,3],[1.0,5],[2.5,7]], "1": [[0.4,10],[2.5,20]]}"#).unwrap();
+        let t = extract_device_timeline(&series, None).unwrap();
+        let d = downsample(&t, 1.0);
+        assert_eq!(d.relative_time_s, vec![0.0, 1.0, 2.5]);
+        assert_eq!(d.devices[0].1, vec![Some(2.0), Some(5.0), Some(7.0)]);
+        assert_eq!(d.devices[1].1, vec![Some(10.0), Some(10.0), Some(20.0)]);
+        assert_eq!(d.total, vec![7.0, 15.0, 27.0]);
     }
 
     #[test]

@@ -103,3 +103,23 @@ def test_unknown_metric_is_a_400(served):
     except urllib.error.HTTPError as e:
         p = json.loads(e.read())
         assert e.code == 400 and p["parameter"] == "metric" and p["allowed"] == METRICS
+
+
+def test_downsampling_means_per_bucket(served):
+    import numpy as np
+
+    root, base = served
+    ids = run_ids(base, "llm")
+    rec = LLMRuns.from_raw_results(root, stable_only=False).num_gpus(2)[0]
+    run = ids[rel_to_root(rec._results_path, [root])]
+    full = rec.timelines(metric="power.device_instant")
+    got = get(base, f"/v1/llm/runs/{run}/timeline", metric="power.device_instant", every="2s")
+    buckets = np.floor(full["relative_time_s"].to_numpy() / 2.0)
+    expected = [(g["relative_time_s"].iloc[0], float(np.mean(g["value"].to_numpy())))
+                for _, g in full.groupby(buckets, sort=True)]
+    assert [(r["relative_time_s"], r["value"]) for r in got] == expected
+    try:
+        urllib.request.urlopen(base + f"/v1/llm/runs/{run}/timeline?every=soon")
+        raise AssertionError("expected 400")
+    except urllib.error.HTTPError as e:
+        assert e.code == 400 and json.loads(e.read())["parameter"] == "every"
