@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Raw-derived data speed: ITL + timeline of one large generated LLM run (~2 M output tokens,
+~60 MB results.json, 8 GPUs), cold and warm through mlenergy-server, next to mlenergy-data's
+inter_token_latencies() + timelines() in-process, plus the server's peak RSS.
+
+    python3 bench/raw_bench.py [--requests 13000]
+
+It measures; it asserts nothing about speed.
+"""
+
+import argparse
+import json
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+import rawgen as g  # noqa: E402
+
+TOOLKIT = """
+import sys, time, warnings
+warnings.simplefilter("ignore")
+from mlenergy.data import LLMRuns
+runs = LLMRuns.from_raw_results(sys.argv[1], stable_only=False)
+start = time.perf_counter()
+n = len(runs[0].inter_token_latencies())
+t = runs[0].timelines(metric="power.device_instant")
+print(time.perf_counter() - start, n, len(t))
+"""
+
+
+def peak_rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=13000)
+    ap.add_argument("--skip-build", action="store_true")
+    args = ap.parse_args()
+    if not args.skip_build:
+        subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "raw"
+        g.llm_config(root / "configs" / "vllm", "lm-arena-chat", "org/big", "H100")
+        start = 1_700_000_000.0
+        tl = g.timeline(random.Random(1), 8, start, start + 1800, steady=(start + 60.0, start + 1740.0))
+        d = g.llm_run(root, task="lm-arena-chat", model_id="org/big", num_gpus="8", max_num_seqs="256",
+                      n_requests=args.requests, tokens=(50, 250), prometheus=g.prom(250.0), timeline=tl)
+        size = (d / "results.json").stat().st_size
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = subprocess.Popen([ROOT / "target/release/mlenergy-server", "--bind", f"127.0.0.1:{port}",
+                                 "--data", f"raw:{root}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(1200):
+                try:
+                    urllib.request.urlopen(f"{base}/readyz")
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            run_id = json.loads(urllib.request.urlopen(f"{base}/v1/llm/runs?fields=run_id&stability=all").read())["runs"][0]["run_id"]
+            rss_ready = peak_rss(proc.pid)
+
+            def fetch():
+                t0 = time.perf_counter()
+                a = urllib.request.urlopen(f"{base}/v1/llm/runs/{run_id}/itl?format=arrow").read()
+                b = urllib.request.urlopen(f"{base}/v1/llm/runs/{run_id}/timeline?format=arrow").read()
+                return time.perf_counter() - t0, len(a) + len(b)
+
+            cold, _ = fetch()
+            warm = min(fetch()[0] for _ in range(5))
+            rss = peak_rss(proc.pid)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+        out = subprocess.run([sys.executable, "-c", TOOLKIT, str(root)], capture_output=True, text=True, check=True).stdout
+        toolkit_s, n_itl, n_tl = out.split()
+        print(f"results.json {size / 1e6:.0f} MB, {n_itl} ITL samples, {n_tl} timeline rows")
+        print(f"mlenergy-server ITL + timeline: cold {cold * 1000:.0f} ms, warm {warm * 1000:.1f} ms")
+        print(f"mlenergy-data inter_token_latencies() + timelines(): {float(toolkit_s) * 1000:.0f} ms (cold, in-process)")
+        print(f"cold speed-up: {float(toolkit_s) / cold:.1f}x")
+        print(f"server peak RSS {rss / 1e6:.0f} MB ({rss / size:.2f}x the file; {rss_ready / 1e6:.0f} MB before the request)")
+
+
+if __name__ == "__main__":
+    main()
