@@ -7,7 +7,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "mlenergy-server", version, about = "HTTP query service over the ML.ENERGY benchmark-v3 dataset")]
+#[command(
+    name = "mlenergy-server",
+    version,
+    about = "HTTP query service over the ML.ENERGY benchmark-v3 dataset"
+)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Cli {
     #[command(subcommand)]
@@ -108,6 +112,9 @@ impl ServeArgs {
         if local.join("runs").is_dir() {
             return local.display().to_string();
         }
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/sample").display().to_string()
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("data/sample")
+            .display()
+            .to_string()
     }
 }

@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use clap::Parser;
 use mlenergy_server::config::{BuildArgs, Cli, Command, HealthcheckArgs, LogFormat, ServeArgs};
-use mlenergy_server::raw::build::{BuildCache, BuildOptions, build};
-use mlenergy_server::raw::compile::write_compiled;
 use mlenergy_server::engine::{Engine, load, sample};
 use mlenergy_server::http::{self, AppState, Limits};
+use mlenergy_server::raw::build::{BuildCache, BuildOptions, build};
+use mlenergy_server::raw::compile::write_compiled;
 use tracing_subscriber::EnvFilter;
 
 fn init_tracing(format: LogFormat) {
@@ -25,7 +25,9 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let started = Instant::now();
     let spec = args.data_dir();
     let location = load::DataLocation::detect(&spec);
-    let dataset = load::load(&location).await.map_err(|e| format!("{spec}: {e}"))?;
+    let dataset = load::load(&location)
+        .await
+        .map_err(|e| format!("{spec}: {e}"))?;
     for (path, reason) in &dataset.source.skipped {
         tracing::warn!(%path, %reason, "raw results file skipped");
     }
@@ -37,7 +39,9 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     );
     let state = AppState::new(
         Arc::new(Engine::new(dataset)),
-        Limits { max_rows: args.max_rows },
+        Limits {
+            max_rows: args.max_rows,
+        },
         args.response_cache_bytes,
     );
     http::serve(state, args.bind, |addr| {
@@ -56,14 +60,24 @@ fn healthcheck(args: &HealthcheckArgs) -> Result<(), String> {
         addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
     }
     let timeout = std::time::Duration::from_secs(3);
-    let mut s = std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("{addr}: {e}"))?;
-    s.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
-    write!(s, "GET /readyz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").map_err(|e| e.to_string())?;
+    let mut s =
+        std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("{addr}: {e}"))?;
+    s.set_read_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    write!(
+        s,
+        "GET /readyz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
     let mut head = [0u8; 12];
-    s.read_exact(&mut head).map_err(|e| format!("{addr}: {e}"))?;
+    s.read_exact(&mut head)
+        .map_err(|e| format!("{addr}: {e}"))?;
     match &head {
         b"HTTP/1.1 200" => Ok(()),
-        other => Err(format!("{addr}/readyz answered {}", String::from_utf8_lossy(other))),
+        other => Err(format!(
+            "{addr}/readyz answered {}",
+            String::from_utf8_lossy(other)
+        )),
     }
 }
 
@@ -94,8 +108,12 @@ fn build_command(args: &BuildArgs) -> Result<(), String> {
     for s in &built.skipped {
         eprintln!("  skipped {}: {}", s.path, s.reason);
     }
-    let report = write_compiled(&opts, &built, &args.out, args.skip_raw).map_err(|e| e.to_string())?;
-    built.cache.save(&cache_path).map_err(|e| format!("{}: {e}", cache_path.display()))?;
+    let report =
+        write_compiled(&opts, &built, &args.out, args.skip_raw).map_err(|e| e.to_string())?;
+    built
+        .cache
+        .save(&cache_path)
+        .map_err(|e| format!("{}: {e}", cache_path.display()))?;
     eprintln!(
         "wrote {}: {} raw files copied, {} unchanged, {} config files, in {:.1} s",
         args.out.display(),
@@ -113,9 +131,11 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Sample(a)) => {
             init_tracing(LogFormat::Text);
-            sample::build_sample(&a.from, &a.out).map_err(|e| e.to_string()).map(|()| {
-                println!("wrote {}", a.out.display());
-            })
+            sample::build_sample(&a.from, &a.out)
+                .map_err(|e| e.to_string())
+                .map(|()| {
+                    println!("wrote {}", a.out.display());
+                })
         }
         Some(Command::Healthcheck(a)) => healthcheck(&a),
         Some(Command::Build(a)) => build_command(&a),

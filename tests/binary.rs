@@ -47,7 +47,11 @@ fn start(args: &[&str]) -> Server {
 
 fn get(addr: &str, path: &str) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();
     let (head, body) = raw.split_once("\r\n\r\n").unwrap();
@@ -59,7 +63,10 @@ fn get(addr: &str, path: &str) -> (u16, String, String) {
 fn serves_the_embedded_dataset_from_any_directory() {
     // Started outside the repository with no --data: falls back to the crate's data/sample.
     let server = start(&[]);
-    let (status, head, body) = get(&server.addr, "/v1/llm/runs?task=gpqa&gpu_model=B200&fields=run_id&limit=1");
+    let (status, head, body) = get(
+        &server.addr,
+        "/v1/llm/runs?task=gpqa&gpu_model=B200&fields=run_id&limit=1",
+    );
     assert_eq!(status, 200);
     assert!(head.contains("content-type: application/json"));
     assert!(head.contains("x-request-id: "));
@@ -67,13 +74,22 @@ fn serves_the_embedded_dataset_from_any_directory() {
     assert_eq!(v["total"], 106);
     assert_eq!(v["runs"][0]["run_id"], "gpqa~Qwen--Qwen3-14B~B200~g1~b8~r1");
 
-    let (status, head, body) = get(&server.addr, "/v1/diffusion/runs?batch_size=1&batch_size_min=2");
+    let (status, head, body) = get(
+        &server.addr,
+        "/v1/diffusion/runs?batch_size=1&batch_size_min=2",
+    );
     assert_eq!(status, 400);
     assert!(head.contains("content-type: application/problem+json"));
     assert!(body.contains("\"parameter\":\"batch_size\""));
 
     let (status, _, body) = get(&server.addr, "/readyz");
-    assert_eq!((status, body.as_str()), (200, r#"{"status":"ready","llm_runs":838,"diffusion_runs":1020}"#));
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            200,
+            r#"{"status":"ready","llm_runs":838,"diffusion_runs":1020}"#
+        )
+    );
 }
 
 #[test]
@@ -84,5 +100,8 @@ fn a_missing_data_directory_fails_cleanly() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("/nonexistent/dataset/runs/llm.parquet does not exist"), "{err}");
+    assert!(
+        err.contains("/nonexistent/dataset/runs/llm.parquet does not exist"),
+        "{err}"
+    );
 }

@@ -24,7 +24,13 @@ fn cell(a: &dyn Array, i: usize) -> Value {
         DataType::Boolean => Value::from(a.as_boolean().value(i)),
         DataType::Struct(fields) => {
             let s = a.as_struct();
-            Value::Object(fields.iter().enumerate().map(|(k, f)| (f.name().clone(), cell(s.column(k).as_ref(), i))).collect())
+            Value::Object(
+                fields
+                    .iter()
+                    .enumerate()
+                    .map(|(k, f)| (f.name().clone(), cell(s.column(k).as_ref(), i)))
+                    .collect(),
+            )
         }
         other => panic!("unexpected Arrow type {other}"),
     }
@@ -34,8 +40,13 @@ fn batches_to_rows(batches: &[RecordBatch]) -> Vec<Value> {
     let mut rows = Vec::new();
     for b in batches {
         for i in 0..b.num_rows() {
-            let obj: Map<String, Value> =
-                b.schema().fields().iter().enumerate().map(|(k, f)| (f.name().clone(), cell(b.column(k).as_ref(), i))).collect();
+            let obj: Map<String, Value> = b
+                .schema()
+                .fields()
+                .iter()
+                .enumerate()
+                .map(|(k, f)| (f.name().clone(), cell(b.column(k).as_ref(), i)))
+                .collect();
             rows.push(Value::Object(obj));
         }
     }
@@ -43,24 +54,31 @@ fn batches_to_rows(batches: &[RecordBatch]) -> Vec<Value> {
 }
 
 fn arrow_rows(body: &[u8]) -> Vec<Value> {
-    let reader = StreamReader::try_new(std::io::Cursor::new(body.to_vec()), None).expect("Arrow IPC stream");
+    let reader =
+        StreamReader::try_new(std::io::Cursor::new(body.to_vec()), None).expect("Arrow IPC stream");
     batches_to_rows(&reader.collect::<Result<Vec<_>, _>>().unwrap())
 }
 
 fn parquet_rows(body: &[u8]) -> Vec<Value> {
-    let reader = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(body.to_vec())).unwrap().build().unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(body.to_vec()))
+        .unwrap()
+        .build()
+        .unwrap();
     batches_to_rows(&reader.collect::<Result<Vec<_>, _>>().unwrap())
 }
 
 fn ndjson_rows(body: &str) -> Vec<Value> {
-    body.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    body.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// CSV rows typed like their (flattened) JSON twins.
 fn csv_rows(body: &str, like: &[Value]) -> Vec<Value> {
     let mut rdr = csv::Reader::from_reader(body.as_bytes());
     let headers: Vec<String> = rdr.headers().unwrap().iter().map(String::from).collect();
-    let lookup = |row: &Value, name: &str| -> Value { row.get(name).cloned().unwrap_or(Value::Null) };
+    let lookup =
+        |row: &Value, name: &str| -> Value { row.get(name).cloned().unwrap_or(Value::Null) };
     rdr.records()
         .enumerate()
         .map(|(r, rec)| {
@@ -70,11 +88,17 @@ fn csv_rows(body: &str, like: &[Value]) -> Vec<Value> {
                 // Type each cell from the JSON twin: the same value must come back.
                 let want = lookup(&like[r], h);
                 let got = if cellv.is_empty() {
-                    if want.is_string() { Value::from("") } else { Value::Null }
+                    if want.is_string() {
+                        Value::from("")
+                    } else {
+                        Value::Null
+                    }
                 } else {
                     match want {
                         Value::Bool(_) => Value::from(cellv == "true"),
-                        Value::Number(ref n) if n.is_i64() => Value::from(cellv.parse::<i64>().unwrap()),
+                        Value::Number(ref n) if n.is_i64() => {
+                            Value::from(cellv.parse::<i64>().unwrap())
+                        }
                         Value::Number(_) => Value::from(cellv.parse::<f64>().unwrap()),
                         _ => Value::from(cellv),
                     }
@@ -92,7 +116,11 @@ fn flatten(v: &Value) -> Value {
         match v {
             Value::Object(m) => {
                 for (k, x) in m {
-                    let name = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    let name = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
                     match x {
                         Value::Object(_) => walk(&name, x, out),
                         _ => {
@@ -138,7 +166,9 @@ async fn check_all_formats(app: &TestApp, url: &str, json_rows: Vec<Value>) {
     let flat: Vec<Value> = json_rows.iter().map(flatten).collect();
     same_rows(&csv_rows(&csv.text(), &flat), &flat, "csv", url);
     // The same answers through Accept.
-    let by_accept = app.get_with(url, &[("accept", "application/vnd.apache.parquet")]).await;
+    let by_accept = app
+        .get_with(url, &[("accept", "application/vnd.apache.parquet")])
+        .await;
     assert_eq!(by_accept.body, pq.body);
 }
 
@@ -191,9 +221,18 @@ async fn one_run_in_every_format() {
 #[tokio::test]
 async fn floats_are_shortest_round_trip() {
     let app = TestApp::sample().await;
-    let csv = app.get("/v1/llm/runs?fields=p99_itl_ms&limit=1&format=csv").await.text();
-    assert_eq!(csv, "run_id,p99_itl_ms\ngpqa~Qwen--Qwen3-14B~B200~g1~b8~r1,68.6399259546306\n");
-    let json = app.get("/v1/llm/runs?fields=total_output_tokens&limit=1").await.text();
+    let csv = app
+        .get("/v1/llm/runs?fields=p99_itl_ms&limit=1&format=csv")
+        .await
+        .text();
+    assert_eq!(
+        csv,
+        "run_id,p99_itl_ms\ngpqa~Qwen--Qwen3-14B~B200~g1~b8~r1,68.6399259546306\n"
+    );
+    let json = app
+        .get("/v1/llm/runs?fields=total_output_tokens&limit=1")
+        .await
+        .text();
     assert!(json.contains("\"total_output_tokens\":1391196.0"), "{json}");
     let _ = Arc::new(());
 }

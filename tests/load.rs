@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, LargeStringArray, RecordBatch, StringArray};
+use datafusion::arrow::array::{
+    ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, LargeStringArray, RecordBatch,
+    StringArray,
+};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use mlenergy_server::engine::fields::{FieldType, published_fields};
 use mlenergy_server::engine::frame::Value;
@@ -18,18 +21,42 @@ fn llm_batch(results_paths: [Option<&str>; 2]) -> RecordBatch {
     let mut cols: Vec<ArrayRef> = Vec::new();
     for spec in published_fields(Domain::Llm) {
         let (dt, col): (DataType, ArrayRef) = match (spec.name, spec.ty) {
-            ("seed", _) => (DataType::Float64, Arc::new(Float64Array::from(vec![Some(48105.0), Some(f64::NAN)]))),
-            ("num_request_repeats", _) => (DataType::Float64, Arc::new(Float64Array::from(vec![Some(2.0), None]))),
+            ("seed", _) => (
+                DataType::Float64,
+                Arc::new(Float64Array::from(vec![Some(48105.0), Some(f64::NAN)])),
+            ),
+            ("num_request_repeats", _) => (
+                DataType::Float64,
+                Arc::new(Float64Array::from(vec![Some(2.0), None])),
+            ),
             ("num_gpus", _) => (DataType::Int32, Arc::new(Int32Array::from(vec![1, 2]))),
             ("max_num_seqs", _) => (DataType::Int64, Arc::new(Int64Array::from(vec![64, 32]))),
-            ("task", _) => (DataType::LargeUtf8, Arc::new(LargeStringArray::from(vec!["gpqa", "gpqa"]))),
-            ("results_path", _) => (DataType::Utf8, Arc::new(StringArray::from(results_paths.to_vec()))),
-            ("prometheus_path", _) => (DataType::Utf8, Arc::new(StringArray::from(vec![Some("llm/a/prometheus.json"), None]))),
-            ("mean_itl_ms", _) => (DataType::Float64, Arc::new(Float64Array::from(vec![Some(f64::NAN), Some(12.5)]))),
+            ("task", _) => (
+                DataType::LargeUtf8,
+                Arc::new(LargeStringArray::from(vec!["gpqa", "gpqa"])),
+            ),
+            ("results_path", _) => (
+                DataType::Utf8,
+                Arc::new(StringArray::from(results_paths.to_vec())),
+            ),
+            ("prometheus_path", _) => (
+                DataType::Utf8,
+                Arc::new(StringArray::from(vec![Some("llm/a/prometheus.json"), None])),
+            ),
+            ("mean_itl_ms", _) => (
+                DataType::Float64,
+                Arc::new(Float64Array::from(vec![Some(f64::NAN), Some(12.5)])),
+            ),
             (_, FieldType::String) => (DataType::Utf8, Arc::new(StringArray::from(vec!["x", "y"]))),
             (_, FieldType::Int64) => (DataType::Int64, Arc::new(Int64Array::from(vec![1, 1]))),
-            (_, FieldType::Double) => (DataType::Float64, Arc::new(Float64Array::from(vec![0.5, 0.25]))),
-            (_, FieldType::Bool) => (DataType::Boolean, Arc::new(BooleanArray::from(vec![true, false]))),
+            (_, FieldType::Double) => (
+                DataType::Float64,
+                Arc::new(Float64Array::from(vec![0.5, 0.25])),
+            ),
+            (_, FieldType::Bool) => (
+                DataType::Boolean,
+                Arc::new(BooleanArray::from(vec![true, false])),
+            ),
         };
         fields.push(Field::new(spec.name, dt, true));
         cols.push(col);
@@ -41,7 +68,8 @@ fn llm_batch(results_paths: [Option<&str>; 2]) -> RecordBatch {
 
 fn write(path: &std::path::Path, batch: &RecordBatch) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let mut w = ArrowWriter::try_new(std::fs::File::create(path).unwrap(), batch.schema(), None).unwrap();
+    let mut w =
+        ArrowWriter::try_new(std::fs::File::create(path).unwrap(), batch.schema(), None).unwrap();
     w.write(batch).unwrap();
     w.close().unwrap();
 }
@@ -60,7 +88,10 @@ fn empty_diffusion(root: &std::path::Path) {
 #[tokio::test]
 async fn pandas_encodings_load_and_raw_paths_resolve() {
     let dir = tempfile::tempdir().unwrap();
-    write(&dir.path().join("runs/llm.parquet"), &llm_batch([Some("llm/a/results.json"), Some("/abs/results.json")]));
+    write(
+        &dir.path().join("runs/llm.parquet"),
+        &llm_batch([Some("llm/a/results.json"), Some("/abs/results.json")]),
+    );
     empty_diffusion(dir.path());
     let ds = load::load_compiled_dir(dir.path()).await.unwrap();
     assert_eq!((ds.llm.len(), ds.diffusion.len()), (2, 0));
@@ -75,9 +106,18 @@ async fn pandas_encodings_load_and_raw_paths_resolve() {
     assert_eq!(get("run_id", 0), Value::Str("gpqa~x~x~g1~b64~r2~seed48105"));
     assert!(ds.llm.field_index("__index_level_0__").is_none());
     let root = std::path::absolute(dir.path()).unwrap();
-    assert_eq!(ds.raw_path(Domain::Llm, 0, RawFile::Results), Some(root.join("llm/a/results.json")));
-    assert_eq!(ds.raw_path(Domain::Llm, 0, RawFile::Prometheus), Some(root.join("llm/a/prometheus.json")));
-    assert_eq!(ds.raw_path(Domain::Llm, 1, RawFile::Results), Some("/abs/results.json".into()));
+    assert_eq!(
+        ds.raw_path(Domain::Llm, 0, RawFile::Results),
+        Some(root.join("llm/a/results.json"))
+    );
+    assert_eq!(
+        ds.raw_path(Domain::Llm, 0, RawFile::Prometheus),
+        Some(root.join("llm/a/prometheus.json"))
+    );
+    assert_eq!(
+        ds.raw_path(Domain::Llm, 1, RawFile::Results),
+        Some("/abs/results.json".into())
+    );
     assert_eq!(ds.raw_path(Domain::Llm, 1, RawFile::Prometheus), None);
 }
 
@@ -89,13 +129,35 @@ async fn fractional_ints_and_missing_columns_are_refused() {
     let schema = batch.schema();
     let seed = schema.index_of("seed").unwrap();
     cols[seed] = Arc::new(Float64Array::from(vec![Some(1.5), None]));
-    write(&dir.path().join("runs/llm.parquet"), &RecordBatch::try_new(schema.clone(), cols).unwrap());
+    write(
+        &dir.path().join("runs/llm.parquet"),
+        &RecordBatch::try_new(schema.clone(), cols).unwrap(),
+    );
     empty_diffusion(dir.path());
-    let err = load::load_compiled_dir(dir.path()).await.err().unwrap().to_string();
-    assert!(err.contains("column 'seed' holds the non-integer value 1.5"), "{err}");
+    let err = load::load_compiled_dir(dir.path())
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("column 'seed' holds the non-integer value 1.5"),
+        "{err}"
+    );
 
-    let keep: Vec<usize> = (0..schema.fields().len()).filter(|&i| schema.field(i).name() != "avg_power_watts").collect();
-    write(&dir.path().join("runs/llm.parquet"), &batch.project(&keep).unwrap());
-    let err = load::load_compiled_dir(dir.path()).await.err().unwrap().to_string();
-    assert!(err.contains("llm.parquet has no column 'avg_power_watts'"), "{err}");
+    let keep: Vec<usize> = (0..schema.fields().len())
+        .filter(|&i| schema.field(i).name() != "avg_power_watts")
+        .collect();
+    write(
+        &dir.path().join("runs/llm.parquet"),
+        &batch.project(&keep).unwrap(),
+    );
+    let err = load::load_compiled_dir(dir.path())
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("llm.parquet has no column 'avg_power_watts'"),
+        "{err}"
+    );
 }

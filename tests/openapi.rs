@@ -5,7 +5,10 @@ use std::path::PathBuf;
 
 #[test]
 fn committed_openapi_matches_the_code() {
-    let doc = mlenergy_server::http::openapi_document().to_pretty_json().unwrap() + "\n";
+    let doc = mlenergy_server::http::openapi_document()
+        .to_pretty_json()
+        .unwrap()
+        + "\n";
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("openapi/openapi.json");
     if std::env::var_os("UPDATE_OPENAPI").is_some() {
         std::fs::write(&path, &doc).unwrap();

@@ -14,13 +14,26 @@ fn shared_real() -> PathBuf {
 #[test]
 fn committed_sample_equals_the_tool_output() {
     let real = shared_real();
-    assert!(real.join("llm_runs.jsonl").is_file(), "the shared run tables are expected at {}", real.display());
+    assert!(
+        real.join("llm_runs.jsonl").is_file(),
+        "the shared run tables are expected at {}",
+        real.display()
+    );
     let out = tempfile::tempdir().unwrap();
     build_sample(&real, out.path()).unwrap();
     let committed = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/sample");
-    for rel in ["runs/llm.parquet", "runs/diffusion.parquet", "histograms/llm_output_lengths.parquet", "README.md"] {
+    for rel in [
+        "runs/llm.parquet",
+        "runs/diffusion.parquet",
+        "histograms/llm_output_lengths.parquet",
+        "README.md",
+    ] {
         let built = std::fs::read(out.path().join(rel)).unwrap();
-        let kept = std::fs::read(committed.join(rel)).unwrap_or_else(|e| panic!("data/sample/{rel}: {e}"));
-        assert!(built == kept, "data/sample/{rel} differs from the tool output: run `cargo run -- sample`");
+        let kept =
+            std::fs::read(committed.join(rel)).unwrap_or_else(|e| panic!("data/sample/{rel}: {e}"));
+        assert!(
+            built == kept,
+            "data/sample/{rel} differs from the tool output: run `cargo run -- sample`"
+        );
     }
 }

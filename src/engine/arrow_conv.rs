@@ -38,11 +38,17 @@ pub fn column_from_array(spec: &FieldSpec, array: &ArrayRef) -> Result<ColumnDat
     }
     match spec.ty {
         FieldType::String => {
-            if !matches!(dt, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) {
+            if !matches!(
+                dt,
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            ) {
                 return Err(type_error(spec, dt));
             }
             let a = cast(array, &DataType::Utf8)?;
-            let a = a.as_any().downcast_ref::<StringArray>().expect("cast to Utf8");
+            let a = a
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .expect("cast to Utf8");
             // Interning keeps repeated values (task, model_id, ...) as shared strings.
             let mut interned: std::collections::HashMap<&str, Arc<str>> = Default::default();
             Ok(ColumnData::Str(
@@ -54,17 +60,25 @@ pub fn column_from_array(spec: &FieldSpec, array: &ArrayRef) -> Result<ColumnDat
         FieldType::Int64 => {
             if dt.is_integer() {
                 let a = cast(array, &DataType::Int64)?;
-                let a = a.as_any().downcast_ref::<Int64Array>().expect("cast to Int64");
+                let a = a
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .expect("cast to Int64");
                 Ok(ColumnData::Int(a.iter().collect()))
             } else if dt.is_floating() {
                 let a = cast(array, &DataType::Float64)?;
-                let a = a.as_any().downcast_ref::<Float64Array>().expect("cast to Float64");
+                let a = a
+                    .as_any()
+                    .downcast_ref::<Float64Array>()
+                    .expect("cast to Float64");
                 let mut out = Vec::with_capacity(a.len());
                 for v in a.iter() {
                     out.push(match v {
                         None => None,
                         Some(x) if x.is_nan() => None,
-                        Some(x) if x.fract() == 0.0 && x.abs() < 9.007_199_254_740_992e15 => Some(x as i64),
+                        Some(x) if x.fract() == 0.0 && x.abs() < 9.007_199_254_740_992e15 => {
+                            Some(x as i64)
+                        }
                         Some(x) => {
                             return Err(EngineError::Load(format!(
                                 "column '{}' holds the non-integer value {x}",
@@ -83,15 +97,23 @@ pub fn column_from_array(spec: &FieldSpec, array: &ArrayRef) -> Result<ColumnDat
                 return Err(type_error(spec, dt));
             }
             let a = cast(array, &DataType::Float64)?;
-            let a = a.as_any().downcast_ref::<Float64Array>().expect("cast to Float64");
+            let a = a
+                .as_any()
+                .downcast_ref::<Float64Array>()
+                .expect("cast to Float64");
             // NaN is how pandas writes a missing float: the toolkit turns it into None.
-            Ok(ColumnData::Float(a.iter().map(|v| v.filter(|x| !x.is_nan())).collect()))
+            Ok(ColumnData::Float(
+                a.iter().map(|v| v.filter(|x| !x.is_nan())).collect(),
+            ))
         }
         FieldType::Bool => {
             if *dt != DataType::Boolean {
                 return Err(type_error(spec, dt));
             }
-            let a = array.as_any().downcast_ref::<BooleanArray>().expect("Boolean");
+            let a = array
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .expect("Boolean");
             Ok(ColumnData::Bool(a.iter().collect()))
         }
     }
@@ -108,7 +130,9 @@ fn arrow_type(data: &ColumnData) -> DataType {
 }
 
 fn struct_fields(cols: &[FrameColumn]) -> Fields {
-    cols.iter().map(|c| Field::new(&c.name, arrow_type(&c.data), true)).collect()
+    cols.iter()
+        .map(|c| Field::new(&c.name, arrow_type(&c.data), true))
+        .collect()
 }
 
 fn to_array(data: &ColumnData) -> ArrayRef {
@@ -123,7 +147,11 @@ fn to_array(data: &ColumnData) -> ArrayRef {
             for &v in valid {
                 nulls.append(v);
             }
-            Arc::new(StructArray::new(struct_fields(fields), arrays, nulls.finish()))
+            Arc::new(StructArray::new(
+                struct_fields(fields),
+                arrays,
+                nulls.finish(),
+            ))
         }
     }
 }
@@ -140,7 +168,10 @@ pub fn frame_schema(frame: &Frame, nullable: &dyn Fn(&str) -> bool) -> SchemaRef
 }
 
 /// A frame as one record batch (Utf8 / Int64 / Float64 / Boolean / Struct columns).
-pub fn frame_to_batch(frame: &Frame, nullable: &dyn Fn(&str) -> bool) -> Result<RecordBatch, EngineError> {
+pub fn frame_to_batch(
+    frame: &Frame,
+    nullable: &dyn Fn(&str) -> bool,
+) -> Result<RecordBatch, EngineError> {
     let schema = frame_schema(frame, nullable);
     let arrays: Vec<ArrayRef> = frame.columns.iter().map(|c| to_array(&c.data)).collect();
     if arrays.is_empty() {

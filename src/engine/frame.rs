@@ -13,7 +13,10 @@ pub enum ColumnData {
     Int(Vec<Option<i64>>),
     Float(Vec<Option<f64>>),
     Bool(Vec<Option<bool>>),
-    Struct { fields: Vec<FrameColumn>, valid: Vec<bool> },
+    Struct {
+        fields: Vec<FrameColumn>,
+        valid: Vec<bool>,
+    },
 }
 
 /// A borrowed cell.
@@ -85,7 +88,10 @@ impl ColumnData {
             ColumnData::Struct { fields, valid } => ColumnData::Struct {
                 fields: fields
                     .iter()
-                    .map(|c| FrameColumn { name: c.name.clone(), data: c.data.take(rows) })
+                    .map(|c| FrameColumn {
+                        name: c.name.clone(),
+                        data: c.data.take(rows),
+                    })
                     .collect(),
                 valid: rows.iter().map(|r| r.is_some_and(|i| valid[i])).collect(),
             },

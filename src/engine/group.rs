@@ -25,7 +25,9 @@ pub enum AggFunc {
 }
 
 impl AggFunc {
-    pub const NAMES: [&'static str; 8] = ["count", "min", "max", "mean", "median", "sum", "argmin", "argmax"];
+    pub const NAMES: [&'static str; 8] = [
+        "count", "min", "max", "mean", "median", "sum", "argmin", "argmax",
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -84,7 +86,9 @@ pub struct GroupResult {
 }
 
 fn numeric_values(col: &ColumnData, rows: &[usize]) -> Vec<(usize, f64)> {
-    rows.iter().filter_map(|&r| col.get(r).as_f64().map(|x| (r, x))).collect()
+    rows.iter()
+        .filter_map(|&r| col.get(r).as_f64().map(|x| (r, x)))
+        .collect()
 }
 
 /// Row of the smallest (or largest) non-null value; the first occurrence wins ties, as numpy's
@@ -92,13 +96,22 @@ fn numeric_values(col: &ColumnData, rows: &[usize]) -> Vec<(usize, f64)> {
 fn extreme(col: &ColumnData, rows: &[usize], smallest: bool) -> Option<usize> {
     numeric_values(col, rows)
         .into_iter()
-        .reduce(|a, b| if (smallest && b.1 < a.1) || (!smallest && b.1 > a.1) { b } else { a })
+        .reduce(|a, b| {
+            if (smallest && b.1 < a.1) || (!smallest && b.1 > a.1) {
+                b
+            } else {
+                a
+            }
+        })
         .map(|(r, _)| r)
 }
 
 impl RunTable {
     pub fn group(&self, q: &GroupQuery) -> Result<GroupResult, EngineError> {
-        let by_cols = q.by.iter().map(|f| self.require_field(f)).collect::<Result<Vec<_>, _>>()?;
+        let by_cols =
+            q.by.iter()
+                .map(|f| self.require_field(f))
+                .collect::<Result<Vec<_>, _>>()?;
         // Resolve aggregates to (func, column) pairs, expanding field-less functions.
         let mut plan: Vec<(AggFunc, Option<usize>)> = Vec::new();
         for spec in &q.aggs {
@@ -122,7 +135,10 @@ impl RunTable {
         let mut order: Vec<Vec<usize>> = Vec::new();
         let mut index: HashMap<Vec<String>, usize> = HashMap::new();
         for r in rows {
-            let key: Vec<String> = by_cols.iter().map(|&c| format!("{:?}", self.column(c).get(r))).collect();
+            let key: Vec<String> = by_cols
+                .iter()
+                .map(|&c| format!("{:?}", self.column(c).get(r)))
+                .collect();
             let g = *index.entry(key).or_insert_with(|| {
                 order.push(Vec::new());
                 order.len() - 1
@@ -133,7 +149,10 @@ impl RunTable {
         let firsts: Vec<Option<usize>> = order.iter().map(|g| g.first().copied()).collect();
         let mut columns: Vec<FrameColumn> = by_cols
             .iter()
-            .map(|&c| FrameColumn { name: self.fields[c].name.to_string(), data: self.column(c).take(&firsts) })
+            .map(|&c| FrameColumn {
+                name: self.fields[c].name.to_string(),
+                data: self.column(c).take(&firsts),
+            })
             .collect();
         columns.push(FrameColumn {
             name: "count".into(),
@@ -148,20 +167,29 @@ impl RunTable {
                 AggFunc::Count => ColumnData::Int(
                     order
                         .iter()
-                        .map(|g| Some(g.iter().filter(|&&r| col.get(r) != Value::Null).count() as i64))
+                        .map(|g| {
+                            Some(g.iter().filter(|&&r| col.get(r) != Value::Null).count() as i64)
+                        })
                         .collect(),
                 ),
                 AggFunc::Min | AggFunc::Max => {
-                    let winners: Vec<Option<usize>> =
-                        order.iter().map(|g| extreme(col, g, func == AggFunc::Min)).collect();
+                    let winners: Vec<Option<usize>> = order
+                        .iter()
+                        .map(|g| extreme(col, g, func == AggFunc::Min))
+                        .collect();
                     col.take(&winners)
                 }
                 AggFunc::Mean | AggFunc::Median => ColumnData::Float(
                     order
                         .iter()
                         .map(|g| {
-                            let v: Vec<f64> = numeric_values(col, g).into_iter().map(|(_, x)| x).collect();
-                            if func == AggFunc::Mean { np_mean(&v) } else { np_median(&v) }
+                            let v: Vec<f64> =
+                                numeric_values(col, g).into_iter().map(|(_, x)| x).collect();
+                            if func == AggFunc::Mean {
+                                np_mean(&v)
+                            } else {
+                                np_median(&v)
+                            }
                         })
                         .collect(),
                 ),
@@ -169,10 +197,13 @@ impl RunTable {
                     order
                         .iter()
                         .map(|g| {
-                            let v: Vec<i64> = g.iter().filter_map(|&r| match col.get(r) {
-                                Value::Int(x) => Some(x),
-                                _ => None,
-                            }).collect();
+                            let v: Vec<i64> = g
+                                .iter()
+                                .filter_map(|&r| match col.get(r) {
+                                    Value::Int(x) => Some(x),
+                                    _ => None,
+                                })
+                                .collect();
                             (!v.is_empty()).then(|| v.iter().fold(0i64, |a, b| a.wrapping_add(*b)))
                         })
                         .collect(),
@@ -181,20 +212,26 @@ impl RunTable {
                     order
                         .iter()
                         .map(|g| {
-                            let v: Vec<f64> = numeric_values(col, g).into_iter().map(|(_, x)| x).collect();
+                            let v: Vec<f64> =
+                                numeric_values(col, g).into_iter().map(|(_, x)| x).collect();
                             (!v.is_empty()).then(|| np_sum(&v))
                         })
                         .collect(),
                 ),
                 AggFunc::Argmin | AggFunc::Argmax => {
-                    let winners: Vec<Option<usize>> =
-                        order.iter().map(|g| extreme(col, g, func == AggFunc::Argmin)).collect();
+                    let winners: Vec<Option<usize>> = order
+                        .iter()
+                        .map(|g| extreme(col, g, func == AggFunc::Argmin))
+                        .collect();
                     ColumnData::Struct {
                         fields: self
                             .frame
                             .columns
                             .iter()
-                            .map(|fc| FrameColumn { name: fc.name.clone(), data: fc.data.take(&winners) })
+                            .map(|fc| FrameColumn {
+                                name: fc.name.clone(),
+                                data: fc.data.take(&winners),
+                            })
                             .collect(),
                         valid: winners.iter().map(Option::is_some).collect(),
                     }
@@ -202,6 +239,9 @@ impl RunTable {
             };
             columns.push(FrameColumn { name, data });
         }
-        Ok(GroupResult { by: q.by.clone(), frame: Frame { columns } })
+        Ok(GroupResult {
+            by: q.by.clone(),
+            frame: Frame { columns },
+        })
     }
 }

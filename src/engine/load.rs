@@ -16,34 +16,57 @@ use super::{Dataset, DatasetSource, Domain, EngineError, RunTable};
 
 /// The parquet file of a domain inside a compiled data directory.
 pub fn parquet_path(root: &Path, domain: Domain) -> std::path::PathBuf {
-    root.join("runs").join(format!("{}.parquet", domain.as_str()))
+    root.join("runs")
+        .join(format!("{}.parquet", domain.as_str()))
 }
 
 async fn read_parquet(ctx: &SessionContext, path: &Path) -> Result<Vec<RecordBatch>, EngineError> {
     if !path.is_file() {
-        return Err(EngineError::Load(format!("{} does not exist", path.display())));
+        return Err(EngineError::Load(format!(
+            "{} does not exist",
+            path.display()
+        )));
     }
-    let path_str = path.to_str().ok_or_else(|| EngineError::Load(format!("non-UTF-8 path {}", path.display())))?;
-    let df = ctx.read_parquet(path_str, ParquetReadOptions::default()).await?;
+    let path_str = path
+        .to_str()
+        .ok_or_else(|| EngineError::Load(format!("non-UTF-8 path {}", path.display())))?;
+    let df = ctx
+        .read_parquet(path_str, ParquetReadOptions::default())
+        .await?;
     Ok(df.collect().await?)
 }
 
 /// Normalise parquet batches to the published columns of `domain`. Every published column must
 /// be present (as the toolkit's `from_parquet` requires); extra columns are ignored. A file with
 /// no columns at all (what the toolkit writes for an empty collection) is an empty table.
-pub fn table_from_batches(domain: Domain, batches: &[RecordBatch]) -> Result<RunTable, EngineError> {
+pub fn table_from_batches(
+    domain: Domain,
+    batches: &[RecordBatch],
+) -> Result<RunTable, EngineError> {
     let specs = published_fields(domain);
     let schema = match batches.first() {
         Some(b) => b.schema(),
-        None => return RunTable::from_published(domain, specs.iter().map(|s| ColumnData::empty(s.ty)).collect()),
+        None => {
+            return RunTable::from_published(
+                domain,
+                specs.iter().map(|s| ColumnData::empty(s.ty)).collect(),
+            );
+        }
     };
     if schema.fields().is_empty() {
-        return RunTable::from_published(domain, specs.iter().map(|s| ColumnData::empty(s.ty)).collect());
+        return RunTable::from_published(
+            domain,
+            specs.iter().map(|s| ColumnData::empty(s.ty)).collect(),
+        );
     }
     let mut columns = Vec::with_capacity(specs.len());
     for spec in specs {
         let idx = schema.index_of(spec.name).map_err(|_| {
-            EngineError::Load(format!("{}.parquet has no column '{}'", domain.as_str(), spec.name))
+            EngineError::Load(format!(
+                "{}.parquet has no column '{}'",
+                domain.as_str(),
+                spec.name
+            ))
         })?;
         let mut data = ColumnData::empty(spec.ty);
         for batch in batches {
@@ -68,9 +91,14 @@ pub async fn load_compiled_dir(root: &Path) -> Result<Dataset, EngineError> {
     // [48105.0, 48105.0] (apache/datafusion#19136 rewrites, #24804 NaN bounds). The tables are
     // small and read once, so the statistics buy nothing here.
     let ctx = SessionContext::new_with_config(SessionConfig::new().with_collect_statistics(false));
-    let llm = table_from_batches(Domain::Llm, &read_parquet(&ctx, &parquet_path(root, Domain::Llm)).await?)?;
-    let diffusion =
-        table_from_batches(Domain::Diffusion, &read_parquet(&ctx, &parquet_path(root, Domain::Diffusion)).await?)?;
+    let llm = table_from_batches(
+        Domain::Llm,
+        &read_parquet(&ctx, &parquet_path(root, Domain::Llm)).await?,
+    )?;
+    let diffusion = table_from_batches(
+        Domain::Diffusion,
+        &read_parquet(&ctx, &parquet_path(root, Domain::Diffusion)).await?,
+    )?;
     register_tables(&ctx, &[&llm, &diffusion])?;
     let root = std::path::absolute(root)?;
     Ok(Dataset {
@@ -107,8 +135,14 @@ impl DataLocation {
         }
         let p = PathBuf::from(spec);
         let compiled = p.join("runs").join("llm.parquet").is_file();
-        let raw_like = p.join("llm").is_dir() || p.join("diffusion").is_dir() || p.file_name().is_some_and(|n| n == "run");
-        if !compiled && raw_like { DataLocation::Raw(p) } else { DataLocation::Compiled(p) }
+        let raw_like = p.join("llm").is_dir()
+            || p.join("diffusion").is_dir()
+            || p.file_name().is_some_and(|n| n == "run");
+        if !compiled && raw_like {
+            DataLocation::Raw(p)
+        } else {
+            DataLocation::Compiled(p)
+        }
     }
 }
 
@@ -124,10 +158,16 @@ pub async fn load(location: &DataLocation) -> Result<Dataset, EngineError> {
 /// parallel, and serve them like a compiled directory.
 pub async fn load_raw_root(root: &Path) -> Result<Dataset, EngineError> {
     if !root.is_dir() {
-        return Err(EngineError::Load(format!("{} is not a directory", root.display())));
+        return Err(EngineError::Load(format!(
+            "{} is not a directory",
+            root.display()
+        )));
     }
     let root = std::path::absolute(root)?;
-    let opts = crate::raw::build::BuildOptions { roots: vec![root.clone()], ..Default::default() };
+    let opts = crate::raw::build::BuildOptions {
+        roots: vec![root.clone()],
+        ..Default::default()
+    };
     let built = tokio::task::spawn_blocking(move || crate::raw::build::build(&opts, None))
         .await
         .map_err(|e| EngineError::Load(format!("raw build failed: {e}")))??;
@@ -135,7 +175,10 @@ pub async fn load_raw_root(root: &Path) -> Result<Dataset, EngineError> {
     register_tables(&ctx, &[&built.llm, &built.diffusion])?;
     // Stored paths are relative to each run's benchmark root, which is the root itself unless
     // discovery had to infer one above it.
-    let bench_root = built.runs.first().map_or(root.clone(), |r| r.bench_root.clone());
+    let bench_root = built
+        .runs
+        .first()
+        .map_or(root.clone(), |r| r.bench_root.clone());
     Ok(Dataset {
         generation: super::next_generation(),
         llm: built.llm,
@@ -144,7 +187,11 @@ pub async fn load_raw_root(root: &Path) -> Result<Dataset, EngineError> {
             location: format!("raw:{}", root.display()),
             revision: None,
             root: Some(bench_root),
-            skipped: built.skipped.into_iter().map(|s| (s.path, s.reason)).collect(),
+            skipped: built
+                .skipped
+                .into_iter()
+                .map(|s| (s.path, s.reason))
+                .collect(),
         },
         loaded_at: SystemTime::now(),
         ctx,

@@ -64,7 +64,11 @@ impl fmt::Display for Domain {
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("unknown field '{name}' for {domain}")]
-    UnknownField { domain: Domain, name: String, allowed: Vec<String> },
+    UnknownField {
+        domain: Domain,
+        name: String,
+        allowed: Vec<String>,
+    },
     #[error("field '{name}' is not numeric")]
     NotNumeric { name: String, allowed: Vec<String> },
     #[error("{0}")]
@@ -138,12 +142,18 @@ impl Dataset {
             RawFile::Results => "results_path",
             RawFile::Prometheus => "prometheus_path",
         })?;
-        let frame::Value::Str(stored) = t.column(col).get(row) else { return None };
+        let frame::Value::Str(stored) = t.column(col).get(row) else {
+            return None;
+        };
         if stored.is_empty() {
             return None;
         }
         let p = std::path::Path::new(stored);
-        if p.is_absolute() { Some(p.to_path_buf()) } else { self.source.root.as_ref().map(|r| r.join(p)) }
+        if p.is_absolute() {
+            Some(p.to_path_buf())
+        } else {
+            self.source.root.as_ref().map(|r| r.join(p))
+        }
     }
 }
 
@@ -155,12 +165,17 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(dataset: Dataset) -> Self {
-        Engine { current: std::sync::RwLock::new(Arc::new(dataset)) }
+        Engine {
+            current: std::sync::RwLock::new(Arc::new(dataset)),
+        }
     }
 
     /// The snapshot to answer one request from.
     pub fn snapshot(&self) -> Arc<Dataset> {
-        self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Replace the served snapshot.

@@ -42,7 +42,11 @@ pub fn np_sum(a: &[f64]) -> f64 {
 
 /// `np.mean`: `np.sum / n`; `None` for an empty slice (numpy would answer NaN with a warning).
 pub fn np_mean(a: &[f64]) -> Option<f64> {
-    if a.is_empty() { None } else { Some(np_sum(a) / a.len() as f64) }
+    if a.is_empty() {
+        None
+    } else {
+        Some(np_sum(a) / a.len() as f64)
+    }
 }
 
 /// `np.median`: the middle value, or the mean of the two middle values.
@@ -78,14 +82,22 @@ pub fn np_percentile(a: &[f64], q: f64) -> Option<f64> {
     let g = h - lo as f64;
     let (a_lo, a_hi) = (v[lo], v[hi]);
     let diff = a_hi - a_lo;
-    Some(if g >= 0.5 { a_hi - diff * (1.0 - g) } else { a_lo + diff * g })
+    Some(if g >= 0.5 {
+        a_hi - diff * (1.0 - g)
+    } else {
+        a_lo + diff * g
+    })
 }
 
 /// `np.histogram(a, bins)` with equal-width bins over [min, max] (or [x - 0.5, x + 0.5] when all
 /// values are equal): `bins + 1` edges as `np.linspace`, counts with the last bin closed on the
 /// right, and numpy's edge corrections for values that land next to a computed boundary.
 pub fn np_histogram(a: &[f64], bins: usize) -> (Vec<f64>, Vec<u64>) {
-    let (mut lo, mut hi) = a.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
+    let (mut lo, mut hi) = a
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+            (l.min(x), h.max(x))
+        });
     if a.is_empty() {
         (lo, hi) = (0.0, 1.0);
     }
@@ -135,10 +147,16 @@ mod tests {
     fn percentile_matches_spec_vector() {
         // toolkit-behaviour.md §15: pool [1/300,1/300,1/300,0.02,0.01,0.01] s.
         let pool = [1.0 / 300.0, 1.0 / 300.0, 1.0 / 300.0, 0.02, 0.01, 0.01];
-        assert_eq!(np_percentile(&pool, 99.0).unwrap() * 1000.0, 19.500000000000004);
+        assert_eq!(
+            np_percentile(&pool, 99.0).unwrap() * 1000.0,
+            19.500000000000004
+        );
         assert_eq!(np_percentile(&pool, 90.0).unwrap() * 1000.0, 15.0);
         assert_eq!(np_percentile(&pool, 95.0).unwrap() * 1000.0, 17.5);
-        assert_eq!(np_percentile(&pool, 50.0).unwrap() * 1000.0, 6.666666666666667);
+        assert_eq!(
+            np_percentile(&pool, 50.0).unwrap() * 1000.0,
+            6.666666666666667
+        );
         assert_eq!(np_mean(&pool).unwrap() * 1000.0, 8.333333333333334);
     }
 

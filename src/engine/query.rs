@@ -25,7 +25,11 @@ pub enum Filter {
     /// Numeric field equals one of these numbers (`16 == 16.0`).
     NumOneOf { field: String, values: Vec<f64> },
     /// Numeric field within inclusive bounds; a missing bound is open.
-    Range { field: String, min: Option<f64>, max: Option<f64> },
+    Range {
+        field: String,
+        min: Option<f64>,
+        max: Option<f64>,
+    },
 }
 
 /// A sort key; `descending` for a leading `-`.
@@ -73,12 +77,16 @@ impl Compiled {
                 Value::Str(s) => vals.iter().any(|v| v == s),
                 _ => false,
             },
-            Compiled::NumOneOf(c, vals) => {
-                t.column(*c).get(row).as_f64().is_some_and(|x| vals.contains(&x))
-            }
-            Compiled::Range(c, min, max) => t.column(*c).get(row).as_f64().is_some_and(|x| {
-                min.is_none_or(|m| x >= m) && max.is_none_or(|m| x <= m)
-            }),
+            Compiled::NumOneOf(c, vals) => t
+                .column(*c)
+                .get(row)
+                .as_f64()
+                .is_some_and(|x| vals.contains(&x)),
+            Compiled::Range(c, min, max) => t
+                .column(*c)
+                .get(row)
+                .as_f64()
+                .is_some_and(|x| min.is_none_or(|m| x >= m) && max.is_none_or(|m| x <= m)),
         }
     }
 }
@@ -86,17 +94,32 @@ impl Compiled {
 impl RunTable {
     fn compile(&self, f: &Filter) -> Result<Compiled, EngineError> {
         Ok(match f {
-            Filter::OneOf { field, values } => Compiled::OneOf(self.require_field(field)?, values.clone()),
-            Filter::NumOneOf { field, values } => Compiled::NumOneOf(self.require_numeric(field)?, values.clone()),
-            Filter::Range { field, min, max } => Compiled::Range(self.require_numeric(field)?, *min, *max),
+            Filter::OneOf { field, values } => {
+                Compiled::OneOf(self.require_field(field)?, values.clone())
+            }
+            Filter::NumOneOf { field, values } => {
+                Compiled::NumOneOf(self.require_numeric(field)?, values.clone())
+            }
+            Filter::Range { field, min, max } => {
+                Compiled::Range(self.require_numeric(field)?, *min, *max)
+            }
         })
     }
 
     /// Rows (in default order) that pass the filters and the stability rule.
-    pub fn filter_rows(&self, filters: &[Filter], stability: Stability) -> Result<Vec<usize>, EngineError> {
-        let compiled = filters.iter().map(|f| self.compile(f)).collect::<Result<Vec<_>, _>>()?;
+    pub fn filter_rows(
+        &self,
+        filters: &[Filter],
+        stability: Stability,
+    ) -> Result<Vec<usize>, EngineError> {
+        let compiled = filters
+            .iter()
+            .map(|f| self.compile(f))
+            .collect::<Result<Vec<_>, _>>()?;
         let stable_col = match (self.domain, stability) {
-            (Domain::Llm, Stability::Stable | Stability::Unstable) => Some(self.require_field("is_stable")?),
+            (Domain::Llm, Stability::Stable | Stability::Unstable) => {
+                Some(self.require_field("is_stable")?)
+            }
             _ => None,
         };
         let want_stable = stability == Stability::Stable;
@@ -161,8 +184,14 @@ impl RunTable {
         self.sort_rows(&mut rows, &q.sort)?;
         let total = rows.len();
         let start = q.offset.min(total);
-        let end = q.limit.map_or(total, |l| start.saturating_add(l).min(total));
-        Ok(Selection { rows: rows[start..end].to_vec(), total, columns })
+        let end = q
+            .limit
+            .map_or(total, |l| start.saturating_add(l).min(total));
+        Ok(Selection {
+            rows: rows[start..end].to_vec(),
+            total,
+            columns,
+        })
     }
 
     /// The selected rows and columns as a frame.

@@ -12,7 +12,13 @@ use std::fmt::Write;
 
 fn push_component(out: &mut String, s: &str) {
     for c in s.chars() {
-        out.push(if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' });
+        out.push(
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            },
+        );
     }
 }
 
@@ -142,6 +148,9 @@ mod tests {
             ring_degree: Some(8),
             use_torch_compile: Some(false),
         });
-        assert_eq!(id, "text-to-image~black-forest-labs--FLUX.1-dev~H100~g8~b4~1024x1024~s50~u1~r8");
+        assert_eq!(
+            id,
+            "text-to-image~black-forest-labs--FLUX.1-dev~H100~g8~b4~1024x1024~s50~u1~r8"
+        );
     }
 }

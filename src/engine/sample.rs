@@ -25,7 +25,10 @@ fn bad(msg: impl Into<String>) -> EngineError {
 }
 
 /// Parse one JSONL table into published columns; also returns each row's source `run_id`.
-fn read_jsonl(path: &Path, specs: &[FieldSpec]) -> Result<(Vec<ColumnData>, Vec<String>), EngineError> {
+fn read_jsonl(
+    path: &Path,
+    specs: &[FieldSpec],
+) -> Result<(Vec<ColumnData>, Vec<String>), EngineError> {
     let mut cols: Vec<ColumnData> = specs.iter().map(|s| ColumnData::empty(s.ty)).collect();
     let mut ids = Vec::new();
     let file = fs::File::open(path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
@@ -36,23 +39,43 @@ fn read_jsonl(path: &Path, specs: &[FieldSpec]) -> Result<(Vec<ColumnData>, Vec<
         }
         let row: serde_json::Map<String, Json> = serde_json::from_str(&line)
             .map_err(|e| bad(format!("{}:{}: {e}", path.display(), lineno + 1)))?;
-        ids.push(row.get("run_id").and_then(Json::as_str).unwrap_or_default().to_string());
+        ids.push(
+            row.get("run_id")
+                .and_then(Json::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        );
         for (spec, col) in specs.iter().zip(cols.iter_mut()) {
             let v = row.get(spec.name).unwrap_or(&Json::Null);
-            let wrong = || bad(format!("{}:{}: field '{}' is {v}", path.display(), lineno + 1, spec.name));
+            let wrong = || {
+                bad(format!(
+                    "{}:{}: field '{}' is {v}",
+                    path.display(),
+                    lineno + 1,
+                    spec.name
+                ))
+            };
             match (col, spec.ty) {
-                (ColumnData::Str(c), FieldType::String) => {
-                    c.push(if v.is_null() { None } else { Some(Arc::from(v.as_str().ok_or_else(wrong)?)) })
-                }
-                (ColumnData::Int(c), FieldType::Int64) => {
-                    c.push(if v.is_null() { None } else { Some(v.as_i64().ok_or_else(wrong)?) })
-                }
-                (ColumnData::Float(c), FieldType::Double) => {
-                    c.push(if v.is_null() { None } else { Some(v.as_f64().ok_or_else(wrong)?) })
-                }
-                (ColumnData::Bool(c), FieldType::Bool) => {
-                    c.push(if v.is_null() { None } else { Some(v.as_bool().ok_or_else(wrong)?) })
-                }
+                (ColumnData::Str(c), FieldType::String) => c.push(if v.is_null() {
+                    None
+                } else {
+                    Some(Arc::from(v.as_str().ok_or_else(wrong)?))
+                }),
+                (ColumnData::Int(c), FieldType::Int64) => c.push(if v.is_null() {
+                    None
+                } else {
+                    Some(v.as_i64().ok_or_else(wrong)?)
+                }),
+                (ColumnData::Float(c), FieldType::Double) => c.push(if v.is_null() {
+                    None
+                } else {
+                    Some(v.as_f64().ok_or_else(wrong)?)
+                }),
+                (ColumnData::Bool(c), FieldType::Bool) => c.push(if v.is_null() {
+                    None
+                } else {
+                    Some(v.as_bool().ok_or_else(wrong)?)
+                }),
                 _ => unreachable!("columns are created from the specs"),
             }
         }
@@ -62,7 +85,11 @@ fn read_jsonl(path: &Path, specs: &[FieldSpec]) -> Result<(Vec<ColumnData>, Vec<
 
 /// Write a frame as a snappy-compressed parquet file with a fixed writer id, so the same input
 /// always gives the same bytes.
-pub fn write_parquet(path: &Path, frame: &Frame, nullable: &dyn Fn(&str) -> bool) -> Result<(), EngineError> {
+pub fn write_parquet(
+    path: &Path,
+    frame: &Frame,
+    nullable: &dyn Fn(&str) -> bool,
+) -> Result<(), EngineError> {
     let batch = frame_to_batch(frame, nullable)?;
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
@@ -81,14 +108,19 @@ pub fn write_parquet(path: &Path, frame: &Frame, nullable: &dyn Fn(&str) -> bool
 
 /// The published frame of a table (without `run_id`).
 fn published_frame(t: &RunTable) -> Frame {
-    Frame { columns: t.frame.columns[1..].to_vec() }
+    Frame {
+        columns: t.frame.columns[1..].to_vec(),
+    }
 }
 
 /// Build `out` from the shared tables directory `real` (`shared/data/real`).
 pub fn build_sample(real: &Path, out: &Path) -> Result<(), EngineError> {
     let mut tables = Vec::new();
     let mut llm_id_map: HashMap<String, usize> = HashMap::new();
-    for (domain, file) in [(Domain::Llm, "llm_runs.jsonl"), (Domain::Diffusion, "diffusion_runs.jsonl")] {
+    for (domain, file) in [
+        (Domain::Llm, "llm_runs.jsonl"),
+        (Domain::Diffusion, "diffusion_runs.jsonl"),
+    ] {
         let specs = published_fields(domain);
         let (cols, source_ids) = read_jsonl(&real.join(file), specs)?;
         let table = RunTable::from_published(domain, cols)?;
@@ -97,26 +129,38 @@ pub fn build_sample(real: &Path, out: &Path) -> Result<(), EngineError> {
             // natural key, which both id schemes encode.
             let mut by_key: HashMap<String, usize> = HashMap::new();
             let key = |t: &RunTable, r: usize| {
-                ["task", "model_id", "gpu_model", "num_gpus", "max_num_seqs", "num_request_repeats"]
-                    .iter()
-                    .map(|f| match t.column(t.field_index(f).expect("llm field")).get(r) {
+                [
+                    "task",
+                    "model_id",
+                    "gpu_model",
+                    "num_gpus",
+                    "max_num_seqs",
+                    "num_request_repeats",
+                ]
+                .iter()
+                .map(
+                    |f| match t.column(t.field_index(f).expect("llm field")).get(r) {
                         Value::Str(s) => s.to_string(),
                         Value::Int(i) => i.to_string(),
                         _ => String::new(),
-                    })
-                    .collect::<Vec<_>>()
-                    .join("|")
+                    },
+                )
+                .collect::<Vec<_>>()
+                .join("|")
             };
             for r in 0..table.len() {
                 by_key.insert(key(&table, r), r);
             }
             for id in source_ids {
-                let row = *by_key.get(&id).ok_or_else(|| bad(format!("source run id '{id}' has no row")))?;
+                let row = *by_key
+                    .get(&id)
+                    .ok_or_else(|| bad(format!("source run id '{id}' has no row")))?;
                 llm_id_map.insert(id, row);
             }
         }
         write_parquet(
-            &out.join("runs").join(format!("{}.parquet", domain.as_str())),
+            &out.join("runs")
+                .join(format!("{}.parquet", domain.as_str())),
             &published_frame(&table),
             &|name| table.is_nullable(name),
         )?;
@@ -135,7 +179,8 @@ fn write_histograms(
     id_map: &HashMap<String, usize>,
 ) -> Result<(), EngineError> {
     let path = real.join("llm_output_length_histogram_bins.csv");
-    let mut rdr = csv::Reader::from_path(&path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+    let mut rdr =
+        csv::Reader::from_path(&path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
     struct Bin {
         row: usize,
         index: i64,
@@ -148,16 +193,36 @@ fn write_histograms(
     for rec in rdr.records() {
         let rec = rec.map_err(|e| bad(format!("{}: {e}", path.display())))?;
         let get = |i: usize| rec.get(i).unwrap_or_default();
-        let num = |i: usize| get(i).parse::<f64>().map_err(|e| bad(format!("{}: '{}': {e}", path.display(), get(i))));
-        let int = |i: usize| get(i).parse::<i64>().map_err(|e| bad(format!("{}: '{}': {e}", path.display(), get(i))));
-        let row = *id_map.get(get(0)).ok_or_else(|| bad(format!("histogram of unknown run '{}'", get(0))))?;
-        bins.push(Bin { row, index: int(6)?, lo: num(7)?, hi: num(8)?, right_closed: get(9) == "true", count: int(10)? });
+        let num = |i: usize| {
+            get(i)
+                .parse::<f64>()
+                .map_err(|e| bad(format!("{}: '{}': {e}", path.display(), get(i))))
+        };
+        let int = |i: usize| {
+            get(i)
+                .parse::<i64>()
+                .map_err(|e| bad(format!("{}: '{}': {e}", path.display(), get(i))))
+        };
+        let row = *id_map
+            .get(get(0))
+            .ok_or_else(|| bad(format!("histogram of unknown run '{}'", get(0))))?;
+        bins.push(Bin {
+            row,
+            index: int(6)?,
+            lo: num(7)?,
+            hi: num(8)?,
+            right_closed: get(9) == "true",
+            count: int(10)?,
+        });
     }
     bins.sort_by_key(|b| (b.row, b.index));
     let rows: Vec<Option<usize>> = bins.iter().map(|b| Some(b.row)).collect();
     let col = |name: &str| {
         let i = llm.field_index(name).expect("llm field");
-        FrameColumn { name: name.to_string(), data: llm.column(i).take(&rows) }
+        FrameColumn {
+            name: name.to_string(),
+            data: llm.column(i).take(&rows),
+        }
     };
     let frame = Frame {
         columns: vec![
@@ -168,17 +233,33 @@ fn write_histograms(
             col("num_gpus"),
             col("max_num_seqs"),
             col("num_request_repeats"),
-            FrameColumn { name: "bin_index".into(), data: ColumnData::Int(bins.iter().map(|b| Some(b.index)).collect()) },
-            FrameColumn { name: "bin_lo".into(), data: ColumnData::Float(bins.iter().map(|b| Some(b.lo)).collect()) },
-            FrameColumn { name: "bin_hi".into(), data: ColumnData::Float(bins.iter().map(|b| Some(b.hi)).collect()) },
+            FrameColumn {
+                name: "bin_index".into(),
+                data: ColumnData::Int(bins.iter().map(|b| Some(b.index)).collect()),
+            },
+            FrameColumn {
+                name: "bin_lo".into(),
+                data: ColumnData::Float(bins.iter().map(|b| Some(b.lo)).collect()),
+            },
+            FrameColumn {
+                name: "bin_hi".into(),
+                data: ColumnData::Float(bins.iter().map(|b| Some(b.hi)).collect()),
+            },
             FrameColumn {
                 name: "right_closed".into(),
                 data: ColumnData::Bool(bins.iter().map(|b| Some(b.right_closed)).collect()),
             },
-            FrameColumn { name: "count".into(), data: ColumnData::Int(bins.iter().map(|b| Some(b.count)).collect()) },
+            FrameColumn {
+                name: "count".into(),
+                data: ColumnData::Int(bins.iter().map(|b| Some(b.count)).collect()),
+            },
         ],
     };
-    write_parquet(&out.join("histograms").join("llm_output_lengths.parquet"), &frame, &|_| false)
+    write_parquet(
+        &out.join("histograms").join("llm_output_lengths.parquet"),
+        &frame,
+        &|_| false,
+    )
 }
 
 const SAMPLE_README: &str = "\

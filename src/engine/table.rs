@@ -42,13 +42,20 @@ impl RunTable {
     /// run ids, sorts into the default order and indexes the ids.
     pub fn from_published(domain: Domain, published: Vec<ColumnData>) -> Result<Self, EngineError> {
         let specs = fields::published_fields(domain);
-        assert_eq!(specs.len(), published.len(), "one column per published field");
+        assert_eq!(
+            specs.len(),
+            published.len(),
+            "one column per published field"
+        );
         let n = published.first().map_or(0, ColumnData::len);
         let raw = Frame {
             columns: specs
                 .iter()
                 .zip(published)
-                .map(|(s, data)| FrameColumn { name: s.name.to_string(), data })
+                .map(|(s, data)| FrameColumn {
+                    name: s.name.to_string(),
+                    data,
+                })
                 .collect(),
         };
         let col = |name: &str| raw.column(name).map(|c| &c.data);
@@ -92,8 +99,10 @@ impl RunTable {
 
         // Default order: the toolkit's sort keys, then the run id, then the results path, then
         // the file order (only exact duplicates are left to it).
-        let key_cols: Vec<&ColumnData> =
-            fields::default_sort_keys(domain).iter().filter_map(|k| col(k)).collect();
+        let key_cols: Vec<&ColumnData> = fields::default_sort_keys(domain)
+            .iter()
+            .filter_map(|k| col(k))
+            .collect();
         let path_col = col("results_path");
         let mut order: Vec<usize> = (0..n).collect();
         order.sort_by(|&a, &b| {
@@ -125,7 +134,13 @@ impl RunTable {
         }
         let all: Vec<usize> = (0..raw.columns.len()).collect();
         let mut frame = raw.select(&order, &all);
-        frame.columns.insert(0, FrameColumn { name: RUN_ID.name.to_string(), data: ColumnData::Str(ids) });
+        frame.columns.insert(
+            0,
+            FrameColumn {
+                name: RUN_ID.name.to_string(),
+                data: ColumnData::Str(ids),
+            },
+        );
 
         let mut table_fields = vec![RUN_ID];
         table_fields.extend_from_slice(specs);
@@ -141,8 +156,18 @@ impl RunTable {
                 }
             }
         }
-        let by_name = fields.iter().enumerate().map(|(i, f)| (f.name, i)).collect();
-        RunTable { domain, fields, frame, index, by_name }
+        let by_name = fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name, i))
+            .collect();
+        RunTable {
+            domain,
+            fields,
+            frame,
+            index,
+            by_name,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -160,11 +185,12 @@ impl RunTable {
 
     /// Column position of a field, or `UnknownField` listing every field.
     pub fn require_field(&self, name: &str) -> Result<usize, EngineError> {
-        self.field_index(name).ok_or_else(|| EngineError::UnknownField {
-            domain: self.domain,
-            name: name.to_string(),
-            allowed: self.field_names(),
-        })
+        self.field_index(name)
+            .ok_or_else(|| EngineError::UnknownField {
+                domain: self.domain,
+                name: name.to_string(),
+                allowed: self.field_names(),
+            })
     }
 
     /// Column position of a numeric field, or an error listing the numeric fields.
@@ -173,7 +199,10 @@ impl RunTable {
         if self.fields[i].ty.is_numeric() {
             Ok(i)
         } else {
-            Err(EngineError::NotNumeric { name: name.to_string(), allowed: self.numeric_field_names() })
+            Err(EngineError::NotNumeric {
+                name: name.to_string(),
+                allowed: self.numeric_field_names(),
+            })
         }
     }
 
@@ -182,7 +211,11 @@ impl RunTable {
     }
 
     pub fn numeric_field_names(&self) -> Vec<String> {
-        self.fields.iter().filter(|f| f.ty.is_numeric()).map(|f| f.name.to_string()).collect()
+        self.fields
+            .iter()
+            .filter(|f| f.ty.is_numeric())
+            .map(|f| f.name.to_string())
+            .collect()
     }
 
     pub fn column(&self, i: usize) -> &ColumnData {
@@ -207,7 +240,8 @@ impl RunTable {
 
     /// Whether a field may hold nulls (for Arrow schemas).
     pub fn is_nullable(&self, name: &str) -> bool {
-        self.field_index(name).is_none_or(|i| self.fields[i].nullable)
+        self.field_index(name)
+            .is_none_or(|i| self.fields[i].nullable)
     }
 
     /// The field type of a column.

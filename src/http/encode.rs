@@ -101,9 +101,18 @@ pub fn ndjson(frame: &Frame) -> Vec<u8> {
 }
 
 /// Leaf columns for CSV, with dotted names for struct children.
-fn flatten<'a>(cols: &'a [FrameColumn], prefix: &str, parent_valid: Option<&'a [bool]>, out: &mut Vec<(String, &'a ColumnData, Option<&'a [bool]>)>) {
+fn flatten<'a>(
+    cols: &'a [FrameColumn],
+    prefix: &str,
+    parent_valid: Option<&'a [bool]>,
+    out: &mut Vec<(String, &'a ColumnData, Option<&'a [bool]>)>,
+) {
     for c in cols {
-        let name = if prefix.is_empty() { c.name.clone() } else { format!("{prefix}.{}", c.name) };
+        let name = if prefix.is_empty() {
+            c.name.clone()
+        } else {
+            format!("{prefix}.{}", c.name)
+        };
         match &c.data {
             ColumnData::Struct { fields, valid } => flatten(fields, &name, Some(valid), out),
             data => out.push((name, data, parent_valid)),
@@ -115,9 +124,12 @@ fn flatten<'a>(cols: &'a [FrameColumn], prefix: &str, parent_valid: Option<&'a [
 pub fn csv(frame: &Frame) -> Vec<u8> {
     let mut leaves = Vec::new();
     flatten(&frame.columns, "", None, &mut leaves);
-    let mut w = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
     // Writing into a Vec cannot fail, hence the expects below.
-    w.write_record(leaves.iter().map(|(n, _, _)| n.as_bytes())).expect("csv header");
+    w.write_record(leaves.iter().map(|(n, _, _)| n.as_bytes()))
+        .expect("csv header");
     let mut ryu_buf = ryu::Buffer::new();
     let mut itoa_buf = itoa::Buffer::new();
     let mut record: Vec<Vec<u8>> = vec![Vec::new(); leaves.len()];
@@ -131,7 +143,9 @@ pub fn csv(frame: &Frame) -> Vec<u8> {
                 Value::Null => {}
                 Value::Str(s) => cell.extend_from_slice(s.as_bytes()),
                 Value::Int(i) => cell.extend_from_slice(itoa_buf.format(i).as_bytes()),
-                Value::Float(x) if x.is_finite() => cell.extend_from_slice(ryu_buf.format_finite(x).as_bytes()),
+                Value::Float(x) if x.is_finite() => {
+                    cell.extend_from_slice(ryu_buf.format_finite(x).as_bytes())
+                }
                 Value::Float(x) => cell.extend_from_slice(x.to_string().as_bytes()),
                 Value::Bool(b) => cell.extend_from_slice(if b { b"true" } else { b"false" }),
             }
@@ -156,7 +170,9 @@ pub fn arrow_ipc(frame: &Frame, nullable: &dyn Fn(&str) -> bool) -> Result<Vec<u
 /// Parquet file (one row group, snappy).
 pub fn parquet(frame: &Frame, nullable: &dyn Fn(&str) -> bool) -> Result<Vec<u8>, EngineError> {
     let batch = frame_to_batch(frame, nullable)?;
-    let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .build();
     let mut out = Vec::new();
     let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props))?;
     w.write(&batch)?;
@@ -193,10 +209,22 @@ mod tests {
     fn frame() -> Frame {
         Frame {
             columns: vec![
-                FrameColumn { name: "s".into(), data: ColumnData::Str(vec![Some(Arc::from("a,\"b\"")), None]) },
-                FrameColumn { name: "f".into(), data: ColumnData::Float(vec![Some(0.1), Some(1e-5)]) },
-                FrameColumn { name: "i".into(), data: ColumnData::Int(vec![Some(3), None]) },
-                FrameColumn { name: "b".into(), data: ColumnData::Bool(vec![Some(true), None]) },
+                FrameColumn {
+                    name: "s".into(),
+                    data: ColumnData::Str(vec![Some(Arc::from("a,\"b\"")), None]),
+                },
+                FrameColumn {
+                    name: "f".into(),
+                    data: ColumnData::Float(vec![Some(0.1), Some(1e-5)]),
+                },
+                FrameColumn {
+                    name: "i".into(),
+                    data: ColumnData::Int(vec![Some(3), None]),
+                },
+                FrameColumn {
+                    name: "b".into(),
+                    data: ColumnData::Bool(vec![Some(true), None]),
+                },
             ],
         }
     }

@@ -32,20 +32,35 @@ pub struct Problem {
 pub enum AppError {
     /// A query parameter this endpoint does not take.
     #[error("unknown query parameter '{parameter}'")]
-    UnknownParameter { parameter: String, allowed: Vec<String> },
+    UnknownParameter {
+        parameter: String,
+        allowed: Vec<String>,
+    },
     /// A parameter with a value that cannot be used (`detail` says why).
     #[error("{detail}")]
-    InvalidParameter { parameter: String, detail: String, allowed: Option<Vec<String>> },
+    InvalidParameter {
+        parameter: String,
+        detail: String,
+        allowed: Option<Vec<String>>,
+    },
     /// A field name (in fields, sort, by or agg) that the domain does not have.
     #[error("unknown field '{field}' in parameter '{parameter}'")]
-    UnknownField { parameter: String, field: String, allowed: Vec<String> },
+    UnknownField {
+        parameter: String,
+        field: String,
+        allowed: Vec<String>,
+    },
     #[error("unknown domain '{0}'")]
     UnknownDomain(String),
     #[error("no {domain} run has the id '{run_id}'")]
     UnknownRun { domain: String, run_id: String },
     /// No supported representation matches `Accept` or `format`.
     #[error("cannot produce '{requested}'")]
-    NotAcceptable { parameter: String, requested: String, allowed: Vec<String> },
+    NotAcceptable {
+        parameter: String,
+        requested: String,
+        allowed: Vec<String>,
+    },
     /// The run has no raw results file in this dataset, or the file is missing.
     #[error("no raw results for run '{run_id}': {detail}")]
     RawUnavailable { run_id: String, detail: String },
@@ -63,9 +78,9 @@ pub enum AppError {
 impl AppError {
     pub fn status(&self) -> StatusCode {
         match self {
-            AppError::UnknownParameter { .. } | AppError::InvalidParameter { .. } | AppError::UnknownField { .. } => {
-                StatusCode::BAD_REQUEST
-            }
+            AppError::UnknownParameter { .. }
+            | AppError::InvalidParameter { .. }
+            | AppError::UnknownField { .. } => StatusCode::BAD_REQUEST,
             AppError::UnknownDomain(_)
             | AppError::UnknownRun { .. }
             | AppError::NoRoute(_)
@@ -115,19 +130,33 @@ impl AppError {
             AppError::UnknownParameter { parameter, allowed } => (
                 Some(parameter.clone()),
                 Some(allowed.clone()),
-                format!("unknown query parameter '{parameter}'; this endpoint takes: {}", allowed.join(", ")),
+                format!(
+                    "unknown query parameter '{parameter}'; this endpoint takes: {}",
+                    allowed.join(", ")
+                ),
             ),
-            AppError::InvalidParameter { parameter, detail, allowed } => {
+            AppError::InvalidParameter {
+                parameter,
+                detail,
+                allowed,
+            } => {
                 let detail = match allowed {
                     Some(a) => format!("{detail}; allowed: {}", a.join(", ")),
                     None => detail.clone(),
                 };
                 (Some(parameter.clone()), allowed.clone(), detail)
             }
-            AppError::UnknownField { parameter, field, allowed } => (
+            AppError::UnknownField {
+                parameter,
+                field,
+                allowed,
+            } => (
                 Some(parameter.clone()),
                 Some(allowed.clone()),
-                format!("parameter '{parameter}': unknown field '{field}'; allowed: {}", allowed.join(", ")),
+                format!(
+                    "parameter '{parameter}': unknown field '{field}'; allowed: {}",
+                    allowed.join(", ")
+                ),
             ),
             AppError::UnknownDomain(d) => (
                 Some("domain".into()),
@@ -137,22 +166,45 @@ impl AppError {
             AppError::UnknownRun { domain, run_id } => (
                 Some("run_id".into()),
                 None,
-                format!("no {domain} run has the id '{run_id}'; list the ids with GET /v1/{domain}/runs?fields=run_id"),
+                format!(
+                    "no {domain} run has the id '{run_id}'; list the ids with GET /v1/{domain}/runs?fields=run_id"
+                ),
             ),
-            AppError::NotAcceptable { parameter, requested, allowed } => (
+            AppError::NotAcceptable {
+                parameter,
+                requested,
+                allowed,
+            } => (
                 Some(parameter.clone()),
                 Some(allowed.clone()),
-                format!("cannot produce '{requested}' (from {parameter}); available: {}", allowed.join(", ")),
+                format!(
+                    "cannot produce '{requested}' (from {parameter}); available: {}",
+                    allowed.join(", ")
+                ),
             ),
-            AppError::RawUnavailable { run_id, detail } => {
-                (Some("run_id".into()), None, format!("no raw results for run '{run_id}': {detail}"))
+            AppError::RawUnavailable { run_id, detail } => (
+                Some("run_id".into()),
+                None,
+                format!("no raw results for run '{run_id}': {detail}"),
+            ),
+            AppError::RawInvalid { run_id, detail } => (
+                Some("run_id".into()),
+                None,
+                format!("raw results of run '{run_id}' cannot be used: {detail}"),
+            ),
+            AppError::NoRoute(path) => (
+                None,
+                None,
+                format!("no endpoint at {path}; see /docs or /openapi.json"),
+            ),
+            AppError::MethodNotAllowed => {
+                (None, None, "method not allowed on this endpoint".into())
             }
-            AppError::RawInvalid { run_id, detail } => {
-                (Some("run_id".into()), None, format!("raw results of run '{run_id}' cannot be used: {detail}"))
-            }
-            AppError::NoRoute(path) => (None, None, format!("no endpoint at {path}; see /docs or /openapi.json")),
-            AppError::MethodNotAllowed => (None, None, "method not allowed on this endpoint".into()),
-            AppError::Internal(_) => (None, None, "the server failed to answer this request; it has been logged".into()),
+            AppError::Internal(_) => (
+                None,
+                None,
+                "the server failed to answer this request; it has been logged".into(),
+            ),
         };
         Problem {
             type_: format!("/problems/{}", self.slug()),
@@ -170,18 +222,25 @@ impl AppError {
 impl From<EngineError> for AppError {
     fn from(e: EngineError) -> Self {
         match e {
-            EngineError::UnknownField { name, allowed, .. } => {
-                AppError::UnknownField { parameter: "field".into(), field: name, allowed }
-            }
+            EngineError::UnknownField { name, allowed, .. } => AppError::UnknownField {
+                parameter: "field".into(),
+                field: name,
+                allowed,
+            },
             EngineError::NotNumeric { name, allowed } => AppError::InvalidParameter {
                 parameter: "field".into(),
                 detail: format!("field '{name}' is not numeric"),
                 allowed: Some(allowed),
             },
-            EngineError::InvalidQuery(msg) => {
-                AppError::InvalidParameter { parameter: "query".into(), detail: msg, allowed: None }
-            }
-            EngineError::UnknownRun(id) => AppError::UnknownRun { domain: "requested".into(), run_id: id },
+            EngineError::InvalidQuery(msg) => AppError::InvalidParameter {
+                parameter: "query".into(),
+                detail: msg,
+                allowed: None,
+            },
+            EngineError::UnknownRun(id) => AppError::UnknownRun {
+                domain: "requested".into(),
+                run_id: id,
+            },
             e @ (EngineError::Load(_)
             | EngineError::DataFusion(_)
             | EngineError::Arrow(_)
@@ -199,8 +258,10 @@ impl IntoResponse for AppError {
         }
         let body = serde_json::to_vec(&self.problem()).unwrap_or_default();
         let mut resp = (status, body).into_response();
-        resp.headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
         resp
     }
 }

@@ -87,8 +87,12 @@ pub async fn groups(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let Prepared { domain, params, format, snapshot } =
-        prepare(&state, &domain, Endpoint::Group, query.as_deref(), &headers)?;
+    let Prepared {
+        domain,
+        params,
+        format,
+        snapshot,
+    } = prepare(&state, &domain, Endpoint::Group, query.as_deref(), &headers)?;
     let table = snapshot.table(domain);
     let q = params.group_query(domain, table)?;
     let encoded = cached(&state, &snapshot, &uri, format, || {
@@ -98,8 +102,15 @@ pub async fn groups(
             _ if q.by.iter().any(|b| b == name) => table.is_nullable(name),
             _ => true,
         };
-        let body = encode::encode_frame(&g.frame, format, &nullable, |out, _| group_json(out, domain.as_str(), &g))?;
-        Ok(Encoded { content_type: format.content_type(), body: body.into(), total: Some(g.frame.num_rows()), next: None })
+        let body = encode::encode_frame(&g.frame, format, &nullable, |out, _| {
+            group_json(out, domain.as_str(), &g)
+        })?;
+        Ok(Encoded {
+            content_type: format.content_type(),
+            body: body.into(),
+            total: Some(g.frame.num_rows()),
+            next: None,
+        })
     })?;
     Ok(respond(&encoded))
 }

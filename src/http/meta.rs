@@ -42,21 +42,35 @@ pub struct FieldList {
         (status = 404, description = "Unknown domain", body = super::error::Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn fields(State(state): State<AppState>, ApiPath(domain): ApiPath<String>) -> Result<Json<FieldList>, AppError> {
+pub async fn fields(
+    State(state): State<AppState>,
+    ApiPath(domain): ApiPath<String>,
+) -> Result<Json<FieldList>, AppError> {
     let domain = parse_domain(&domain)?;
     let snapshot = state.engine.snapshot();
     let table = snapshot.table(domain);
     let params = allowed_parameters(domain, Endpoint::List);
     let filter_field = |p: &str| -> Option<&'static str> {
-        let base = p.strip_suffix("_min").or_else(|| p.strip_suffix("_max")).unwrap_or(p);
+        let base = p
+            .strip_suffix("_min")
+            .or_else(|| p.strip_suffix("_max"))
+            .unwrap_or(p);
         match base {
             "precision" => Some("weight_precision"),
             "model" => Some("model_id"),
             "gpu" => Some("gpu_model"),
-            "batch" => Some(if domain == Domain::Llm { "max_num_seqs" } else { "batch_size" }),
+            "batch" => Some(if domain == Domain::Llm {
+                "max_num_seqs"
+            } else {
+                "batch_size"
+            }),
             "stability" => Some("is_stable"),
             "sort" | "limit" | "offset" | "fields" | "format" => None,
-            other => table.fields.iter().find(|f| f.name == other).map(|f| f.name),
+            other => table
+                .fields
+                .iter()
+                .find(|f| f.name == other)
+                .map(|f| f.name),
         }
     };
     Ok(Json(FieldList {
@@ -70,7 +84,11 @@ pub async fn fields(State(state): State<AppState>, ApiPath(domain): ApiPath<Stri
                 unit: f.unit,
                 nullable: f.nullable,
                 description: f.description,
-                filters: params.iter().filter(|p| filter_field(p) == Some(f.name)).cloned().collect(),
+                filters: params
+                    .iter()
+                    .filter(|p| filter_field(p) == Some(f.name))
+                    .cloned()
+                    .collect(),
             })
             .collect(),
     }))
@@ -132,7 +150,10 @@ pub async fn datasets(State(state): State<AppState>) -> Json<DatasetList> {
             .source
             .skipped
             .iter()
-            .map(|(path, reason)| SkippedFile { path: path.clone(), reason: reason.clone() })
+            .map(|(path, reason)| SkippedFile {
+                path: path.clone(),
+                reason: reason.clone(),
+            })
             .collect(),
     })
 }
@@ -160,5 +181,9 @@ pub struct Readiness {
 #[utoipa::path(get, path = "/readyz", tag = "health", responses((status = 200, body = Readiness)))]
 pub async fn readyz(State(state): State<AppState>) -> Json<Readiness> {
     let snapshot = state.engine.snapshot();
-    Json(Readiness { status: "ready", llm_runs: snapshot.llm.len(), diffusion_runs: snapshot.diffusion.len() })
+    Json(Readiness {
+        status: "ready",
+        llm_runs: snapshot.llm.len(),
+        diffusion_runs: snapshot.diffusion.len(),
+    })
 }

@@ -20,8 +20,8 @@ use std::net::SocketAddr;
 use axum::Router;
 use axum::http::{HeaderName, Request, Uri};
 use axum::response::{IntoResponse, Response};
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::LatencyUnit;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -84,10 +84,16 @@ pub fn app(state: AppState) -> Router {
 }
 
 /// Serve `app(state)` on `addr` until Ctrl-C / SIGTERM.
-pub async fn serve(state: AppState, addr: SocketAddr, on_bound: impl FnOnce(SocketAddr)) -> std::io::Result<()> {
+pub async fn serve(
+    state: AppState,
+    addr: SocketAddr,
+    on_bound: impl FnOnce(SocketAddr),
+) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     on_bound(listener.local_addr()?);
-    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown_signal()).await
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await
 }
 
 async fn shutdown_signal() {

@@ -16,7 +16,13 @@ pub enum Format {
 
 impl Format {
     /// In order of preference when the client does not care.
-    pub const ALL: [Format; 5] = [Format::Json, Format::Csv, Format::Ndjson, Format::Arrow, Format::Parquet];
+    pub const ALL: [Format; 5] = [
+        Format::Json,
+        Format::Csv,
+        Format::Ndjson,
+        Format::Arrow,
+        Format::Parquet,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -43,14 +49,21 @@ impl Format {
         match self {
             Format::Json => &["application/json"],
             Format::Csv => &["text/csv"],
-            Format::Ndjson => &["application/x-ndjson", "application/ndjson", "application/jsonl", "application/json-seq"],
+            Format::Ndjson => &[
+                "application/x-ndjson",
+                "application/ndjson",
+                "application/jsonl",
+                "application/json-seq",
+            ],
             Format::Arrow => &["application/vnd.apache.arrow.stream"],
             Format::Parquet => &["application/vnd.apache.parquet", "application/x-parquet"],
         }
     }
 
     pub fn from_name(s: &str) -> Option<Format> {
-        Format::ALL.into_iter().find(|f| f.name() == s.to_ascii_lowercase())
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s.to_ascii_lowercase())
     }
 
     fn names() -> Vec<String> {
@@ -58,7 +71,10 @@ impl Format {
     }
 
     fn canonical_types() -> Vec<String> {
-        Format::ALL.iter().map(|f| f.media_types()[0].to_string()).collect()
+        Format::ALL
+            .iter()
+            .map(|f| f.media_types()[0].to_string())
+            .collect()
     }
 }
 
@@ -83,7 +99,11 @@ fn parse_accept(accept: &str) -> Vec<Range<'_>> {
                     q = v.trim().parse::<f32>().unwrap_or(0.0).clamp(0.0, 1.0);
                 }
             }
-            Some(Range { ty: ty.trim(), sub: sub.trim(), q })
+            Some(Range {
+                ty: ty.trim(),
+                sub: sub.trim(),
+                q,
+            })
         })
         .collect()
 }
@@ -125,9 +145,13 @@ pub fn negotiate(format_param: Option<&str>, accept: Option<&str>) -> Result<For
     let ranges = parse_accept(accept);
     let mut chosen: Option<(f32, Format)> = None;
     for f in Format::ALL {
-        let q = f.media_types().iter().filter_map(|m| quality(&ranges, m)).fold(None, |acc: Option<f32>, q| {
-            Some(acc.map_or(q, |a| a.max(q)))
-        });
+        let q = f
+            .media_types()
+            .iter()
+            .filter_map(|m| quality(&ranges, m))
+            .fold(None, |acc: Option<f32>, q| {
+                Some(acc.map_or(q, |a| a.max(q)))
+            });
         if let Some(q) = q
             && q > 0.0
             && chosen.is_none_or(|(best, _)| q > best)
@@ -135,11 +159,13 @@ pub fn negotiate(format_param: Option<&str>, accept: Option<&str>) -> Result<For
             chosen = Some((q, f));
         }
     }
-    chosen.map(|(_, f)| f).ok_or_else(|| AppError::NotAcceptable {
-        parameter: "Accept".into(),
-        requested: accept.into(),
-        allowed: Format::canonical_types(),
-    })
+    chosen
+        .map(|(_, f)| f)
+        .ok_or_else(|| AppError::NotAcceptable {
+            parameter: "Accept".into(),
+            requested: accept.into(),
+            allowed: Format::canonical_types(),
+        })
 }
 
 #[cfg(test)]
@@ -156,17 +182,32 @@ mod tests {
 
     #[test]
     fn q_values_and_specificity() {
-        assert_eq!(negotiate(None, Some("application/json;q=0.5, text/csv")).unwrap(), Format::Csv);
+        assert_eq!(
+            negotiate(None, Some("application/json;q=0.5, text/csv")).unwrap(),
+            Format::Csv
+        );
         assert_eq!(negotiate(None, Some("text/*")).unwrap(), Format::Csv);
-        assert_eq!(negotiate(None, Some("*/*;q=0.1, application/vnd.apache.parquet")).unwrap(), Format::Parquet);
+        assert_eq!(
+            negotiate(None, Some("*/*;q=0.1, application/vnd.apache.parquet")).unwrap(),
+            Format::Parquet
+        );
         // json explicitly refused, anything else fine: the next preference wins.
-        assert_eq!(negotiate(None, Some("application/json;q=0, */*")).unwrap(), Format::Csv);
-        assert_eq!(negotiate(None, Some("application/x-ndjson")).unwrap(), Format::Ndjson);
+        assert_eq!(
+            negotiate(None, Some("application/json;q=0, */*")).unwrap(),
+            Format::Csv
+        );
+        assert_eq!(
+            negotiate(None, Some("application/x-ndjson")).unwrap(),
+            Format::Ndjson
+        );
     }
 
     #[test]
     fn format_parameter_overrides_accept() {
-        assert_eq!(negotiate(Some("arrow"), Some("text/csv")).unwrap(), Format::Arrow);
+        assert_eq!(
+            negotiate(Some("arrow"), Some("text/csv")).unwrap(),
+            Format::Arrow
+        );
         assert_eq!(negotiate(Some("CSV"), None).unwrap(), Format::Csv);
     }
 
@@ -175,6 +216,8 @@ mod tests {
         let e = negotiate(None, Some("text/html")).unwrap_err();
         assert_eq!(e.status(), axum::http::StatusCode::NOT_ACCEPTABLE);
         let e = negotiate(Some("xml"), None).unwrap_err();
-        assert!(matches!(e, AppError::NotAcceptable { ref parameter, .. } if parameter == "format"));
+        assert!(
+            matches!(e, AppError::NotAcceptable { ref parameter, .. } if parameter == "format")
+        );
     }
 }

@@ -86,17 +86,25 @@ fn field_schema(f: &FieldSpec) -> Schema {
         FieldType::Double => Type::Number,
         FieldType::Bool => Type::Boolean,
     };
-    let schema_type = if f.nullable { SchemaType::from_iter([ty, Type::Null]) } else { SchemaType::new(ty) };
+    let schema_type = if f.nullable {
+        SchemaType::from_iter([ty, Type::Null])
+    } else {
+        SchemaType::new(ty)
+    };
     let description = match f.unit {
         Some(u) => format!("{} Unit: {u}.", f.description),
         None => f.description.to_string(),
     };
-    ObjectBuilder::new().schema_type(schema_type).description(Some(description)).into()
+    ObjectBuilder::new()
+        .schema_type(schema_type)
+        .description(Some(description))
+        .into()
 }
 
 fn run_schema(domain: Domain) -> Schema {
-    let mut b = ObjectBuilder::new()
-        .description(Some(format!("A {domain} run. With `fields`, only run_id and the named fields are present.")));
+    let mut b = ObjectBuilder::new().description(Some(format!(
+        "A {domain} run. With `fields`, only run_id and the named fields are present."
+    )));
     for f in std::iter::once(&RUN_ID).chain(published_fields(domain)) {
         b = b.property(f.name, field_schema(f)).required(f.name);
     }
@@ -134,7 +142,9 @@ impl PartialSchema for Run {
     fn schema() -> RefOr<Schema> {
         OneOfBuilder::new()
             .item(RefOr::Ref(utoipa::openapi::Ref::from_schema_name("LlmRun")))
-            .item(RefOr::Ref(utoipa::openapi::Ref::from_schema_name("DiffusionRun")))
+            .item(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+                "DiffusionRun",
+            )))
             .into()
     }
 }
@@ -171,7 +181,10 @@ pub struct Group;
 impl PartialSchema for Group {
     fn schema() -> RefOr<Schema> {
         ObjectBuilder::new()
-            .property("key", ObjectBuilder::new().schema_type(SchemaType::AnyValue))
+            .property(
+                "key",
+                ObjectBuilder::new().schema_type(SchemaType::AnyValue),
+            )
             .required("key")
             .property("count", ObjectBuilder::new().schema_type(Type::Integer))
             .required("count")

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::engine::{AggFunc, AggSpec, Domain, Filter, GroupQuery, RunQuery, RunTable, SortKey, Stability};
+use crate::engine::{
+    AggFunc, AggSpec, Domain, Filter, GroupQuery, RunQuery, RunTable, SortKey, Stability,
+};
 
 use super::error::AppError;
 
@@ -21,7 +23,9 @@ pub enum Endpoint {
 }
 
 /// String filters: (parameter, field, aliases).
-fn string_filters(domain: Domain) -> &'static [(&'static str, &'static str, &'static [&'static str])] {
+fn string_filters(
+    domain: Domain,
+) -> &'static [(&'static str, &'static str, &'static [&'static str])] {
     match domain {
         Domain::Llm => &[
             ("task", "task", &[]),
@@ -52,7 +56,10 @@ fn numeric_filters(domain: Domain) -> &'static [(&'static str, &'static [&'stati
 /// Every parameter an endpoint accepts for a domain (canonical names, then aliases).
 pub fn allowed_parameters(domain: Domain, endpoint: Endpoint) -> Vec<String> {
     let mut out = Vec::new();
-    let filtered = matches!(endpoint, Endpoint::List | Endpoint::Group | Endpoint::RawMany(_));
+    let filtered = matches!(
+        endpoint,
+        Endpoint::List | Endpoint::Group | Endpoint::RawMany(_)
+    );
     if filtered {
         for (p, _, _) in string_filters(domain) {
             out.push(p.to_string());
@@ -68,7 +75,9 @@ pub fn allowed_parameters(domain: Domain, endpoint: Endpoint) -> Vec<String> {
         Endpoint::List => out.extend(["sort", "limit", "offset", "fields"].map(String::from)),
         Endpoint::Group => out.extend(["by", "agg"].map(String::from)),
         Endpoint::One => out.push("fields".into()),
-        Endpoint::RawMany(extra) | Endpoint::RawOne(extra) => out.extend(extra.iter().map(|e| e.to_string())),
+        Endpoint::RawMany(extra) | Endpoint::RawOne(extra) => {
+            out.extend(extra.iter().map(|e| e.to_string()))
+        }
     }
     out.push("format".into());
     if filtered {
@@ -99,7 +108,9 @@ fn canonical(domain: Domain, name: &str) -> Option<String> {
     }
     for (p, aliases) in numeric_filters(domain) {
         for suffix in ["", "_min", "_max"] {
-            if name == format!("{p}{suffix}") || aliases.iter().any(|a| name == format!("{a}{suffix}")) {
+            if name == format!("{p}{suffix}")
+                || aliases.iter().any(|a| name == format!("{a}{suffix}"))
+            {
                 return Some(format!("{p}{suffix}"));
             }
         }
@@ -109,13 +120,20 @@ fn canonical(domain: Domain, name: &str) -> Option<String> {
 
 impl Params {
     /// Split and validate parameter names for `endpoint`.
-    pub fn parse(domain: Domain, endpoint: Endpoint, query: Option<&str>) -> Result<Params, AppError> {
+    pub fn parse(
+        domain: Domain,
+        endpoint: Endpoint,
+        query: Option<&str>,
+    ) -> Result<Params, AppError> {
         let allowed = allowed_parameters(domain, endpoint);
         let mut values: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut given_as = BTreeMap::new();
         for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
             if !allowed.iter().any(|a| *a == k) {
-                return Err(AppError::UnknownParameter { parameter: k.into_owned(), allowed });
+                return Err(AppError::UnknownParameter {
+                    parameter: k.into_owned(),
+                    allowed,
+                });
             }
             let key = canonical(domain, &k).unwrap_or_else(|| k.to_string());
             given_as.entry(key.clone()).or_insert_with(|| k.to_string());
@@ -126,7 +144,10 @@ impl Params {
     }
 
     fn name(&self, key: &str) -> String {
-        self.given_as.get(key).cloned().unwrap_or_else(|| key.to_string())
+        self.given_as
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| key.to_string())
     }
 
     /// The one value of a single-valued parameter.
@@ -167,7 +188,10 @@ impl Params {
             .map(|v| {
                 v.parse::<usize>().map_err(|_| AppError::InvalidParameter {
                     parameter: self.name(key),
-                    detail: format!("parameter '{}' must be a non-negative integer, got '{v}'", self.name(key)),
+                    detail: format!(
+                        "parameter '{}' must be a non-negative integer, got '{v}'",
+                        self.name(key)
+                    ),
                     allowed: None,
                 })
             })
@@ -179,7 +203,10 @@ impl Params {
         let mut filters = Vec::new();
         for (p, field, _) in string_filters(domain) {
             if let Some(vals) = self.values.get(*p) {
-                filters.push(Filter::OneOf { field: field.to_string(), values: vals.clone() });
+                filters.push(Filter::OneOf {
+                    field: field.to_string(),
+                    values: vals.clone(),
+                });
             }
         }
         for (p, _) in numeric_filters(domain) {
@@ -199,8 +226,14 @@ impl Params {
                 });
             }
             if let Some(vals) = exact {
-                let nums = vals.iter().map(|v| self.number(p, v)).collect::<Result<Vec<_>, _>>()?;
-                filters.push(Filter::NumOneOf { field: p.to_string(), values: nums });
+                let nums = vals
+                    .iter()
+                    .map(|v| self.number(p, v))
+                    .collect::<Result<Vec<_>, _>>()?;
+                filters.push(Filter::NumOneOf {
+                    field: p.to_string(),
+                    values: nums,
+                });
             } else if min.is_some() || max.is_some() {
                 filters.push(Filter::Range {
                     field: p.to_string(),
@@ -226,11 +259,17 @@ impl Params {
 
     /// A list of field names, each checked against the table.
     fn field_list(&self, key: &str, table: &RunTable) -> Result<Option<Vec<String>>, AppError> {
-        let Some(vals) = self.values.get(key) else { return Ok(None) };
+        let Some(vals) = self.values.get(key) else {
+            return Ok(None);
+        };
         let names: Vec<String> = vals.iter().filter(|v| !v.is_empty()).cloned().collect();
         for n in &names {
             if table.field_index(n).is_none() {
-                return Err(AppError::UnknownField { parameter: key.into(), field: n.clone(), allowed: table.field_names() });
+                return Err(AppError::UnknownField {
+                    parameter: key.into(),
+                    field: n.clone(),
+                    allowed: table.field_names(),
+                });
             }
         }
         Ok(Some(names))
@@ -253,17 +292,32 @@ impl Params {
     /// Filters and stability alone (raw-derived collections).
     pub fn run_filters(&self, domain: Domain) -> Result<RunQuery, AppError> {
         let (filters, stability) = self.filters(domain)?;
-        Ok(RunQuery { filters, stability, ..Default::default() })
+        Ok(RunQuery {
+            filters,
+            stability,
+            ..Default::default()
+        })
     }
 
     pub fn fields(&self, table: &RunTable) -> Result<Option<Vec<String>>, AppError> {
         self.field_list("fields", table)
     }
 
-    pub fn run_query(&self, domain: Domain, table: &RunTable, max_rows: usize) -> Result<RunQuery, AppError> {
+    pub fn run_query(
+        &self,
+        domain: Domain,
+        table: &RunTable,
+        max_rows: usize,
+    ) -> Result<RunQuery, AppError> {
         let (filters, stability) = self.filters(domain)?;
         let mut sort = Vec::new();
-        for key in self.values.get("sort").into_iter().flatten().filter(|k| !k.is_empty()) {
+        for key in self
+            .values
+            .get("sort")
+            .into_iter()
+            .flatten()
+            .filter(|k| !k.is_empty())
+        {
             let (field, descending) = match key.strip_prefix('-') {
                 Some(f) => (f, true),
                 None => (key.strip_prefix('+').unwrap_or(key), false),
@@ -275,7 +329,10 @@ impl Params {
                     allowed: table.field_names(),
                 });
             }
-            sort.push(SortKey { field: field.into(), descending });
+            sort.push(SortKey {
+                field: field.into(),
+                descending,
+            });
         }
         let limit = self.count("limit")?;
         if let Some(l) = limit
@@ -301,10 +358,21 @@ impl Params {
         let (filters, stability) = self.filters(domain)?;
         let by = self.field_list("by", table)?.unwrap_or_default();
         let mut aggs = Vec::new();
-        for a in self.values.get("agg").into_iter().flatten().filter(|a| !a.is_empty()) {
+        for a in self
+            .values
+            .get("agg")
+            .into_iter()
+            .flatten()
+            .filter(|a| !a.is_empty())
+        {
             aggs.push(parse_agg(a, table)?);
         }
-        Ok(GroupQuery { by, aggs, filters, stability })
+        Ok(GroupQuery {
+            by,
+            aggs,
+            filters,
+            stability,
+        })
     }
 }
 
@@ -316,7 +384,9 @@ fn parse_agg(s: &str, table: &RunTable) -> Result<AggSpec, AppError> {
             None => {
                 return Err(AppError::InvalidParameter {
                     parameter: "agg".into(),
-                    detail: format!("cannot read aggregate '{s}': write func or func(field), e.g. mean(energy_per_token_joules)"),
+                    detail: format!(
+                        "cannot read aggregate '{s}': write func or func(field), e.g. mean(energy_per_token_joules)"
+                    ),
                     allowed: None,
                 });
             }
@@ -330,7 +400,11 @@ fn parse_agg(s: &str, table: &RunTable) -> Result<AggSpec, AppError> {
     })?;
     if let Some(f) = &field {
         let Some(i) = table.field_index(f) else {
-            return Err(AppError::UnknownField { parameter: "agg".into(), field: f.clone(), allowed: table.field_names() });
+            return Err(AppError::UnknownField {
+                parameter: "agg".into(),
+                field: f.clone(),
+                allowed: table.field_names(),
+            });
         };
         if func != AggFunc::Count && !table.fields[i].ty.is_numeric() {
             return Err(AppError::InvalidParameter {

@@ -27,16 +27,24 @@ fn run_id(t: &RunTable, row: usize) -> String {
 }
 
 /// The parsed raw data of one LLM run (from the cache, or read once for all concurrent callers).
-async fn run_raw(state: &AppState, snapshot: &Arc<Dataset>, row: usize) -> Result<Arc<RunRaw>, AppError> {
+async fn run_raw(
+    state: &AppState,
+    snapshot: &Arc<Dataset>,
+    row: usize,
+) -> Result<Arc<RunRaw>, AppError> {
     let id = run_id(&snapshot.llm, row);
-    let path = snapshot.raw_path(Domain::Llm, row, RawFile::Results).ok_or_else(|| AppError::RawUnavailable {
-        run_id: id.clone(),
-        detail: "this dataset has no results.json for it (results_path is null)".into(),
-    })?;
+    let path = snapshot
+        .raw_path(Domain::Llm, row, RawFile::Results)
+        .ok_or_else(|| AppError::RawUnavailable {
+            run_id: id.clone(),
+            detail: "this dataset has no results.json for it (results_path is null)".into(),
+        })?;
     let cache = state.raw.clone();
     let key = (snapshot.generation, row);
     let loaded = tokio::task::spawn_blocking(move || {
-        cache.try_get_with(key, || bulk::read_llm_results(&path).map(|r| Arc::new(bulk::run_raw(r))))
+        cache.try_get_with(key, || {
+            bulk::read_llm_results(&path).map(|r| Arc::new(bulk::run_raw(r)))
+        })
     })
     .await
     .map_err(|e| AppError::Internal(format!("raw reader task failed: {e}")))?;
@@ -45,20 +53,35 @@ async fn run_raw(state: &AppState, snapshot: &Arc<Dataset>, row: usize) -> Resul
 
 fn raw_error(run_id: &str, e: &RawError) -> AppError {
     match e {
-        RawError::NotFound(p) => AppError::RawUnavailable { run_id: run_id.into(), detail: format!("{p} does not exist") },
-        RawError::Unreadable { detail, .. } => AppError::RawInvalid { run_id: run_id.into(), detail: detail.clone() },
-        RawError::Content(m) => AppError::RawInvalid { run_id: run_id.into(), detail: m.clone() },
+        RawError::NotFound(p) => AppError::RawUnavailable {
+            run_id: run_id.into(),
+            detail: format!("{p} does not exist"),
+        },
+        RawError::Unreadable { detail, .. } => AppError::RawInvalid {
+            run_id: run_id.into(),
+            detail: detail.clone(),
+        },
+        RawError::Content(m) => AppError::RawInvalid {
+            run_id: run_id.into(),
+            detail: m.clone(),
+        },
     }
 }
 
 /// Rows of the key columns repeated per value, plus the value column.
 fn long_frame(t: &RunTable, per_run: &[(usize, usize)], value: FrameColumn) -> Frame {
-    let rows: Vec<Option<usize>> = per_run.iter().flat_map(|&(row, n)| std::iter::repeat_n(Some(row), n)).collect();
+    let rows: Vec<Option<usize>> = per_run
+        .iter()
+        .flat_map(|&(row, n)| std::iter::repeat_n(Some(row), n))
+        .collect();
     let mut columns: Vec<FrameColumn> = KEY_COLUMNS
         .iter()
         .map(|name| {
             let i = t.field_index(name).expect("llm key field");
-            FrameColumn { name: name.to_string(), data: t.column(i).take(&rows) }
+            FrameColumn {
+                name: name.to_string(),
+                data: t.column(i).take(&rows),
+            }
         })
         .collect();
     columns.push(value);
@@ -69,7 +92,10 @@ fn long_frame(t: &RunTable, per_run: &[(usize, usize)], value: FrameColumn) -> F
 fn target_rows(p: &Prepared, run: Option<&str>) -> Result<Vec<usize>, AppError> {
     let t = &p.snapshot.llm;
     match run {
-        Some(id) => Ok(vec![t.row_of(id).ok_or_else(|| AppError::UnknownRun { domain: "llm".into(), run_id: id.into() })?]),
+        Some(id) => Ok(vec![t.row_of(id).ok_or_else(|| AppError::UnknownRun {
+            domain: "llm".into(),
+            run_id: id.into(),
+        })?]),
         None => {
             let q = p.params.run_filters(Domain::Llm)?;
             Ok(t.filter_rows(&q.filters, q.stability)?)
@@ -88,7 +114,12 @@ const ITL_BINS: usize = 50;
 
 /// One row per run: count, mean and numpy percentiles of the ITL samples (seconds), and a
 /// 50-bin histogram (`np.histogram`) as JSON text `{"edges": [...], "counts": [...]}`.
-async fn itl_summary(state: AppState, uri: axum::http::Uri, p: Prepared, rows: Vec<usize>) -> Result<Response, AppError> {
+async fn itl_summary(
+    state: AppState,
+    uri: axum::http::Uri,
+    p: Prepared,
+    rows: Vec<usize>,
+) -> Result<Response, AppError> {
     use crate::engine::numeric::{np_histogram, np_mean, np_percentile};
     let snapshot = p.snapshot.clone();
     let t = &snapshot.llm;
@@ -99,28 +130,68 @@ async fn itl_summary(state: AppState, uri: axum::http::Uri, p: Prepared, rows: V
         let raw = run_raw(&state, &snapshot, row).await?;
         let v = bulk::itl_samples(&raw).map_err(|e| raw_error(&run_id(t, row), &e))?;
         let pct = |q| np_percentile(&v, q);
-        stats.push([np_mean(&v), pct(50.0), pct(90.0), pct(95.0), pct(99.0), v.iter().copied().reduce(f64::max)]);
+        stats.push([
+            np_mean(&v),
+            pct(50.0),
+            pct(90.0),
+            pct(95.0),
+            pct(99.0),
+            v.iter().copied().reduce(f64::max),
+        ]);
         counts.push(Some(v.len() as i64));
         let (edges, c) = np_histogram(&v, ITL_BINS);
-        hists.push(Some(Arc::from(serde_json::json!({"edges": edges, "counts": c}).to_string().as_str())));
+        hists.push(Some(Arc::from(
+            serde_json::json!({"edges": edges, "counts": c})
+                .to_string()
+                .as_str(),
+        )));
     }
     let format = p.format;
     let encoded = cached(&state, &snapshot, &uri, format, || {
-        let mut frame = long_frame(t, &rows.iter().map(|&r| (r, 1)).collect::<Vec<_>>(), FrameColumn {
-            name: "count".into(),
-            data: ColumnData::Int(counts),
-        });
-        for (k, name) in ["mean_s", "p50_s", "p90_s", "p95_s", "p99_s", "max_s"].iter().enumerate() {
-            frame.columns.push(FrameColumn { name: name.to_string(), data: ColumnData::Float(stats.iter().map(|s| s[k]).collect()) });
+        let mut frame = long_frame(
+            t,
+            &rows.iter().map(|&r| (r, 1)).collect::<Vec<_>>(),
+            FrameColumn {
+                name: "count".into(),
+                data: ColumnData::Int(counts),
+            },
+        );
+        for (k, name) in ["mean_s", "p50_s", "p90_s", "p95_s", "p99_s", "max_s"]
+            .iter()
+            .enumerate()
+        {
+            frame.columns.push(FrameColumn {
+                name: name.to_string(),
+                data: ColumnData::Float(stats.iter().map(|s| s[k]).collect()),
+            });
         }
-        frame.columns.push(FrameColumn { name: "histogram".into(), data: ColumnData::Str(hists) });
-        let body = encode::encode_frame(&frame, format, &|n| n.ends_with("_s") || t.is_nullable(n), encode::json_array)?;
-        Ok(Encoded { content_type: format.content_type(), body: body.into(), total: Some(frame.num_rows()), next: None })
+        frame.columns.push(FrameColumn {
+            name: "histogram".into(),
+            data: ColumnData::Str(hists),
+        });
+        let body = encode::encode_frame(
+            &frame,
+            format,
+            &|n| n.ends_with("_s") || t.is_nullable(n),
+            encode::json_array,
+        )?;
+        Ok(Encoded {
+            content_type: format.content_type(),
+            body: body.into(),
+            total: Some(frame.num_rows()),
+            next: None,
+        })
     })?;
     Ok(respond(&encoded))
 }
 
-async fn answer(state: AppState, uri: axum::http::Uri, p: Prepared, rows: Vec<usize>, kind: Kind) -> Result<Response, AppError> {
+async fn answer(
+    state: AppState,
+    uri: axum::http::Uri,
+    p: Prepared,
+    rows: Vec<usize>,
+    kind: Kind,
+) -> Result<Response, AppError> {
     let include_unsuccessful = match kind {
         Kind::OutputLengths => p.params.flag("include_unsuccessful")?,
         Kind::Itl => false,
@@ -134,7 +205,8 @@ async fn answer(state: AppState, uri: axum::http::Uri, p: Prepared, rows: Vec<us
         let raw = run_raw(&state, &snapshot, row).await?;
         let n = match kind {
             Kind::OutputLengths => {
-                let v = bulk::output_lengths(&raw, include_unsuccessful).map_err(|e| raw_error(&run_id(t, row), &e))?;
+                let v = bulk::output_lengths(&raw, include_unsuccessful)
+                    .map_err(|e| raw_error(&run_id(t, row), &e))?;
                 ints.extend(v.iter().map(|x| Some(*x)));
                 v.len()
             }
@@ -147,16 +219,30 @@ async fn answer(state: AppState, uri: axum::http::Uri, p: Prepared, rows: Vec<us
         per_run.push((row, n));
     }
     let value = match kind {
-        Kind::OutputLengths => FrameColumn { name: "output_len".into(), data: ColumnData::Int(ints) },
-        Kind::Itl => FrameColumn { name: "itl_s".into(), data: ColumnData::Float(floats) },
+        Kind::OutputLengths => FrameColumn {
+            name: "output_len".into(),
+            data: ColumnData::Int(ints),
+        },
+        Kind::Itl => FrameColumn {
+            name: "itl_s".into(),
+            data: ColumnData::Float(floats),
+        },
     };
     let format = p.format;
     let encoded = cached(&state, &snapshot, &uri, format, || {
         let frame = long_frame(t, &per_run, value);
-        let body = encode::encode_frame(&frame, format, &|n| n != "output_len" && n != "itl_s" && t.is_nullable(n), |out, f| {
-            encode::json_array(out, f)
-        })?;
-        Ok(Encoded { content_type: format.content_type(), body: body.into(), total: Some(frame.num_rows()), next: None })
+        let body = encode::encode_frame(
+            &frame,
+            format,
+            &|n| n != "output_len" && n != "itl_s" && t.is_nullable(n),
+            |out, f| encode::json_array(out, f),
+        )?;
+        Ok(Encoded {
+            content_type: format.content_type(),
+            body: body.into(),
+            total: Some(frame.num_rows()),
+            next: None,
+        })
     })?;
     Ok(respond(&encoded))
 }
@@ -187,7 +273,13 @@ pub async fn run_output_lengths(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(&state, "llm", Endpoint::RawOne(OUTPUT_LENGTH_FLAGS), query.as_deref(), &headers)?;
+    let p = prepare(
+        &state,
+        "llm",
+        Endpoint::RawOne(OUTPUT_LENGTH_FLAGS),
+        query.as_deref(),
+        &headers,
+    )?;
     let rows = target_rows(&p, Some(&run))?;
     answer(state, uri, p, rows, Kind::OutputLengths).await
 }
@@ -215,7 +307,13 @@ pub async fn output_lengths(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(&state, "llm", Endpoint::RawMany(OUTPUT_LENGTH_FLAGS), query.as_deref(), &headers)?;
+    let p = prepare(
+        &state,
+        "llm",
+        Endpoint::RawMany(OUTPUT_LENGTH_FLAGS),
+        query.as_deref(),
+        &headers,
+    )?;
     let rows = target_rows(&p, None)?;
     answer(state, uri, p, rows, Kind::OutputLengths).await
 }
@@ -243,7 +341,13 @@ pub async fn run_itl(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(&state, "llm", Endpoint::RawOne(ITL_FLAGS), query.as_deref(), &headers)?;
+    let p = prepare(
+        &state,
+        "llm",
+        Endpoint::RawOne(ITL_FLAGS),
+        query.as_deref(),
+        &headers,
+    )?;
     let rows = target_rows(&p, Some(&run))?;
     if p.params.flag("summary")? {
         return itl_summary(state, uri, p, rows).await;
@@ -273,7 +377,13 @@ pub async fn itl(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(&state, "llm", Endpoint::RawMany(ITL_FLAGS), query.as_deref(), &headers)?;
+    let p = prepare(
+        &state,
+        "llm",
+        Endpoint::RawMany(ITL_FLAGS),
+        query.as_deref(),
+        &headers,
+    )?;
     let rows = target_rows(&p, None)?;
     if p.params.flag("summary")? {
         return itl_summary(state, uri, p, rows).await;
@@ -303,7 +413,13 @@ pub async fn raw_file(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(&state, &domain, Endpoint::RawOne(&[]), query.as_deref(), &headers)?;
+    let p = prepare(
+        &state,
+        &domain,
+        Endpoint::RawOne(&[]),
+        query.as_deref(),
+        &headers,
+    )?;
     let domain = p.domain;
     let which = match (file.as_str(), domain) {
         ("results.json", _) => RawFile::Results,
@@ -321,21 +437,40 @@ pub async fn raw_file(
         }
     };
     let table = p.snapshot.table(domain);
-    let row = table.row_of(&run).ok_or_else(|| AppError::UnknownRun { domain: domain.as_str().into(), run_id: run.clone() })?;
-    let path = p.snapshot.raw_path(domain, row, which).ok_or_else(|| AppError::RawUnavailable {
+    let row = table.row_of(&run).ok_or_else(|| AppError::UnknownRun {
+        domain: domain.as_str().into(),
         run_id: run.clone(),
-        detail: format!("this dataset has no {file} for it"),
     })?;
-    let f = tokio::fs::File::open(&path).await.map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => AppError::RawUnavailable { run_id: run.clone(), detail: format!("{file} is not in the dataset") },
-        _ => AppError::Internal(format!("{}: {e}", path.display())),
-    })?;
+    let path = p
+        .snapshot
+        .raw_path(domain, row, which)
+        .ok_or_else(|| AppError::RawUnavailable {
+            run_id: run.clone(),
+            detail: format!("this dataset has no {file} for it"),
+        })?;
+    let f = tokio::fs::File::open(&path)
+        .await
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => AppError::RawUnavailable {
+                run_id: run.clone(),
+                detail: format!("{file} is not in the dataset"),
+            },
+            _ => AppError::Internal(format!("{}: {e}", path.display())),
+        })?;
     let len = f.metadata().await.map(|m| m.len()).ok();
-    let mut resp = Response::new(axum::body::Body::from_stream(tokio_util::io::ReaderStream::with_capacity(f, 256 * 1024)));
+    let mut resp = Response::new(axum::body::Body::from_stream(
+        tokio_util::io::ReaderStream::with_capacity(f, 256 * 1024),
+    ));
     let h = resp.headers_mut();
-    h.insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
+    h.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
     if let Some(len) = len {
-        h.insert(axum::http::header::CONTENT_LENGTH, axum::http::HeaderValue::from(len));
+        h.insert(
+            axum::http::header::CONTENT_LENGTH,
+            axum::http::HeaderValue::from(len),
+        );
     }
     Ok(resp)
 }

@@ -31,8 +31,16 @@ pub fn prepare(
 ) -> Result<Prepared, AppError> {
     let domain = parse_domain(domain)?;
     let params = Params::parse(domain, endpoint, query)?;
-    let format = negotiate(params.format()?, headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()))?;
-    Ok(Prepared { domain, params, format, snapshot: state.engine.snapshot() })
+    let format = negotiate(
+        params.format()?,
+        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
+    )?;
+    Ok(Prepared {
+        domain,
+        params,
+        format,
+        snapshot: state.engine.snapshot(),
+    })
 }
 
 /// An encoded answer with the paging facts that go into headers.
@@ -67,7 +75,10 @@ pub fn cached(
 pub fn respond(e: &Encoded) -> Response {
     let mut resp = e.body.clone().into_response();
     let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(e.content_type));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(e.content_type),
+    );
     if let Some(total) = e.total {
         h.insert("x-total-count", HeaderValue::from(total));
     }

@@ -61,8 +61,12 @@ pub async fn list_runs(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let Prepared { domain, params, format, snapshot } =
-        prepare(&state, &domain, Endpoint::List, query.as_deref(), &headers)?;
+    let Prepared {
+        domain,
+        params,
+        format,
+        snapshot,
+    } = prepare(&state, &domain, Endpoint::List, query.as_deref(), &headers)?;
     let table = snapshot.table(domain);
     let q = params.run_query(domain, table, state.limits.max_rows)?;
     let path = uri.path().to_string();
@@ -70,27 +74,47 @@ pub async fn list_runs(
         let sel = table.select(&q)?;
         let frame = table.frame_of(&sel);
         let next = match q.limit {
-            Some(l) if q.offset.saturating_add(l) < sel.total => Some(page_link(&path, query.as_deref(), q.offset + l)),
+            Some(l) if q.offset.saturating_add(l) < sel.total => {
+                Some(page_link(&path, query.as_deref(), q.offset + l))
+            }
             _ => None,
         };
-        let body = encode::encode_frame(&frame, format, &|name| table.is_nullable(name), |out, frame| {
-            out.extend_from_slice(b"{\"domain\":");
-            encode::json_str(out, domain.as_str());
-            out.extend_from_slice(format!(",\"total\":{},\"offset\":{},\"limit\":", sel.total, q.offset).as_bytes());
-            match q.limit {
-                Some(l) => out.extend_from_slice(l.to_string().as_bytes()),
-                None => out.extend_from_slice(b"null"),
-            }
-            out.extend_from_slice(format!(",\"count\":{},\"next\":", frame.num_rows()).as_bytes());
-            match &next {
-                Some(n) => encode::json_str(out, n),
-                None => out.extend_from_slice(b"null"),
-            }
-            out.extend_from_slice(b",\"runs\":");
-            encode::json_array(out, frame);
-            out.push(b'}');
-        })?;
-        Ok(Encoded { content_type: format.content_type(), body: body.into(), total: Some(sel.total), next })
+        let body = encode::encode_frame(
+            &frame,
+            format,
+            &|name| table.is_nullable(name),
+            |out, frame| {
+                out.extend_from_slice(b"{\"domain\":");
+                encode::json_str(out, domain.as_str());
+                out.extend_from_slice(
+                    format!(
+                        ",\"total\":{},\"offset\":{},\"limit\":",
+                        sel.total, q.offset
+                    )
+                    .as_bytes(),
+                );
+                match q.limit {
+                    Some(l) => out.extend_from_slice(l.to_string().as_bytes()),
+                    None => out.extend_from_slice(b"null"),
+                }
+                out.extend_from_slice(
+                    format!(",\"count\":{},\"next\":", frame.num_rows()).as_bytes(),
+                );
+                match &next {
+                    Some(n) => encode::json_str(out, n),
+                    None => out.extend_from_slice(b"null"),
+                }
+                out.extend_from_slice(b",\"runs\":");
+                encode::json_array(out, frame);
+                out.push(b'}');
+            },
+        )?;
+        Ok(Encoded {
+            content_type: format.content_type(),
+            body: body.into(),
+            total: Some(sel.total),
+            next,
+        })
     })?;
     Ok(respond(&encoded))
 }
@@ -127,19 +151,33 @@ pub async fn get_run(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let Prepared { domain, params, format, snapshot } =
-        prepare(&state, &domain, Endpoint::One, query.as_deref(), &headers)?;
+    let Prepared {
+        domain,
+        params,
+        format,
+        snapshot,
+    } = prepare(&state, &domain, Endpoint::One, query.as_deref(), &headers)?;
     let table = snapshot.table(domain);
     let fields = params.fields(table)?;
-    let row = table
-        .row_of(&run_id)
-        .ok_or_else(|| AppError::UnknownRun { domain: domain.as_str().into(), run_id: run_id.clone() })?;
+    let row = table.row_of(&run_id).ok_or_else(|| AppError::UnknownRun {
+        domain: domain.as_str().into(),
+        run_id: run_id.clone(),
+    })?;
     let encoded = cached(&state, &snapshot, &uri, format, || {
         let cols = table.projection(fields.as_deref())?;
         let frame = table.frame.select(&[row], &cols);
-        let body =
-            encode::encode_frame(&frame, format, &|name| table.is_nullable(name), |out, frame| encode::json_object(out, frame, 0))?;
-        Ok(Encoded { content_type: format.content_type(), body: body.into(), total: None, next: None })
+        let body = encode::encode_frame(
+            &frame,
+            format,
+            &|name| table.is_nullable(name),
+            |out, frame| encode::json_object(out, frame, 0),
+        )?;
+        Ok(Encoded {
+            content_type: format.content_type(),
+            body: body.into(),
+            total: None,
+            next: None,
+        })
     })?;
     Ok(respond(&encoded))
 }

@@ -37,7 +37,12 @@ pub struct AppState {
 fn json_weight(v: &serde_json::Value) -> usize {
     match v {
         serde_json::Value::Array(a) => 24 + a.iter().map(json_weight).sum::<usize>(),
-        serde_json::Value::Object(o) => 48 + o.iter().map(|(k, v)| k.len() + json_weight(v)).sum::<usize>(),
+        serde_json::Value::Object(o) => {
+            48 + o
+                .iter()
+                .map(|(k, v)| k.len() + json_weight(v))
+                .sum::<usize>()
+        }
         serde_json::Value::String(s) => 24 + s.len(),
         _ => 16,
     }
@@ -48,20 +53,31 @@ impl AppState {
         let cache = moka::sync::Cache::builder()
             .max_capacity(cache_bytes)
             .weigher(|k: &String, v: &Arc<Encoded>| {
-                u32::try_from(k.len() + v.body.len() + v.next.as_ref().map_or(0, String::len)).unwrap_or(u32::MAX)
+                u32::try_from(k.len() + v.body.len() + v.next.as_ref().map_or(0, String::len))
+                    .unwrap_or(u32::MAX)
             })
             .build();
         let raw = moka::sync::Cache::builder()
             .max_capacity(256 * 1024 * 1024)
-            .weigher(|_: &(u64, usize), v: &Arc<RunRaw>| u32::try_from(v.weight()).unwrap_or(u32::MAX))
+            .weigher(|_: &(u64, usize), v: &Arc<RunRaw>| {
+                u32::try_from(v.weight()).unwrap_or(u32::MAX)
+            })
             .build();
         let timelines = moka::sync::Cache::builder()
             .max_capacity(256 * 1024 * 1024)
-            .weigher(|_: &(u64, Domain, usize), v: &Arc<Option<serde_json::Value>>| {
-                u32::try_from(v.as_ref().as_ref().map_or(16, json_weight)).unwrap_or(u32::MAX)
-            })
+            .weigher(
+                |_: &(u64, Domain, usize), v: &Arc<Option<serde_json::Value>>| {
+                    u32::try_from(v.as_ref().as_ref().map_or(16, json_weight)).unwrap_or(u32::MAX)
+                },
+            )
             .build();
-        AppState { engine, limits, cache, raw, timelines }
+        AppState {
+            engine,
+            limits,
+            cache,
+            raw,
+            timelines,
+        }
     }
 }
 
@@ -72,9 +88,14 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
-        Path::<T>::from_request_parts(parts, state).await.map(|Path(v)| ApiPath(v)).map_err(|e| {
-            AppError::InvalidParameter { parameter: "path".into(), detail: e.body_text(), allowed: None }
-        })
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(v)| ApiPath(v))
+            .map_err(|e| AppError::InvalidParameter {
+                parameter: "path".into(),
+                detail: e.body_text(),
+                allowed: None,
+            })
     }
 }
 

@@ -23,7 +23,9 @@ const MANY_FLAGS: &[&str] = &["metric", "every"];
 
 /// `every=1s` / `500ms` / `2m`: the downsampling bucket in seconds, if asked for.
 fn every(p: &Prepared) -> Result<Option<f64>, AppError> {
-    let Some(v) = p.params.single_value("every")? else { return Ok(None) };
+    let Some(v) = p.params.single_value("every")? else {
+        return Ok(None);
+    };
     match humantime::parse_duration(v) {
         Ok(d) if d.as_secs_f64() > 0.0 => Ok(Some(d.as_secs_f64())),
         _ => Err(AppError::InvalidParameter {
@@ -52,113 +54,199 @@ fn metric(p: &Prepared) -> Result<Metric, AppError> {
     }
 }
 
-async fn timeline_value(state: &AppState, snapshot: &Arc<Dataset>, domain: Domain, row: usize) -> Result<Arc<Option<Value>>, AppError> {
+async fn timeline_value(
+    state: &AppState,
+    snapshot: &Arc<Dataset>,
+    domain: Domain,
+    row: usize,
+) -> Result<Arc<Option<Value>>, AppError> {
     let id = run_id(snapshot, domain, row);
-    let path = snapshot.raw_path(domain, row, RawFile::Results).ok_or_else(|| AppError::RawUnavailable {
-        run_id: id.clone(),
-        detail: "this dataset has no results.json for it (results_path is null)".into(),
-    })?;
+    let path = snapshot
+        .raw_path(domain, row, RawFile::Results)
+        .ok_or_else(|| AppError::RawUnavailable {
+            run_id: id.clone(),
+            detail: "this dataset has no results.json for it (results_path is null)".into(),
+        })?;
     let cache = state.timelines.clone();
     let key = (snapshot.generation, domain, row);
     let loaded = tokio::task::spawn_blocking(move || {
         cache.try_get_with(key, || {
             let file = std::fs::File::open(&path).map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => RawError::NotFound(path.display().to_string()),
-                _ => RawError::Unreadable { path: path.display().to_string(), detail: e.to_string() },
+                _ => RawError::Unreadable {
+                    path: path.display().to_string(),
+                    detail: e.to_string(),
+                },
             })?;
             let doc: TimelineDoc = serde_json::from_reader(BufReader::with_capacity(1 << 20, file))
-                .map_err(|e| RawError::Unreadable { path: path.display().to_string(), detail: e.to_string() })?;
+                .map_err(|e| RawError::Unreadable {
+                    path: path.display().to_string(),
+                    detail: e.to_string(),
+                })?;
             Ok::<_, RawError>(Arc::new(doc.timeline))
         })
     })
     .await
     .map_err(|e| AppError::Internal(format!("raw reader task failed: {e}")))?;
     loaded.map_err(|e| match e.as_ref() {
-        RawError::NotFound(p) => AppError::RawUnavailable { run_id: id, detail: format!("{p} does not exist") },
-        RawError::Unreadable { detail, .. } | RawError::Content(detail) => AppError::RawInvalid { run_id: id, detail: detail.clone() },
+        RawError::NotFound(p) => AppError::RawUnavailable {
+            run_id: id,
+            detail: format!("{p} does not exist"),
+        },
+        RawError::Unreadable { detail, .. } | RawError::Content(detail) => AppError::RawInvalid {
+            run_id: id,
+            detail: detail.clone(),
+        },
     })
 }
 
 fn float_col(name: &str, v: &[f64]) -> FrameColumn {
-    FrameColumn { name: name.into(), data: ColumnData::Float(v.iter().map(|x| Some(*x)).collect()) }
+    FrameColumn {
+        name: name.into(),
+        data: ColumnData::Float(v.iter().map(|x| Some(*x)).collect()),
+    }
 }
 
 /// The toolkit's key columns of a run, repeated `n` times.
 fn key_columns(snapshot: &Dataset, domain: Domain, rows: &[Option<usize>]) -> Vec<FrameColumn> {
     let t = snapshot.table(domain);
-    let last = if domain == Domain::Llm { "max_num_seqs" } else { "batch_size" };
+    let last = if domain == Domain::Llm {
+        "max_num_seqs"
+    } else {
+        "batch_size"
+    };
     ["task", "model_id", "num_gpus", last]
         .iter()
-        .map(|n| FrameColumn { name: n.to_string(), data: t.column(t.field_index(n).expect("key field")).take(rows) })
+        .map(|n| FrameColumn {
+            name: n.to_string(),
+            data: t.column(t.field_index(n).expect("key field")).take(rows),
+        })
         .collect()
 }
 
-async fn collect(state: &AppState, p: &Prepared, domain: Domain, rows: &[usize], m: Metric) -> Result<Vec<(usize, DeviceTimeline)>, AppError> {
+async fn collect(
+    state: &AppState,
+    p: &Prepared,
+    domain: Domain,
+    rows: &[usize],
+    m: Metric,
+) -> Result<Vec<(usize, DeviceTimeline)>, AppError> {
     let bucket = every(p)?;
     let mut out = Vec::with_capacity(rows.len());
     for &row in rows {
         let tl = timeline_value(state, &p.snapshot, domain, row).await?;
-        let t = run_timeline(tl.as_ref().as_ref(), m, domain == Domain::Llm).map_err(|e| AppError::RawInvalid {
-            run_id: run_id(&p.snapshot, domain, row),
-            detail: e.to_string(),
+        let t = run_timeline(tl.as_ref().as_ref(), m, domain == Domain::Llm).map_err(|e| {
+            AppError::RawInvalid {
+                run_id: run_id(&p.snapshot, domain, row),
+                detail: e.to_string(),
+            }
         })?;
-        out.push((row, match bucket {
-            Some(b) => downsample(&t, b),
-            None => t,
-        }));
+        out.push((
+            row,
+            match bucket {
+                Some(b) => downsample(&t, b),
+                None => t,
+            },
+        ));
     }
     Ok(out)
 }
 
 /// The long frame: run_id, timestamp, relative_time_s, value, metric, then the run's key columns;
 /// rows stably sorted by (task, model_id, relative_time_s) when several runs are combined.
-fn long_frame(snapshot: &Dataset, domain: Domain, runs: &[(usize, DeviceTimeline)], m: Metric, sort: bool) -> Frame {
-    let mut rows: Vec<(usize, usize)> = runs.iter().enumerate().flat_map(|(k, (_, t))| (0..t.timestamp.len()).map(move |i| (k, i))).collect();
+fn long_frame(
+    snapshot: &Dataset,
+    domain: Domain,
+    runs: &[(usize, DeviceTimeline)],
+    m: Metric,
+    sort: bool,
+) -> Frame {
+    let mut rows: Vec<(usize, usize)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(k, (_, t))| (0..t.timestamp.len()).map(move |i| (k, i)))
+        .collect();
     if sort {
         let t = snapshot.table(domain);
-        let (task, model) = (t.field_index("task").expect("task"), t.field_index("model_id").expect("model_id"));
+        let (task, model) = (
+            t.field_index("task").expect("task"),
+            t.field_index("model_id").expect("model_id"),
+        );
         rows.sort_by(|&(ka, ia), &(kb, ib)| {
             let (ra, rb) = (runs[ka].0, runs[kb].0);
             crate::engine::table::cmp_values(t.column(task).get(ra), t.column(task).get(rb))
-                .then(crate::engine::table::cmp_values(t.column(model).get(ra), t.column(model).get(rb)))
+                .then(crate::engine::table::cmp_values(
+                    t.column(model).get(ra),
+                    t.column(model).get(rb),
+                ))
                 .then(runs[ka].1.relative_time_s[ia].total_cmp(&runs[kb].1.relative_time_s[ib]))
         });
     }
     let run_rows: Vec<Option<usize>> = rows.iter().map(|&(k, _)| Some(runs[k].0)).collect();
-    let pick = |f: fn(&DeviceTimeline) -> &Vec<f64>| -> Vec<f64> { rows.iter().map(|&(k, i)| f(&runs[k].1)[i]).collect() };
+    let pick = |f: fn(&DeviceTimeline) -> &Vec<f64>| -> Vec<f64> {
+        rows.iter().map(|&(k, i)| f(&runs[k].1)[i]).collect()
+    };
     let t = snapshot.table(domain);
     let mut columns = vec![
-        FrameColumn { name: "run_id".into(), data: t.column(0).take(&run_rows) },
+        FrameColumn {
+            name: "run_id".into(),
+            data: t.column(0).take(&run_rows),
+        },
         float_col("timestamp", &pick(|d| &d.timestamp)),
         float_col("relative_time_s", &pick(|d| &d.relative_time_s)),
         float_col("value", &pick(|d| &d.total)),
-        FrameColumn { name: "metric".into(), data: ColumnData::Str(vec![Some(Arc::from(m.name())); rows.len()]) },
+        FrameColumn {
+            name: "metric".into(),
+            data: ColumnData::Str(vec![Some(Arc::from(m.name())); rows.len()]),
+        },
     ];
     columns.extend(key_columns(snapshot, domain, &run_rows));
     Frame { columns }
 }
 
 /// The wide per-GPU frame of one run: timestamp, relative_time_s, `<label>_device_<id>`..., `<label>_total`.
-fn wide_frame(snapshot: &Dataset, domain: Domain, row: usize, t: &DeviceTimeline, m: Metric) -> Frame {
+fn wide_frame(
+    snapshot: &Dataset,
+    domain: Domain,
+    row: usize,
+    t: &DeviceTimeline,
+    m: Metric,
+) -> Frame {
     let rows = vec![Some(row); t.timestamp.len()];
     let mut columns = vec![
-        FrameColumn { name: "run_id".into(), data: snapshot.table(domain).column(0).take(&rows) },
+        FrameColumn {
+            name: "run_id".into(),
+            data: snapshot.table(domain).column(0).take(&rows),
+        },
         float_col("timestamp", &t.timestamp),
         float_col("relative_time_s", &t.relative_time_s),
     ];
     for (id, vals) in &t.devices {
-        columns.push(FrameColumn { name: format!("{}_device_{id}", m.label()), data: ColumnData::Float(vals.clone()) });
+        columns.push(FrameColumn {
+            name: format!("{}_device_{id}", m.label()),
+            data: ColumnData::Float(vals.clone()),
+        });
     }
     columns.push(float_col(&format!("{}_total", m.label()), &t.total));
     Frame { columns }
 }
 
-fn encoded(state: &AppState, p: &Prepared, uri: &axum::http::Uri, frame: Frame) -> Result<Response, AppError> {
+fn encoded(
+    state: &AppState,
+    p: &Prepared,
+    uri: &axum::http::Uri,
+    frame: Frame,
+) -> Result<Response, AppError> {
     let format = p.format;
     let e = cached(state, &p.snapshot, uri, format, || {
         let nullable = |n: &str| n.contains("_device_");
         let body = encode::encode_frame(&frame, format, &nullable, encode::json_array)?;
-        Ok(Encoded { content_type: format.content_type(), body: body.into(), total: Some(frame.num_rows()), next: None })
+        Ok(Encoded {
+            content_type: format.content_type(),
+            body: body.into(),
+            total: Some(frame.num_rows()),
+            next: None,
+        })
     })?;
     Ok(respond(&e))
 }
@@ -192,13 +280,30 @@ pub async fn run_timeline_handler(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(&state, &domain, Endpoint::RawOne(ONE_FLAGS), query.as_deref(), &headers)?;
+    let p = prepare(
+        &state,
+        &domain,
+        Endpoint::RawOne(ONE_FLAGS),
+        query.as_deref(),
+        &headers,
+    )?;
     let m = metric(&p)?;
     let per_gpu = p.params.flag("per_gpu")?;
     let domain = p.domain;
-    let row = p.snapshot.table(domain).row_of(&run).ok_or_else(|| AppError::UnknownRun { domain: domain.as_str().into(), run_id: run.clone() })?;
+    let row = p
+        .snapshot
+        .table(domain)
+        .row_of(&run)
+        .ok_or_else(|| AppError::UnknownRun {
+            domain: domain.as_str().into(),
+            run_id: run.clone(),
+        })?;
     let runs = collect(&state, &p, domain, &[row], m).await?;
-    let frame = if per_gpu { wide_frame(&p.snapshot, domain, row, &runs[0].1, m) } else { long_frame(&p.snapshot, domain, &runs, m, false) };
+    let frame = if per_gpu {
+        wide_frame(&p.snapshot, domain, row, &runs[0].1, m)
+    } else {
+        long_frame(&p.snapshot, domain, &runs, m, false)
+    };
     encoded(&state, &p, &uri, frame)
 }
 
@@ -228,11 +333,20 @@ pub async fn timelines(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(&state, &domain, Endpoint::RawMany(MANY_FLAGS), query.as_deref(), &headers)?;
+    let p = prepare(
+        &state,
+        &domain,
+        Endpoint::RawMany(MANY_FLAGS),
+        query.as_deref(),
+        &headers,
+    )?;
     let m = metric(&p)?;
     let domain = p.domain;
     let q = p.params.run_filters(domain)?;
-    let rows = p.snapshot.table(domain).filter_rows(&q.filters, q.stability)?;
+    let rows = p
+        .snapshot
+        .table(domain)
+        .filter_rows(&q.filters, q.stability)?;
     let runs = collect(&state, &p, domain, &rows, m).await?;
     let frame = long_frame(&p.snapshot, domain, &runs, m, true);
     encoded(&state, &p, &uri, frame)

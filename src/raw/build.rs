@@ -24,7 +24,13 @@ use crate::engine::numeric::np_mean;
 use crate::engine::{Domain, EngineError, RunTable, frame::ColumnData};
 
 /// Tasks the toolkit's fast discovery path knows (§5.2).
-const KNOWN_LLM_TASKS: [&str; 5] = ["gpqa", "lm-arena-chat", "sourcegraph-fim", "image-chat", "video-chat"];
+const KNOWN_LLM_TASKS: [&str; 5] = [
+    "gpqa",
+    "lm-arena-chat",
+    "sourcegraph-fim",
+    "image-chat",
+    "video-chat",
+];
 const KNOWN_DIFFUSION_TASKS: [&str; 2] = ["text-to-image", "text-to-video"];
 /// Stability thresholds (§8.1).
 pub const MIN_STEADY_DURATION_S: f64 = 20.0;
@@ -47,7 +53,12 @@ type Stamp = Option<(u64, u128)>;
 
 fn stamp(path: &Path) -> Stamp {
     let m = fs::metadata(path).ok()?;
-    let mtime = m.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
+    let mtime = m
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
     Some((m.len(), mtime))
 }
 
@@ -69,7 +80,10 @@ pub struct BuildCache {
 impl BuildCache {
     /// Read a cache written by `save`; a missing or unreadable cache is an empty one.
     pub fn load(path: &Path) -> BuildCache {
-        fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+        fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
     }
 
     /// Write atomically (temp file + rename).
@@ -78,7 +92,10 @@ impl BuildCache {
             fs::create_dir_all(dir)?;
         }
         let tmp = path.with_extension("partial");
-        fs::write(&tmp, serde_json::to_vec(self).map_err(std::io::Error::other)?)?;
+        fs::write(
+            &tmp,
+            serde_json::to_vec(self).map_err(std::io::Error::other)?,
+        )?;
         fs::rename(tmp, path)
     }
 
@@ -153,7 +170,10 @@ pub struct Built {
 
 fn posix_rel(path: &Path, root: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
-    let parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
     Some(parts.join("/"))
 }
 
@@ -173,11 +193,16 @@ fn results_files(dir: &Path) -> Vec<PathBuf> {
 /// Whether a relative path matches the toolkit's fast-path globs.
 fn fast_path_match(parts: &[&str], tasks: Option<&BTreeSet<String>>) -> bool {
     let n = parts.len();
-    let base = |domain: &str, min: usize| n >= min && parts[0] == domain && parts[2] == "current" && parts[3] == "run";
+    let base = |domain: &str, min: usize| {
+        n >= min && parts[0] == domain && parts[2] == "current" && parts[3] == "run"
+    };
     match tasks {
         None => base("llm", 5) || base("diffusion", 5),
         Some(t) => {
-            (base("llm", 8) && parts[6] == "results" && KNOWN_LLM_TASKS.contains(&parts[5]) && t.contains(parts[5]))
+            (base("llm", 8)
+                && parts[6] == "results"
+                && KNOWN_LLM_TASKS.contains(&parts[5])
+                && t.contains(parts[5]))
                 || (base("diffusion", 7)
                     && parts[4] == "diffusion"
                     && KNOWN_DIFFUSION_TASKS.contains(&parts[5])
@@ -198,35 +223,57 @@ pub fn infer_benchmark_root(root: &Path) -> PathBuf {
 }
 
 /// Discover the results files of `roots` (§5.2), deduplicated across roots by resolved path.
-pub fn discover(roots: &[PathBuf], tasks: Option<&BTreeSet<String>>) -> (Vec<RawRun>, Vec<Skipped>) {
+pub fn discover(
+    roots: &[PathBuf],
+    tasks: Option<&BTreeSet<String>>,
+) -> (Vec<RawRun>, Vec<Skipped>) {
     let mut seen = HashSet::new();
     let mut runs = Vec::new();
     let mut skipped = Vec::new();
-    let keep = |p: &ParsedPath| p.snapshot == "current" && tasks.is_none_or(|t| t.contains(&p.workload));
+    let keep =
+        |p: &ParsedPath| p.snapshot == "current" && tasks.is_none_or(|t| t.contains(&p.workload));
     for root in roots {
         let mut found = Vec::new();
         for domain in ["llm", "diffusion"] {
             for path in results_files(&root.join(domain)) {
-                let Some(rel) = posix_rel(&path, root) else { continue };
+                let Some(rel) = posix_rel(&path, root) else {
+                    continue;
+                };
                 let parts: Vec<&str> = rel.split('/').collect();
                 if !fast_path_match(&parts, tasks) {
                     continue;
                 }
                 match parse_results_path(&rel) {
-                    Ok(parsed) if keep(&parsed) => found.push(RawRun { path, bench_root: root.clone(), parsed }),
+                    Ok(parsed) if keep(&parsed) => found.push(RawRun {
+                        path,
+                        bench_root: root.clone(),
+                        parsed,
+                    }),
                     Ok(_) => {}
-                    Err(e) => skipped.push(Skipped { path: path.display().to_string(), reason: e.to_string() }),
+                    Err(e) => skipped.push(Skipped {
+                        path: path.display().to_string(),
+                        reason: e.to_string(),
+                    }),
                 }
             }
         }
         if found.is_empty() {
             let bench_root = infer_benchmark_root(root);
             for path in results_files(root) {
-                let Some(rel) = posix_rel(&path, &bench_root) else { continue };
+                let Some(rel) = posix_rel(&path, &bench_root) else {
+                    continue;
+                };
                 match parse_results_path(&rel) {
-                    Ok(parsed) if keep(&parsed) => found.push(RawRun { path, bench_root: bench_root.clone(), parsed }),
+                    Ok(parsed) if keep(&parsed) => found.push(RawRun {
+                        path,
+                        bench_root: bench_root.clone(),
+                        parsed,
+                    }),
                     Ok(_) => {}
-                    Err(e) => skipped.push(Skipped { path: path.display().to_string(), reason: e.to_string() }),
+                    Err(e) => skipped.push(Skipped {
+                        path: path.display().to_string(),
+                        reason: e.to_string(),
+                    }),
                 }
             }
         }
@@ -249,10 +296,16 @@ pub struct Stability {
 
 impl Stability {
     fn stable() -> Self {
-        Stability { unstable: false, reason: String::new() }
+        Stability {
+            unstable: false,
+            reason: String::new(),
+        }
     }
     fn unstable(reason: String) -> Self {
-        Stability { unstable: true, reason }
+        Stability {
+            unstable: true,
+            reason,
+        }
     }
 }
 
@@ -261,7 +314,11 @@ fn repr_or_none(v: Option<f64>) -> String {
 }
 
 /// The per-run checks of §8.1, in order; the first failing one gives the reason.
-pub fn stability_status(results: &Result<LlmResults, String>, max_num_seqs: Option<i64>, avg_batch: Option<f64>) -> Stability {
+pub fn stability_status(
+    results: &Result<LlmResults, String>,
+    max_num_seqs: Option<i64>,
+    avg_batch: Option<f64>,
+) -> Stability {
     let r = match results {
         Ok(r) => r,
         Err(e) => return Stability::unstable(format!("failed_to_load_results:{e}")),
@@ -287,7 +344,11 @@ pub fn stability_status(results: &Result<LlmResults, String>, max_num_seqs: Opti
 
 /// Apply the cascade (§8.2) in place: per (model, task, GPU, num_gpus) group, every run at or
 /// above the smallest unstable `max_num_seqs` becomes unstable.
-pub fn apply_cascade(groups: &[Option<(String, String, String, i64)>], max_num_seqs: &[Option<i64>], status: &mut [Stability]) {
+pub fn apply_cascade(
+    groups: &[Option<(String, String, String, i64)>],
+    max_num_seqs: &[Option<i64>],
+    status: &mut [Stability],
+) {
     let mut threshold: HashMap<&(String, String, String, i64), i64> = HashMap::new();
     for ((g, m), s) in groups.iter().zip(max_num_seqs).zip(status.iter()) {
         if let (Some(g), Some(m), true) = (g, m, s.unstable) {
@@ -311,10 +372,16 @@ fn py_int(v: &Value) -> Result<i64, String> {
     match v {
         Value::Number(n) => n
             .as_i64()
-            .or_else(|| n.as_f64().filter(|x| x.is_finite()).map(|x| x.trunc() as i64))
+            .or_else(|| {
+                n.as_f64()
+                    .filter(|x| x.is_finite())
+                    .map(|x| x.trunc() as i64)
+            })
             .ok_or_else(|| format!("cannot convert {n} to int")),
         Value::Bool(b) => Ok(i64::from(*b)),
-        Value::String(s) => coerce_int(Some(s)).ok_or_else(|| format!("invalid literal for int(): {s:?}")),
+        Value::String(s) => {
+            coerce_int(Some(s)).ok_or_else(|| format!("invalid literal for int(): {s:?}"))
+        }
         other => Err(format!("int() argument must be a number, not {other}")),
     }
 }
@@ -324,7 +391,10 @@ fn yaml_to_json(y: &yaml_rust2::Yaml) -> Value {
     use yaml_rust2::Yaml;
     match y {
         Yaml::Integer(i) => Value::from(*i),
-        Yaml::Real(s) => s.parse::<f64>().map(Value::from).unwrap_or_else(|_| Value::from(s.clone())),
+        Yaml::Real(s) => s
+            .parse::<f64>()
+            .map(Value::from)
+            .unwrap_or_else(|_| Value::from(s.clone())),
         Yaml::Boolean(b) => Value::from(*b),
         // YAML 1.1 booleans that PyYAML resolves and YAML 1.2 readers keep as strings.
         Yaml::String(s) => match s.as_str() {
@@ -363,13 +433,17 @@ impl ConfigCache {
         let v = cache
             .entry(path.to_path_buf())
             .or_insert_with(|| {
-                let text = fs::read_to_string(path).map_err(|_| format!("Missing required model_info.json: {}", path.display()))?;
+                let text = fs::read_to_string(path)
+                    .map_err(|_| format!("Missing required model_info.json: {}", path.display()))?;
                 serde_json::from_str::<Value>(&text).map_err(|e| format!("{}: {e}", path.display()))
             })
             .clone()?;
         match v {
             Value::Object(m) => Ok(m),
-            _ => Err(format!("Invalid model_info.json (not object): {}", path.display())),
+            _ => Err(format!(
+                "Invalid model_info.json (not object): {}",
+                path.display()
+            )),
         }
     }
 
@@ -378,15 +452,23 @@ impl ConfigCache {
         let v = cache
             .entry(path.to_path_buf())
             .or_insert_with(|| {
-                let text = fs::read_to_string(path)
-                    .map_err(|_| format!("Missing required monolithic.config.yaml: {}", path.display()))?;
-                let docs = yaml_rust2::YamlLoader::load_from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                let text = fs::read_to_string(path).map_err(|_| {
+                    format!(
+                        "Missing required monolithic.config.yaml: {}",
+                        path.display()
+                    )
+                })?;
+                let docs = yaml_rust2::YamlLoader::load_from_str(&text)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
                 Ok(docs.first().map_or(Value::Null, yaml_to_json))
             })
             .clone()?;
         match v {
             Value::Object(m) => Ok(m),
-            _ => Err(format!("Invalid monolithic.config.yaml (not object): {}", path.display())),
+            _ => Err(format!(
+                "Invalid monolithic.config.yaml (not object): {}",
+                path.display()
+            )),
         }
     }
 }
@@ -460,17 +542,35 @@ struct ModelInfo {
     info: serde_json::Map<String, Value>,
 }
 
-fn model_info(cache: &ConfigCache, cfg: Option<&Path>, p: &ParsedPath) -> Result<ModelInfo, String> {
+fn model_info(
+    cache: &ConfigCache,
+    cfg: Option<&Path>,
+    p: &ParsedPath,
+) -> Result<ModelInfo, String> {
     let cfg = cfg.ok_or("Missing required config root (llm_config_dir/diffusion_config_dir)")?;
-    let info = cache.model_info(&cfg.join(&p.workload).join(&p.org).join(&p.model).join("model_info.json"))?;
-    let total = safe_float(info.get("total_parameters_billion"))
-        .ok_or_else(|| format!("Missing required model_info.total_parameters_billion for {}", p.model_id()))?;
+    let info = cache.model_info(
+        &cfg.join(&p.workload)
+            .join(&p.org)
+            .join(&p.model)
+            .join("model_info.json"),
+    )?;
+    let total = safe_float(info.get("total_parameters_billion")).ok_or_else(|| {
+        format!(
+            "Missing required model_info.total_parameters_billion for {}",
+            p.model_id()
+        )
+    })?;
     let active = safe_float(info.get("active_parameters_billion")).unwrap_or(total);
     let nickname = match info.get("nickname") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         _ => p.model.clone(),
     };
-    Ok(ModelInfo { total, active, nickname, info })
+    Ok(ModelInfo {
+        total,
+        active,
+        nickname,
+        info,
+    })
 }
 
 fn read_llm_results(path: &Path) -> Result<LlmResults, String> {
@@ -514,9 +614,15 @@ fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> LlmOutc
     let prometheus: Option<Result<Prometheus, String>> = prom_path.exists().then(|| {
         fs::read(&prom_path)
             .map_err(|e| e.to_string())
-            .and_then(|b| serde_json::from_slice::<Prometheus>(&b).map_err(|e| format!("{}: {e}", prom_path.display())))
+            .and_then(|b| {
+                serde_json::from_slice::<Prometheus>(&b)
+                    .map_err(|e| format!("{}: {e}", prom_path.display()))
+            })
     });
-    let avg_batch = prometheus.as_ref().and_then(|r| r.as_ref().ok()).and_then(Prometheus::avg_batch_size);
+    let avg_batch = prometheus
+        .as_ref()
+        .and_then(|r| r.as_ref().ok())
+        .and_then(Prometheus::avg_batch_size);
     let max_num_seqs = p.config_int("max_num_seqs");
     let num_gpus = p.config_int("num_gpus");
     let stability = stability_status(&results, max_num_seqs, avg_batch);
@@ -528,7 +634,8 @@ fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> LlmOutc
         }
         let num_gpus = num_gpus.ok_or("Missing required config num_gpus")?;
         let max_num_seqs = max_num_seqs.ok_or("Missing required config max_num_seqs")?;
-        let energy = safe_float(r.steady_state_energy.as_ref()).ok_or("Missing required steady_state_energy")?;
+        let energy = safe_float(r.steady_state_energy.as_ref())
+            .ok_or("Missing required steady_state_energy")?;
         let duration = safe_float(r.steady_state_duration.as_ref())
             .filter(|d| *d > 0.0)
             .ok_or("Missing/invalid required steady_state_duration")?;
@@ -538,7 +645,9 @@ fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> LlmOutc
             (Some(c), Some(t)) if c > 0.0 => Some(t / c),
             _ => None,
         };
-        let ept = r.energy_per_token().ok_or("Missing required steady_state_energy_per_token")?;
+        let ept = r
+            .energy_per_token()
+            .ok_or("Missing required steady_state_energy_per_token")?;
         let output_throughput = if ept > 0.0 {
             (energy / ept) / duration
         } else {
@@ -550,7 +659,9 @@ fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> LlmOutc
             _ => (None, None),
         };
         // No ITL samples: the toolkit drops the run silently.
-        let Some(stats) = itl_pool(&r.results).and_then(|pool| itl_stats(&pool)) else { return Ok(None) };
+        let Some(stats) = itl_pool(&r.results).and_then(|pool| itl_stats(&pool)) else {
+            return Ok(None);
+        };
         let mi = model_info(cache, cfg, p)?;
         let architecture = match mi.info.get("architecture") {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
@@ -560,16 +671,33 @@ fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> LlmOutc
         let model_id = p.model_id();
         let weight_precision = match mi.info.get("weight_precision") {
             Some(Value::String(s)) => s.clone(),
-            _ if model_id.contains("FP8") || model_id.contains("DeepSeek-R1") || model_id.contains("DeepSeek-V3") => "fp8".into(),
+            _ if model_id.contains("FP8")
+                || model_id.contains("DeepSeek-R1")
+                || model_id.contains("DeepSeek-V3") =>
+            {
+                "fp8".into()
+            }
             _ => "bfloat16".into(),
         };
-        let sku = p.gpu_sku.as_deref().ok_or("gpu_sku is required for llm parallelization settings")?;
+        let sku = p
+            .gpu_sku
+            .as_deref()
+            .ok_or("gpu_sku is required for llm parallelization settings")?;
         let cfg_dir = cfg.ok_or("llm_config_dir is required to load parallelization settings")?;
         let mono = cache.monolithic(
-            &cfg_dir.join(&p.workload).join(&p.org).join(&p.model).join(sku).join("monolithic.config.yaml"),
+            &cfg_dir
+                .join(&p.workload)
+                .join(&p.org)
+                .join(&p.model)
+                .join(sku)
+                .join("monolithic.config.yaml"),
         )?;
         let get_int = |key: &str, default: i64| mono.get(key).map_or(Ok(default), py_int);
-        let ep = if truthy(mono.get("enable-expert-parallel")) { get_int("expert-parallel-size", num_gpus)? } else { 1 };
+        let ep = if truthy(mono.get("enable-expert-parallel")) {
+            get_int("expert-parallel-size", num_gpus)?
+        } else {
+            1
+        };
         let tp = get_int("tensor-parallel-size", if ep > 1 { 1 } else { num_gpus })?;
         let dp = match get_int("data-parallel-size", 1)? {
             0 => num_gpus,
@@ -600,38 +728,72 @@ fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> LlmOutc
             total_output_tokens,
             completed,
             avg_output_len,
-            itl: [stats.mean_ms, stats.p50_ms, stats.p90_ms, stats.p95_ms, stats.p99_ms],
+            itl: [
+                stats.mean_ms,
+                stats.p50_ms,
+                stats.p90_ms,
+                stats.p95_ms,
+                stats.p99_ms,
+            ],
             avg_batch_size: avg_batch,
             stability: Stability::stable(),
             results_path: String::new(),
             prometheus_path: String::new(),
         }))
     })();
-    LlmOutcome { stability, group, max_num_seqs, row }
+    LlmOutcome {
+        stability,
+        group,
+        max_num_seqs,
+        row,
+    }
 }
 
-fn diffusion_row(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> Result<DiffusionRow, String> {
+fn diffusion_row(
+    run: &RawRun,
+    cfg: Option<&Path>,
+    cache: &ConfigCache,
+) -> Result<DiffusionRow, String> {
     let p = &run.parsed;
     let bytes = fs::read(&run.path).map_err(|e| e.to_string())?;
-    let results: serde_json::Map<String, Value> = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+    let results: serde_json::Map<String, Value> =
+        serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
     let from_results = |key: &str| safe_float(results.get(key)).map(|x| x.trunc() as i64);
-    let batch = p.config_int("batch").or_else(|| from_results("batch_size")).filter(|b| *b > 0).ok_or("Missing/invalid required batch size")?;
-    let uly = p.config_int("uly").or_else(|| from_results("ulysses_degree")).filter(|u| *u > 0).ok_or("Missing/invalid required ulysses degree")?;
-    let ring = p.config_int("ring").or_else(|| from_results("ring_degree")).filter(|r| *r > 0).ok_or("Missing/invalid required ring degree")?;
+    let batch = p
+        .config_int("batch")
+        .or_else(|| from_results("batch_size"))
+        .filter(|b| *b > 0)
+        .ok_or("Missing/invalid required batch size")?;
+    let uly = p
+        .config_int("uly")
+        .or_else(|| from_results("ulysses_degree"))
+        .filter(|u| *u > 0)
+        .ok_or("Missing/invalid required ulysses degree")?;
+    let ring = p
+        .config_int("ring")
+        .or_else(|| from_results("ring_degree"))
+        .filter(|r| *r > 0)
+        .ok_or("Missing/invalid required ring degree")?;
     let iters = match results.get("iteration_energy_measurements") {
         Some(Value::Array(a)) if !a.is_empty() => a,
         _ => return Err("Missing required iteration_energy_measurements".into()),
     };
     let (mut energies, mut latencies) = (Vec::new(), Vec::new());
     for it in iters {
-        let Value::Object(it) = it else { return Err("iteration measurement is not an object".into()) };
-        let Some(Value::Object(ge)) = it.get("gpu_energy") else { continue };
+        let Value::Object(it) = it else {
+            return Err("iteration measurement is not an object".into());
+        };
+        let Some(Value::Object(ge)) = it.get("gpu_energy") else {
+            continue;
+        };
         // Python's sum(): sequential from 0.
         let mut total = 0.0;
         for v in ge.values() {
             total += safe_float(Some(v)).ok_or("gpu_energy value is not a number")?;
         }
-        let Some(t) = safe_float(it.get("time")).filter(|t| *t > 0.0) else { continue };
+        let Some(t) = safe_float(it.get("time")).filter(|t| *t > 0.0) else {
+            continue;
+        };
         energies.push(total);
         latencies.push(t);
     }
@@ -666,7 +828,10 @@ fn diffusion_row(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> Resul
         fps: from_results("fps"),
         uly,
         ring,
-        use_torch_compile: p.config.get("tc").is_some_and(|t| t.to_lowercase() == "true"),
+        use_torch_compile: p
+            .config
+            .get("tc")
+            .is_some_and(|t| t.to_lowercase() == "true"),
         batch_latency: t_bar,
         avg_power: e_bar / t_bar,
         energy_per_generation: e_bar / batch as f64,
@@ -677,7 +842,10 @@ fn diffusion_row(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> Resul
 
 /// Auto-detect a config directory (§5.1): the first root with `configs/<sub>`.
 fn detect_config(roots: &[PathBuf], sub: &str) -> Option<PathBuf> {
-    roots.iter().map(|r| r.join("configs").join(sub)).find(|p| p.is_dir())
+    roots
+        .iter()
+        .map(|r| r.join("configs").join(sub))
+        .find(|p| p.is_dir())
 }
 
 fn s(v: &str) -> Option<Arc<str>> {
@@ -775,9 +943,19 @@ fn config_paths(run: &RawRun, llm_cfg: Option<&Path>, diff_cfg: Option<&Path>) -
     match (p.domain, llm_cfg, diff_cfg) {
         (RawDomain::Llm, Some(c), _) => {
             let model = c.join(&p.workload).join(&p.org).join(&p.model);
-            vec![model.join("model_info.json"), model.join(p.gpu_sku.as_deref().unwrap_or("")).join("monolithic.config.yaml")]
+            vec![
+                model.join("model_info.json"),
+                model
+                    .join(p.gpu_sku.as_deref().unwrap_or(""))
+                    .join("monolithic.config.yaml"),
+            ]
         }
-        (RawDomain::Diffusion, _, Some(c)) => vec![c.join(&p.workload).join(&p.org).join(&p.model).join("model_info.json")],
+        (RawDomain::Diffusion, _, Some(c)) => vec![
+            c.join(&p.workload)
+                .join(&p.org)
+                .join(&p.model)
+                .join("model_info.json"),
+        ],
         _ => Vec::new(),
     }
 }
@@ -786,8 +964,14 @@ fn config_paths(run: &RawRun, llm_cfg: Option<&Path>, diff_cfg: Option<&Path>) -
 /// parquet). Outcomes in `previous` whose files are unchanged are reused instead of re-parsed.
 pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built, EngineError> {
     let (runs, mut skipped) = discover(&opts.roots, opts.tasks.as_ref());
-    let llm_cfg = opts.llm_config_dir.clone().or_else(|| detect_config(&opts.roots, "vllm"));
-    let diff_cfg = opts.diffusion_config_dir.clone().or_else(|| detect_config(&opts.roots, "xdit"));
+    let llm_cfg = opts
+        .llm_config_dir
+        .clone()
+        .or_else(|| detect_config(&opts.roots, "vllm"));
+    let diff_cfg = opts
+        .diffusion_config_dir
+        .clone()
+        .or_else(|| detect_config(&opts.roots, "xdit"));
     let cache = ConfigCache::default();
     let progress = Progress {
         enabled: opts.progress,
@@ -800,17 +984,31 @@ pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built
     let results: Vec<(String, Vec<Stamp>, Outcome, bool)> = runs
         .par_iter()
         .map(|run| {
-            let key = fs::canonicalize(&run.path).unwrap_or_else(|_| run.path.clone()).display().to_string();
+            let key = fs::canonicalize(&run.path)
+                .unwrap_or_else(|_| run.path.clone())
+                .display()
+                .to_string();
             let mut stamps = vec![stamp(&run.path)];
             if run.parsed.domain == RawDomain::Llm {
                 stamps.push(stamp(&run.prometheus_path()));
             }
-            stamps.extend(config_paths(run, llm_cfg.as_deref(), diff_cfg.as_deref()).iter().map(|p| stamp(p)));
-            let reuse = previous.and_then(|c| c.entries.get(&key)).filter(|(old, _)| *old == stamps).map(|(_, o)| o.clone());
+            stamps.extend(
+                config_paths(run, llm_cfg.as_deref(), diff_cfg.as_deref())
+                    .iter()
+                    .map(|p| stamp(p)),
+            );
+            let reuse = previous
+                .and_then(|c| c.entries.get(&key))
+                .filter(|(old, _)| *old == stamps)
+                .map(|(_, o)| o.clone());
             let reused = reuse.is_some();
             let outcome = reuse.unwrap_or_else(|| match run.parsed.domain {
-                RawDomain::Llm => Outcome::Llm(Box::new(llm_outcome(run, llm_cfg.as_deref(), &cache))),
-                RawDomain::Diffusion => Outcome::Diffusion(Box::new(diffusion_row(run, diff_cfg.as_deref(), &cache))),
+                RawDomain::Llm => {
+                    Outcome::Llm(Box::new(llm_outcome(run, llm_cfg.as_deref(), &cache)))
+                }
+                RawDomain::Diffusion => {
+                    Outcome::Diffusion(Box::new(diffusion_row(run, diff_cfg.as_deref(), &cache)))
+                }
             });
             progress.tick();
             (key, stamps, outcome, reused)
@@ -853,8 +1051,14 @@ pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built
                 row.prometheus_path = stored_path(&run.prometheus_path(), &run.bench_root);
                 llm_rows.push(row);
             }
-            Ok(None) => skipped.push(Skipped { path: run.path.display().to_string(), reason: "no valid ITL samples".into() }),
-            Err(reason) => skipped.push(Skipped { path: run.path.display().to_string(), reason }),
+            Ok(None) => skipped.push(Skipped {
+                path: run.path.display().to_string(),
+                reason: "no valid ITL samples".into(),
+            }),
+            Err(reason) => skipped.push(Skipped {
+                path: run.path.display().to_string(),
+                reason,
+            }),
         }
     }
     let mut diff_rows = Vec::new();
@@ -864,7 +1068,10 @@ pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built
                 row.results_path = stored_path(&run.path, &run.bench_root);
                 diff_rows.push(row);
             }
-            Err(reason) => skipped.push(Skipped { path: run.path.display().to_string(), reason }),
+            Err(reason) => skipped.push(Skipped {
+                path: run.path.display().to_string(),
+                reason,
+            }),
         }
     }
 
@@ -892,18 +1099,42 @@ mod tests {
 
     #[test]
     fn stability_rules_in_order_with_exact_thresholds() {
-        assert_eq!(stability_status(&results(20.0, 0.2), Some(16), Some(16.0)), Stability::stable());
-        assert_eq!(stability_status(&results(15.3, 0.2), Some(16), Some(16.0)).reason, "short_steady_state:15.3");
-        assert_eq!(stability_status(&results(30.0, 0.0), Some(16), Some(1.0)).reason, "invalid_energy_per_token:0.0");
-        assert_eq!(stability_status(&results(30.0, -1e-5), None, None).reason, "invalid_energy_per_token:-1e-05");
-        assert_eq!(stability_status(&results(30.0, 0.2), Some(32), Some(16.0)).reason, "low_batch_utilization:0.500000");
-        assert_eq!(stability_status(&results(30.0, 0.2), Some(32), Some(8.0)).reason, "low_batch_utilization:0.250000");
+        assert_eq!(
+            stability_status(&results(20.0, 0.2), Some(16), Some(16.0)),
+            Stability::stable()
+        );
+        assert_eq!(
+            stability_status(&results(15.3, 0.2), Some(16), Some(16.0)).reason,
+            "short_steady_state:15.3"
+        );
+        assert_eq!(
+            stability_status(&results(30.0, 0.0), Some(16), Some(1.0)).reason,
+            "invalid_energy_per_token:0.0"
+        );
+        assert_eq!(
+            stability_status(&results(30.0, -1e-5), None, None).reason,
+            "invalid_energy_per_token:-1e-05"
+        );
+        assert_eq!(
+            stability_status(&results(30.0, 0.2), Some(32), Some(16.0)).reason,
+            "low_batch_utilization:0.500000"
+        );
+        assert_eq!(
+            stability_status(&results(30.0, 0.2), Some(32), Some(8.0)).reason,
+            "low_batch_utilization:0.250000"
+        );
         // Exactly 0.85 is stable; no prometheus skips the rule.
         assert!(!stability_status(&results(30.0, 0.2), Some(100), Some(85.0)).unstable);
         assert!(!stability_status(&results(30.0, 0.2), Some(100), None).unstable);
         let missing: Result<LlmResults, String> = Ok(LlmResults::default());
-        assert_eq!(stability_status(&missing, None, None).reason, "short_steady_state:None");
-        assert_eq!(stability_status(&Err("boom".into()), None, None).reason, "failed_to_load_results:boom");
+        assert_eq!(
+            stability_status(&missing, None, None).reason,
+            "short_steady_state:None"
+        );
+        assert_eq!(
+            stability_status(&Err("boom".into()), None, None).reason,
+            "failed_to_load_results:boom"
+        );
     }
 
     #[test]
@@ -934,17 +1165,47 @@ mod tests {
             fs::write(&p, text).unwrap();
             p
         };
-        let ep_dp0 = cache.monolithic(&write("a.yaml", "enable-expert-parallel: true\ndata-parallel-size: 0\n")).unwrap();
+        let ep_dp0 = cache
+            .monolithic(&write(
+                "a.yaml",
+                "enable-expert-parallel: true\ndata-parallel-size: 0\n",
+            ))
+            .unwrap();
         assert_eq!(ep_dp0.get("data-parallel-size"), Some(&Value::from(0)));
-        assert!(cache.monolithic(&write("b.yaml", "- 1\n- 2\n")).unwrap_err().contains("not object"));
-        assert!(cache.monolithic(&dir.path().join("missing.yaml")).unwrap_err().starts_with("Missing required monolithic.config.yaml"));
-        assert!(cache.model_info(&write("c.json", "[1]")).unwrap_err().contains("not object"));
+        assert!(
+            cache
+                .monolithic(&write("b.yaml", "- 1\n- 2\n"))
+                .unwrap_err()
+                .contains("not object")
+        );
+        assert!(
+            cache
+                .monolithic(&dir.path().join("missing.yaml"))
+                .unwrap_err()
+                .starts_with("Missing required monolithic.config.yaml")
+        );
+        assert!(
+            cache
+                .model_info(&write("c.json", "[1]"))
+                .unwrap_err()
+                .contains("not object")
+        );
     }
 
     #[test]
     fn cascade_from_the_smallest_unstable_batch() {
-        let g = Some(("org/m".to_string(), "gpqa".to_string(), "H100".to_string(), 1));
-        let other = Some(("org/m".to_string(), "gpqa".to_string(), "H100".to_string(), 2));
+        let g = Some((
+            "org/m".to_string(),
+            "gpqa".to_string(),
+            "H100".to_string(),
+            1,
+        ));
+        let other = Some((
+            "org/m".to_string(),
+            "gpqa".to_string(),
+            "H100".to_string(),
+            2,
+        ));
         let groups = vec![g.clone(), g.clone(), g.clone(), other];
         let mns = vec![Some(8), Some(16), Some(32), Some(64)];
         let mut st = vec![

@@ -50,10 +50,17 @@ impl RunRaw {
 pub fn read_llm_results(path: &Path) -> Result<LlmResults, RawError> {
     let file = File::open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => RawError::NotFound(path.display().to_string()),
-        _ => RawError::Unreadable { path: path.display().to_string(), detail: e.to_string() },
+        _ => RawError::Unreadable {
+            path: path.display().to_string(),
+            detail: e.to_string(),
+        },
     })?;
-    serde_json::from_reader(BufReader::with_capacity(1 << 20, file))
-        .map_err(|e| RawError::Unreadable { path: path.display().to_string(), detail: e.to_string() })
+    serde_json::from_reader(BufReader::with_capacity(1 << 20, file)).map_err(|e| {
+        RawError::Unreadable {
+            path: path.display().to_string(),
+            detail: e.to_string(),
+        }
+    })
 }
 
 /// Extract the per-run data.
@@ -65,11 +72,18 @@ pub fn run_raw(results: LlmResults) -> RunRaw {
             let mut out = Vec::with_capacity(reqs.len());
             for r in reqs {
                 match r {
-                    Request::Object { success, itl, output_len } => {
+                    Request::Object {
+                        success,
+                        itl,
+                        output_len,
+                    } => {
                         if success && let Ok(p) = &mut pool {
                             match itl {
                                 Ok(v) => p.extend(smooth_chunked_itl(&v)),
-                                Err(()) => pool = Err("a request's itl holds a value that is not a number".to_string()),
+                                Err(()) => {
+                                    pool = Err("a request's itl holds a value that is not a number"
+                                        .to_string())
+                                }
                             }
                         }
                         out.push((success, output_len));
@@ -84,15 +98,28 @@ pub fn run_raw(results: LlmResults) -> RunRaw {
             (out, true, pool)
         }
         RequestList::Missing => (Vec::new(), false, Ok(Vec::new())),
-        RequestList::NotAList => (Vec::new(), false, Err("'results' is not a list".to_string())),
+        RequestList::NotAList => (
+            Vec::new(),
+            false,
+            Err("'results' is not a list".to_string()),
+        ),
     };
-    RunRaw { requests, results_is_list, non_object, itl_pool }
+    RunRaw {
+        requests,
+        results_is_list,
+        non_object,
+        itl_pool,
+    }
 }
 
 /// Python `int()` of an output length (numbers truncate, numeric strings parse).
 fn output_len_int(v: &Value) -> Option<i64> {
     match v {
-        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().filter(|x| x.is_finite()).map(|x| x.trunc() as i64)),
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|x| x.is_finite())
+                .map(|x| x.trunc() as i64)
+        }),
         Value::Bool(b) => Some(i64::from(*b)),
         Value::String(s) => super::path::coerce_int(Some(s)),
         _ => None,
@@ -105,7 +132,9 @@ pub fn output_lengths(raw: &RunRaw, include_unsuccessful: bool) -> Result<Vec<i6
         return Err(RawError::Content("Missing required 'results' list".into()));
     }
     if raw.non_object {
-        return Err(RawError::Content("a request record in 'results' is not an object".into()));
+        return Err(RawError::Content(
+            "a request record in 'results' is not an object".into(),
+        ));
     }
     let mut out = Vec::with_capacity(raw.requests.len());
     for (i, (success, len)) in raw.requests.iter().enumerate() {
@@ -114,12 +143,16 @@ pub fn output_lengths(raw: &RunRaw, include_unsuccessful: bool) -> Result<Vec<i6
         }
         match len.as_ref().filter(|v| !v.is_null()) {
             None if *success => {
-                return Err(RawError::Content(format!("Missing required 'output_len' in successful request {i}")));
+                return Err(RawError::Content(format!(
+                    "Missing required 'output_len' in successful request {i}"
+                )));
             }
             None => {}
-            Some(v) => out.push(
-                output_len_int(v).ok_or_else(|| RawError::Content(format!("'output_len' of request {i} is not an integer: {v}")))?,
-            ),
+            Some(v) => out.push(output_len_int(v).ok_or_else(|| {
+                RawError::Content(format!(
+                    "'output_len' of request {i} is not an integer: {v}"
+                ))
+            })?),
         }
     }
     Ok(out)
@@ -127,8 +160,15 @@ pub fn output_lengths(raw: &RunRaw, include_unsuccessful: bool) -> Result<Vec<i6
 
 /// `LLMRun.inter_token_latencies()` (§11.2): the smoothed pool, positive and finite values only.
 pub fn itl_samples(raw: &RunRaw) -> Result<Vec<f64>, RawError> {
-    let pool = raw.itl_pool.as_ref().map_err(|e| RawError::Content(e.clone()))?;
-    let v: Vec<f64> = pool.iter().copied().filter(|x| *x > 0.0 && x.is_finite()).collect();
+    let pool = raw
+        .itl_pool
+        .as_ref()
+        .map_err(|e| RawError::Content(e.clone()))?;
+    let v: Vec<f64> = pool
+        .iter()
+        .copied()
+        .filter(|x| *x > 0.0 && x.is_finite())
+        .collect();
     if v.is_empty() {
         return Err(RawError::Content("No valid ITL samples in run".into()));
     }
@@ -145,23 +185,38 @@ mod tests {
 
     #[test]
     fn output_length_rules() {
-        let r = raw(r#"{"results": [{"success": true, "output_len": 4}, {"success": false, "output_len": 0},
-                                     {"success": false}, {"success": true, "output_len": 2.0}]}"#);
+        let r = raw(
+            r#"{"results": [{"success": true, "output_len": 4}, {"success": false, "output_len": 0},
+                                     {"success": false}, {"success": true, "output_len": 2.0}]}"#,
+        );
         assert_eq!(output_lengths(&r, false), Ok(vec![4, 2]));
         assert_eq!(output_lengths(&r, true), Ok(vec![4, 0, 2]));
         let missing = raw(r#"{"results": [{"success": true}]}"#);
-        assert!(matches!(output_lengths(&missing, false), Err(RawError::Content(m)) if m.contains("output_len")));
-        assert_eq!(output_lengths(&raw("{}"), false), Err(RawError::Content("Missing required 'results' list".into())));
+        assert!(
+            matches!(output_lengths(&missing, false), Err(RawError::Content(m)) if m.contains("output_len"))
+        );
+        assert_eq!(
+            output_lengths(&raw("{}"), false),
+            Err(RawError::Content("Missing required 'results' list".into()))
+        );
     }
 
     #[test]
     fn itl_samples_are_the_positive_finite_smoothed_pool() {
-        let r = raw(r#"{"results": [{"success": true, "itl": [0.01, 0, 0, 0.02]}, {"success": false, "itl": [5]},
-                                     {"success": true, "itl": [0.01, 0.01]}]}"#);
+        let r = raw(
+            r#"{"results": [{"success": true, "itl": [0.01, 0, 0, 0.02]}, {"success": false, "itl": [5]},
+                                     {"success": true, "itl": [0.01, 0.01]}]}"#,
+        );
         let third = 0.01 / 3.0;
-        assert_eq!(itl_samples(&r), Ok(vec![third, third, third, 0.02, 0.01, 0.01]));
+        assert_eq!(
+            itl_samples(&r),
+            Ok(vec![third, third, third, 0.02, 0.01, 0.01])
+        );
         let none = raw(r#"{"results": [{"success": false, "itl": [0.1]}]}"#);
-        assert_eq!(itl_samples(&none), Err(RawError::Content("No valid ITL samples in run".into())));
+        assert_eq!(
+            itl_samples(&none),
+            Err(RawError::Content("No valid ITL samples in run".into()))
+        );
         let bad = raw(r#"{"results": [{"success": true, "itl": [null]}]}"#);
         assert!(itl_samples(&bad).is_err());
     }

@@ -18,7 +18,9 @@ pub struct CompileReport {
 }
 
 fn published(t: &RunTable) -> Frame {
-    Frame { columns: t.frame.columns[1..].to_vec() }
+    Frame {
+        columns: t.frame.columns[1..].to_vec(),
+    }
 }
 
 /// Copy `src` to `dst` unless `dst` already has the same size and modification time; keeps the
@@ -37,7 +39,10 @@ fn copy_if_changed(src: &Path, dst: &Path) -> std::io::Result<bool> {
     let tmp = dst.with_extension("partial");
     fs::copy(src, &tmp)?;
     if let Ok(m) = meta.modified() {
-        fs::File::options().write(true).open(&tmp)?.set_modified(m)?;
+        fs::File::options()
+            .write(true)
+            .open(&tmp)?
+            .set_modified(m)?;
     }
     fs::rename(&tmp, dst)?;
     Ok(true)
@@ -60,17 +65,32 @@ fn config_files(dir: &Path, names: &[&str]) -> Vec<(PathBuf, PathBuf)> {
 }
 
 /// Write the compiled directory `out` for `built` (made from `opts`).
-pub fn write_compiled(opts: &BuildOptions, built: &Built, out: &Path, skip_raw: bool) -> Result<CompileReport, EngineError> {
+pub fn write_compiled(
+    opts: &BuildOptions,
+    built: &Built,
+    out: &Path,
+    skip_raw: bool,
+) -> Result<CompileReport, EngineError> {
     let mut report = CompileReport::default();
-    write_parquet(&out.join("runs/llm.parquet"), &published(&built.llm), &|n| built.llm.is_nullable(n))?;
-    write_parquet(&out.join("runs/diffusion.parquet"), &published(&built.diffusion), &|n| built.diffusion.is_nullable(n))?;
+    write_parquet(
+        &out.join("runs/llm.parquet"),
+        &published(&built.llm),
+        &|n| built.llm.is_nullable(n),
+    )?;
+    write_parquet(
+        &out.join("runs/diffusion.parquet"),
+        &published(&built.diffusion),
+        &|n| built.diffusion.is_nullable(n),
+    )?;
     if !skip_raw {
         for run in &built.runs {
             for src in [run.path.clone(), run.prometheus_path()] {
                 if !src.is_file() {
                     continue;
                 }
-                let Ok(rel) = src.strip_prefix(&run.bench_root) else { continue };
+                let Ok(rel) = src.strip_prefix(&run.bench_root) else {
+                    continue;
+                };
                 if copy_if_changed(&src, &out.join(rel))? {
                     report.raw_files_copied += 1;
                 } else {
@@ -79,10 +99,24 @@ pub fn write_compiled(opts: &BuildOptions, built: &Built, out: &Path, skip_raw: 
             }
         }
     }
-    let llm_cfg = opts.llm_config_dir.clone().or_else(|| opts.roots.iter().map(|r| r.join("configs/vllm")).find(|p| p.is_dir()));
-    let diff_cfg = opts.diffusion_config_dir.clone().or_else(|| opts.roots.iter().map(|r| r.join("configs/xdit")).find(|p| p.is_dir()));
+    let llm_cfg = opts.llm_config_dir.clone().or_else(|| {
+        opts.roots
+            .iter()
+            .map(|r| r.join("configs/vllm"))
+            .find(|p| p.is_dir())
+    });
+    let diff_cfg = opts.diffusion_config_dir.clone().or_else(|| {
+        opts.roots
+            .iter()
+            .map(|r| r.join("configs/xdit"))
+            .find(|p| p.is_dir())
+    });
     for (dir, sub, names) in [
-        (llm_cfg, "configs/vllm", &["model_info.json", "monolithic.config.yaml"][..]),
+        (
+            llm_cfg,
+            "configs/vllm",
+            &["model_info.json", "monolithic.config.yaml"][..],
+        ),
         (diff_cfg, "configs/xdit", &["model_info.json"][..]),
     ] {
         let Some(dir) = dir else { continue };
@@ -104,7 +138,11 @@ License: Apache-2.0. Cite \"The ML.ENERGY Benchmark: Toward Automated Inference 
 (Chung et al., NeurIPS 2025 Datasets and Benchmarks).\n",
             built.llm.len(),
             built.diffusion.len(),
-            if skip_raw { " (not included in this build)" } else { "" },
+            if skip_raw {
+                " (not included in this build)"
+            } else {
+                ""
+            },
         ),
     )?;
     Ok(report)

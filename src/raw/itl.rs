@@ -8,7 +8,9 @@ use crate::engine::numeric::{np_mean, np_percentile};
 /// values are dropped, other non-positive values not absorbed by a preceding positive are
 /// skipped, and a negative value does not extend a zero run. NaN and infinities pass through.
 pub fn smooth_chunked_itl(itl: &[f64]) -> Vec<f64> {
-    let Some(first) = itl.iter().position(|&v| v > 0.0) else { return Vec::new() };
+    let Some(first) = itl.iter().position(|&v| v > 0.0) else {
+        return Vec::new();
+    };
     let a = &itl[first..];
     let mut out = Vec::with_capacity(a.len());
     let mut i = 0;
@@ -60,19 +62,37 @@ mod tests {
     #[test]
     fn spec_vectors() {
         let third = 0.01 / 3.0;
-        assert_eq!(smooth_chunked_itl(&[0.01, 0.0, 0.0, 0.02]), vec![third, third, third, 0.02]);
-        assert_eq!(smooth_chunked_itl(&[0.0, 0.0, 100.0, 0.0, 0.0, 0.0]), vec![25.0; 4]);
-        assert_eq!(smooth_chunked_itl(&[100.0, 0.0, 50.0, 0.0]), vec![50.0, 50.0, 25.0, 25.0]);
+        assert_eq!(
+            smooth_chunked_itl(&[0.01, 0.0, 0.0, 0.02]),
+            vec![third, third, third, 0.02]
+        );
+        assert_eq!(
+            smooth_chunked_itl(&[0.0, 0.0, 100.0, 0.0, 0.0, 0.0]),
+            vec![25.0; 4]
+        );
+        assert_eq!(
+            smooth_chunked_itl(&[100.0, 0.0, 50.0, 0.0]),
+            vec![50.0, 50.0, 25.0, 25.0]
+        );
         let fifty_thirds = 50.0 / 3.0;
-        assert_eq!(smooth_chunked_itl(&[100.0, 50.0, 0.0, 0.0]), vec![100.0, fifty_thirds, fifty_thirds, fifty_thirds]);
-        assert_eq!(smooth_chunked_itl(&[25.0, 30.0, 0.0]), vec![25.0, 15.0, 15.0]);
+        assert_eq!(
+            smooth_chunked_itl(&[100.0, 50.0, 0.0, 0.0]),
+            vec![100.0, fifty_thirds, fifty_thirds, fifty_thirds]
+        );
+        assert_eq!(
+            smooth_chunked_itl(&[25.0, 30.0, 0.0]),
+            vec![25.0, 15.0, 15.0]
+        );
         assert_eq!(smooth_chunked_itl(&[0.0, 0.0]), Vec::<f64>::new());
         assert_eq!(smooth_chunked_itl(&[10.0, -1.0, 0.0]), vec![10.0]);
         assert_eq!(smooth_chunked_itl(&[]), Vec::<f64>::new());
         assert_eq!(smooth_chunked_itl(&[-1.0, 2.0]), vec![2.0]);
         // Checked against mlenergy-data 0.4.0's _smooth_chunked_itl: zeros after a negative are
         // dropped, and a leading NaN goes with the other values before the first positive.
-        assert_eq!(smooth_chunked_itl(&[1.0, 0.0, -1.0, 0.0, 0.0, 3.0]), vec![0.5, 0.5, 3.0]);
+        assert_eq!(
+            smooth_chunked_itl(&[1.0, 0.0, -1.0, 0.0, 0.0, 3.0]),
+            vec![0.5, 0.5, 3.0]
+        );
         assert_eq!(smooth_chunked_itl(&[f64::NAN, 1.0, 0.0]), vec![0.5, 0.5]);
     }
 

@@ -1,10 +1,10 @@
 //! Raw benchmark results: the directory grammar of results paths and the inter-token-latency
 //! rules, exactly as the reference toolkit applies them (toolkit-behaviour.md §3, §11.2).
 
-pub mod itl;
 pub mod build;
 pub mod bulk;
 pub mod compile;
+pub mod itl;
 pub mod path;
 pub mod pyjson;
 pub mod repr;

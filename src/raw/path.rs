@@ -51,7 +51,10 @@ impl ParsedPath {
 
     /// The toolkit's `gpu_model`: the SKU (LLM) or the GPU family, upper-cased.
     pub fn gpu_model(&self) -> String {
-        self.gpu_sku.as_deref().unwrap_or(&self.gpu_family).to_uppercase()
+        self.gpu_sku
+            .as_deref()
+            .unwrap_or(&self.gpu_family)
+            .to_uppercase()
     }
 
     /// A configuration value through Python's `int()`.
@@ -63,12 +66,18 @@ impl ParsedPath {
 /// `k1+v1+k2+v2...`: consecutive pairs, a trailing odd token ignored, the last duplicate winning.
 fn plus_kv(s: &str) -> BTreeMap<String, String> {
     let tokens: Vec<&str> = s.split('+').collect();
-    tokens.chunks_exact(2).map(|kv| (kv[0].to_string(), kv[1].to_string())).collect()
+    tokens
+        .chunks_exact(2)
+        .map(|kv| (kv[0].to_string(), kv[1].to_string()))
+        .collect()
 }
 
 /// `k1-v1+k2-v2...`: tokens without `-` skipped, each split at its first `-`.
 fn dash_kv(s: &str) -> BTreeMap<String, String> {
-    s.split('+').filter_map(|t| t.split_once('-')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    s.split('+')
+        .filter_map(|t| t.split_once('-'))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 /// Parse a results path relative to the benchmark root (POSIX separators).
@@ -133,7 +142,11 @@ pub fn coerce_int(v: Option<&str>) -> Option<i64> {
         b'+' => (false, &t[1..]),
         _ => (false, t),
     };
-    if digits.is_empty() || digits.starts_with('_') || digits.ends_with('_') || digits.contains("__") {
+    if digits.is_empty()
+        || digits.starts_with('_')
+        || digits.ends_with('_')
+        || digits.contains("__")
+    {
         return None;
     }
     if !digits.bytes().all(|b| b.is_ascii_digit() || b == b'_') {
@@ -155,8 +168,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.domain, RawDomain::Llm);
-        assert_eq!((p.gpu_family.as_str(), p.snapshot.as_str()), ("h100", "current"));
-        assert_eq!((p.workload_family.as_str(), p.workload.as_str()), ("llm", "lm-arena-chat"));
+        assert_eq!(
+            (p.gpu_family.as_str(), p.snapshot.as_str()),
+            ("h100", "current")
+        );
+        assert_eq!(
+            (p.workload_family.as_str(), p.workload.as_str()),
+            ("llm", "lm-arena-chat")
+        );
         assert_eq!(p.model_id(), "meta-llama/Llama-3.1-8B-Instruct");
         assert_eq!(p.gpu_model(), "H100");
         let want: BTreeMap<String, String> = [
@@ -182,7 +201,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.domain, RawDomain::Diffusion);
-        assert_eq!((p.workload_family.as_str(), p.workload.as_str()), ("diffusion", "text-to-image"));
+        assert_eq!(
+            (p.workload_family.as_str(), p.workload.as_str()),
+            ("diffusion", "text-to-image")
+        );
         assert_eq!(p.model_id(), "black-forest-labs/FLUX.1-dev");
         assert_eq!(p.gpu_model(), "B200");
         assert_eq!(p.config.get("size").map(String::as_str), Some("1024x1024"));
@@ -202,9 +224,17 @@ mod tests {
         let d = parse_results_path("diffusion/h100/current/run/diffusion/text-to-video/o/m/batch-1+junk+size-480x832+note-a-b/results.json").unwrap();
         assert_eq!(d.config.get("note").map(String::as_str), Some("a-b"));
         assert!(!d.config.contains_key("junk"));
-        assert_eq!(parse_results_path("llm/x/results.json"), Err(PathError::Unrecognized("llm/x/results.json".into())));
-        assert!(matches!(parse_results_path("audio/a/b/c/d/results.json"), Err(PathError::UnsupportedDomain(d)) if d == "audio"));
-        assert!(matches!(parse_results_path("llm/h100/current/run/llm/gpqa/results.json"), Err(PathError::TooShort(_))));
+        assert_eq!(
+            parse_results_path("llm/x/results.json"),
+            Err(PathError::Unrecognized("llm/x/results.json".into()))
+        );
+        assert!(
+            matches!(parse_results_path("audio/a/b/c/d/results.json"), Err(PathError::UnsupportedDomain(d)) if d == "audio")
+        );
+        assert!(matches!(
+            parse_results_path("llm/h100/current/run/llm/gpqa/results.json"),
+            Err(PathError::TooShort(_))
+        ));
     }
 
     #[test]

@@ -5,8 +5,8 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 /// Python `float(s)` for a string: surrounding whitespace, `inf`/`infinity`/`nan` in any case.
@@ -16,10 +16,18 @@ fn py_float_str(s: &str) -> Option<f64> {
     let body = lower.trim_start_matches(['+', '-']);
     if matches!(body, "inf" | "infinity" | "nan") {
         let neg = lower.starts_with('-');
-        let v = if body == "nan" { f64::NAN } else { f64::INFINITY };
+        let v = if body == "nan" {
+            f64::NAN
+        } else {
+            f64::INFINITY
+        };
         return Some(if neg { -v } else { v });
     }
-    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)) {
+    if t.is_empty()
+        || !t
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
+    {
         return None;
     }
     t.parse().ok()
@@ -94,7 +102,11 @@ impl<'de> Deserialize<'de> for ItlList {
             }
             // A string iterates as characters in Python; float() of each may still succeed.
             fn visit_str<E: de::Error>(self, s: &str) -> Result<ItlList, E> {
-                Ok(ItlList(s.chars().map(|c| py_float_str(&c.to_string()).ok_or(())).collect()))
+                Ok(ItlList(
+                    s.chars()
+                        .map(|c| py_float_str(&c.to_string()).ok_or(()))
+                        .collect(),
+                ))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ItlList, A::Error> {
                 // Iterating a dict yields its keys.
@@ -272,7 +284,10 @@ mod tests {
         assert_eq!(safe_float(Some(&Value::from(true))), Some(1.0));
         assert_eq!(safe_float(Some(&Value::from(" 12.5 "))), Some(12.5));
         assert!(safe_float(Some(&Value::from("NaN"))).unwrap().is_nan());
-        assert_eq!(safe_float(Some(&Value::from("-Infinity"))), Some(f64::NEG_INFINITY));
+        assert_eq!(
+            safe_float(Some(&Value::from("-Infinity"))),
+            Some(f64::NEG_INFINITY)
+        );
         assert_eq!(safe_float(Some(&Value::from("abc"))), None);
         assert_eq!(safe_float(Some(&Value::Null)), None);
         assert_eq!(safe_float(Some(&serde_json::json!([1]))), None);
@@ -288,13 +303,33 @@ mod tests {
                             {"success": 0, "itl": [0.1]}, {"itl": [null]}, 7]}"#,
         )
         .unwrap();
-        let RequestList::List(reqs) = r.results else { panic!("list") };
+        let RequestList::List(reqs) = r.results else {
+            panic!("list")
+        };
         assert_eq!(
             reqs[0],
-            Request::Object { success: true, itl: Ok(vec![0.01, 0.0, 0.02]), output_len: Some(Value::from(3)) }
+            Request::Object {
+                success: true,
+                itl: Ok(vec![0.01, 0.0, 0.02]),
+                output_len: Some(Value::from(3))
+            }
         );
-        assert_eq!(reqs[1], Request::Object { success: false, itl: Ok(vec![0.1]), output_len: None });
-        assert_eq!(reqs[2], Request::Object { success: false, itl: Err(()), output_len: None });
+        assert_eq!(
+            reqs[1],
+            Request::Object {
+                success: false,
+                itl: Ok(vec![0.1]),
+                output_len: None
+            }
+        );
+        assert_eq!(
+            reqs[2],
+            Request::Object {
+                success: false,
+                itl: Err(()),
+                output_len: None
+            }
+        );
         assert_eq!(reqs[3], Request::NotObject);
         assert_eq!(safe_float(r.steady_state_energy.as_ref()), Some(200.0));
         let none: LlmResults = serde_json::from_str(r#"{"results": {"a": 1}}"#).unwrap();

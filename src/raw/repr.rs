@@ -29,14 +29,26 @@ pub fn python_float_repr(x: f64) -> String {
     let n = digits.len() as i32;
     if decpt <= -4 || decpt > 16 {
         let e = decpt - 1;
-        let mant = if n == 1 { digits.to_string() } else { format!("{}.{}", &digits[..1], &digits[1..]) };
-        format!("{sign}{mant}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+        let mant = if n == 1 {
+            digits.to_string()
+        } else {
+            format!("{}.{}", &digits[..1], &digits[1..])
+        };
+        format!(
+            "{sign}{mant}e{}{:02}",
+            if e < 0 { '-' } else { '+' },
+            e.abs()
+        )
     } else if decpt <= 0 {
         format!("{sign}0.{}{digits}", "0".repeat((-decpt) as usize))
     } else if decpt >= n {
         format!("{sign}{digits}{}.0", "0".repeat((decpt - n) as usize))
     } else {
-        format!("{sign}{}.{}", &digits[..decpt as usize], &digits[decpt as usize..])
+        format!(
+            "{sign}{}.{}",
+            &digits[..decpt as usize],
+            &digits[decpt as usize..]
+        )
     }
 }
 

@@ -31,7 +31,10 @@ pub struct Reply {
 impl Reply {
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!("body is not JSON ({e}): {}", String::from_utf8_lossy(&self.body))
+            panic!(
+                "body is not JSON ({e}): {}",
+                String::from_utf8_lossy(&self.body)
+            )
         })
     }
 
@@ -40,12 +43,20 @@ impl Reply {
     }
 
     pub fn content_type(&self) -> &str {
-        self.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("")
+        self.headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
     }
 
     /// Assert a problem+json answer with this status and slug; returns the problem document.
     pub fn problem(&self, status: u16, slug: &str) -> serde_json::Value {
-        assert_eq!(self.status.as_u16(), status, "body: {}", String::from_utf8_lossy(&self.body));
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "body: {}",
+            String::from_utf8_lossy(&self.body)
+        );
         assert_eq!(self.content_type(), "application/problem+json");
         let p = self.json();
         assert_eq!(p["type"], format!("/problems/{slug}"));
@@ -60,7 +71,9 @@ impl TestApp {
     }
 
     pub async fn with_limits(limits: Limits) -> Self {
-        let dataset = load::load_compiled_dir(&sample_dir()).await.expect("data/sample loads");
+        let dataset = load::load_compiled_dir(&sample_dir())
+            .await
+            .expect("data/sample loads");
         let state = AppState::new(Arc::new(Engine::new(dataset)), limits, 8 * 1024 * 1024);
         TestApp { router: app(state) }
     }
@@ -78,10 +91,25 @@ impl TestApp {
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        let resp = self.router.clone().oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+        let resp = self
+            .router
+            .clone()
+            .oneshot(req.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
         let status = resp.status();
         let headers = resp.headers().clone();
-        let body = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
-        Reply { status, headers, body }
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec();
+        Reply {
+            status,
+            headers,
+            body,
+        }
     }
 }
