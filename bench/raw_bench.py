@@ -11,7 +11,6 @@ It measures; it asserts nothing about speed.
 import argparse
 import json
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,7 +20,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+sys.path.insert(0, str(ROOT / "bench"))
 import rawgen as g  # noqa: E402
+from bench import free_port, wait_ready  # noqa: E402
 
 TOOLKIT = """
 import sys, time, warnings
@@ -57,19 +58,12 @@ def main():
         d = g.llm_run(root, task="lm-arena-chat", model_id="org/big", num_gpus="8", max_num_seqs="256",
                       n_requests=args.requests, tokens=(50, 250), prometheus=g.prom(250.0), timeline=tl)
         size = (d / "results.json").stat().st_size
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         proc = subprocess.Popen([ROOT / "target/release/mlenergy-server", "--bind", f"127.0.0.1:{port}",
                                  "--data", f"raw:{root}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         base = f"http://127.0.0.1:{port}"
         try:
-            for _ in range(1200):
-                try:
-                    urllib.request.urlopen(f"{base}/readyz")
-                    break
-                except OSError:
-                    time.sleep(0.05)
+            wait_ready(f"{base}/readyz", proc)
             run_id = json.loads(urllib.request.urlopen(f"{base}/v1/llm/runs?fields=run_id&stability=all").read())["runs"][0]["run_id"]
             rss_ready = peak_rss(proc.pid)
 

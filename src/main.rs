@@ -108,8 +108,7 @@ fn build_command(args: &BuildArgs) -> Result<(), String> {
     for s in &built.skipped {
         eprintln!("  skipped {}: {}", s.path, s.reason);
     }
-    let report =
-        write_compiled(&opts, &built, &args.out, args.skip_raw).map_err(|e| e.to_string())?;
+    let report = write_compiled(&built, &args.out, args.skip_raw).map_err(|e| e.to_string())?;
     built
         .cache
         .save(&cache_path)

@@ -67,26 +67,37 @@ pub fn np_median(a: &[f64]) -> Option<f64> {
 /// numpy's linear percentile (`np.percentile(a, q)`), with numpy's two-sided lerp so that the
 /// endpoints stay exact (§18.1). `None` for an empty slice.
 pub fn np_percentile(a: &[f64], q: f64) -> Option<f64> {
+    np_percentiles(a, &[q]).map(|v| v[0])
+}
+
+/// Several numpy linear percentiles of one array, sorting it once.
+pub fn np_percentiles(a: &[f64], qs: &[f64]) -> Option<Vec<f64>> {
     if a.is_empty() {
         return None;
     }
     if a.iter().any(|x| x.is_nan()) {
-        return Some(f64::NAN);
+        return Some(vec![f64::NAN; qs.len()]);
     }
     let mut v = a.to_vec();
-    v.sort_by(f64::total_cmp);
+    v.sort_unstable_by(f64::total_cmp);
     let n = v.len();
-    let h = (n - 1) as f64 * (q / 100.0);
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(n - 1);
-    let g = h - lo as f64;
-    let (a_lo, a_hi) = (v[lo], v[hi]);
-    let diff = a_hi - a_lo;
-    Some(if g >= 0.5 {
-        a_hi - diff * (1.0 - g)
-    } else {
-        a_lo + diff * g
-    })
+    Some(
+        qs.iter()
+            .map(|q| {
+                let h = (n - 1) as f64 * (q / 100.0);
+                let lo = h.floor() as usize;
+                let hi = (lo + 1).min(n - 1);
+                let g = h - lo as f64;
+                let (a_lo, a_hi) = (v[lo], v[hi]);
+                let diff = a_hi - a_lo;
+                if g >= 0.5 {
+                    a_hi - diff * (1.0 - g)
+                } else {
+                    a_lo + diff * g
+                }
+            })
+            .collect(),
+    )
 }
 
 /// `np.histogram(a, bins)` with equal-width bins over [min, max] (or [x - 0.5, x + 0.5] when all

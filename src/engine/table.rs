@@ -222,6 +222,14 @@ impl RunTable {
         &self.frame.columns[i].data
     }
 
+    /// The run id of a row.
+    pub fn run_id(&self, row: usize) -> &str {
+        match self.column(0).get(row) {
+            Value::Str(s) => s,
+            _ => "",
+        }
+    }
+
     /// Row of a run id.
     pub fn row_of(&self, run_id: &str) -> Option<usize> {
         self.index.get(run_id).copied()

@@ -6,7 +6,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::AppError;
-use super::params::{Endpoint, allowed_parameters};
+use super::params::{Endpoint, allowed_parameters, filtered_field};
 use super::state::{ApiPath, AppState, parse_domain};
 use crate::engine::Domain;
 use crate::engine::fields::FieldType;
@@ -50,29 +50,6 @@ pub async fn fields(
     let snapshot = state.engine.snapshot();
     let table = snapshot.table(domain);
     let params = allowed_parameters(domain, Endpoint::List);
-    let filter_field = |p: &str| -> Option<&'static str> {
-        let base = p
-            .strip_suffix("_min")
-            .or_else(|| p.strip_suffix("_max"))
-            .unwrap_or(p);
-        match base {
-            "precision" => Some("weight_precision"),
-            "model" => Some("model_id"),
-            "gpu" => Some("gpu_model"),
-            "batch" => Some(if domain == Domain::Llm {
-                "max_num_seqs"
-            } else {
-                "batch_size"
-            }),
-            "stability" => Some("is_stable"),
-            "sort" | "limit" | "offset" | "fields" | "format" => None,
-            other => table
-                .fields
-                .iter()
-                .find(|f| f.name == other)
-                .map(|f| f.name),
-        }
-    };
     Ok(Json(FieldList {
         domain,
         fields: table
@@ -86,7 +63,7 @@ pub async fn fields(
                 description: f.description,
                 filters: params
                     .iter()
-                    .filter(|p| filter_field(p) == Some(f.name))
+                    .filter(|p| filtered_field(domain, p) == Some(f.name))
                     .cloned()
                     .collect(),
             })

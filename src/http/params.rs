@@ -93,6 +93,29 @@ pub fn allowed_parameters(domain: Domain, endpoint: Endpoint) -> Vec<String> {
     out
 }
 
+/// The field a filter parameter (an alias, or a `_min`/`_max` bound) filters on; `None` for
+/// parameters that are not filters.
+pub fn filtered_field(domain: Domain, param: &str) -> Option<&'static str> {
+    if param == "stability" {
+        return (domain == Domain::Llm).then_some("is_stable");
+    }
+    let canon = canonical(domain, param)?;
+    let base = canon
+        .strip_suffix("_min")
+        .or_else(|| canon.strip_suffix("_max"))
+        .unwrap_or(&canon);
+    string_filters(domain)
+        .iter()
+        .find(|(p, _, _)| *p == base)
+        .map(|(_, field, _)| *field)
+        .or_else(|| {
+            numeric_filters(domain)
+                .iter()
+                .find(|(p, _)| *p == base)
+                .map(|(p, _)| *p)
+        })
+}
+
 /// Parsed query string: canonical parameter name → values (comma-split, in order).
 pub struct Params {
     values: BTreeMap<String, Vec<String>>,

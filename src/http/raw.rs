@@ -10,60 +10,70 @@ use axum::response::Response;
 use super::encode;
 use super::error::AppError;
 use super::params::Endpoint;
-use super::respond::{Encoded, Prepared, cached, prepare, respond};
+use super::respond::{Encoded, Prepared, cached, lookup, prepare, respond};
 use super::state::{ApiPath, AppState};
-use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
+use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Dataset, Domain, RawFile, RunTable};
 use crate::raw::bulk::{self, RawError, RunRaw};
 
 /// The run columns that precede raw-derived values (the toolkit's frames, plus run_id).
 const KEY_COLUMNS: [&str; 5] = ["run_id", "task", "model_id", "num_gpus", "max_num_seqs"];
 
-fn run_id(t: &RunTable, row: usize) -> String {
-    match t.column(0).get(row) {
-        Value::Str(s) => s.to_string(),
-        _ => String::new(),
-    }
+/// Read a run's `results.json` into `V` through `cache` (keyed by `key`), once for all concurrent
+/// callers, on the blocking pool; shared by every raw-derived endpoint.
+pub(super) async fn load_raw<K, V>(
+    cache: &moka::sync::Cache<K, Arc<V>>,
+    key: K,
+    snapshot: &Dataset,
+    domain: Domain,
+    row: usize,
+    parse: fn(&std::path::Path) -> Result<V, RawError>,
+) -> Result<Arc<V>, AppError>
+where
+    K: std::hash::Hash + Eq + Send + Sync + 'static,
+    V: Send + Sync + 'static,
+{
+    let id = snapshot.table(domain).run_id(row).to_string();
+    let path = snapshot
+        .raw_path(domain, row, RawFile::Results)
+        .ok_or_else(|| AppError::RawUnavailable {
+            run_id: id.clone(),
+            detail: "this dataset has no results.json for it (results_path is null)".into(),
+        })?;
+    let cache = cache.clone();
+    let loaded =
+        tokio::task::spawn_blocking(move || cache.try_get_with(key, || parse(&path).map(Arc::new)))
+            .await
+            .map_err(|e| AppError::Internal(format!("raw reader task failed: {e}")))?;
+    loaded.map_err(|e| raw_error(&id, &e))
 }
 
-/// The parsed raw data of one LLM run (from the cache, or read once for all concurrent callers).
+/// The parsed raw data of one LLM run.
 async fn run_raw(
     state: &AppState,
     snapshot: &Arc<Dataset>,
     row: usize,
 ) -> Result<Arc<RunRaw>, AppError> {
-    let id = run_id(&snapshot.llm, row);
-    let path = snapshot
-        .raw_path(Domain::Llm, row, RawFile::Results)
-        .ok_or_else(|| AppError::RawUnavailable {
-            run_id: id.clone(),
-            detail: "this dataset has no results.json for it (results_path is null)".into(),
-        })?;
-    let cache = state.raw.clone();
-    let key = (snapshot.generation, row);
-    let loaded = tokio::task::spawn_blocking(move || {
-        cache.try_get_with(key, || {
-            bulk::read_llm_results(&path).map(|r| Arc::new(bulk::run_raw(r)))
-        })
-    })
+    load_raw(
+        &state.raw,
+        (snapshot.generation, row),
+        snapshot,
+        Domain::Llm,
+        row,
+        |p| bulk::read_llm_results(p).map(bulk::run_raw),
+    )
     .await
-    .map_err(|e| AppError::Internal(format!("raw reader task failed: {e}")))?;
-    loaded.map_err(|e| raw_error(&id, &e))
 }
 
-fn raw_error(run_id: &str, e: &RawError) -> AppError {
+pub(super) fn raw_error(run_id: &str, e: &RawError) -> AppError {
     match e {
         RawError::NotFound(p) => AppError::RawUnavailable {
             run_id: run_id.into(),
             detail: format!("{p} does not exist"),
         },
-        RawError::Unreadable { detail, .. } => AppError::RawInvalid {
+        RawError::Unreadable { detail, .. } | RawError::Content(detail) => AppError::RawInvalid {
             run_id: run_id.into(),
             detail: detail.clone(),
-        },
-        RawError::Content(m) => AppError::RawInvalid {
-            run_id: run_id.into(),
-            detail: m.clone(),
         },
     }
 }
@@ -120,7 +130,10 @@ async fn itl_summary(
     p: Prepared,
     rows: Vec<usize>,
 ) -> Result<Response, AppError> {
-    use crate::engine::numeric::{np_histogram, np_mean, np_percentile};
+    use crate::engine::numeric::{np_histogram, np_mean, np_percentiles};
+    if let Some(hit) = lookup(&state, &p.snapshot, &uri, p.format) {
+        return Ok(hit);
+    }
     let snapshot = p.snapshot.clone();
     let t = &snapshot.llm;
     let mut stats: Vec<[Option<f64>; 6]> = Vec::new();
@@ -128,14 +141,14 @@ async fn itl_summary(
     let mut hists = Vec::new();
     for &row in &rows {
         let raw = run_raw(&state, &snapshot, row).await?;
-        let v = bulk::itl_samples(&raw).map_err(|e| raw_error(&run_id(t, row), &e))?;
-        let pct = |q| np_percentile(&v, q);
+        let v = bulk::itl_samples(&raw).map_err(|e| raw_error(t.run_id(row), &e))?;
+        let pct = np_percentiles(&v, &[50.0, 90.0, 95.0, 99.0]).unwrap_or_default();
         stats.push([
             np_mean(&v),
-            pct(50.0),
-            pct(90.0),
-            pct(95.0),
-            pct(99.0),
+            pct.first().copied(),
+            pct.get(1).copied(),
+            pct.get(2).copied(),
+            pct.get(3).copied(),
             v.iter().copied().reduce(f64::max),
         ]);
         counts.push(Some(v.len() as i64));
@@ -196,6 +209,9 @@ async fn answer(
         Kind::OutputLengths => p.params.flag("include_unsuccessful")?,
         Kind::Itl => false,
     };
+    if let Some(hit) = lookup(&state, &p.snapshot, &uri, p.format) {
+        return Ok(hit);
+    }
     let snapshot = p.snapshot.clone();
     let t = &snapshot.llm;
     let mut per_run = Vec::with_capacity(rows.len());
@@ -206,12 +222,12 @@ async fn answer(
         let n = match kind {
             Kind::OutputLengths => {
                 let v = bulk::output_lengths(&raw, include_unsuccessful)
-                    .map_err(|e| raw_error(&run_id(t, row), &e))?;
+                    .map_err(|e| raw_error(t.run_id(row), &e))?;
                 ints.extend(v.iter().map(|x| Some(*x)));
                 v.len()
             }
             Kind::Itl => {
-                let v = bulk::itl_samples(&raw).map_err(|e| raw_error(&run_id(t, row), &e))?;
+                let v = bulk::itl_samples(&raw).map_err(|e| raw_error(t.run_id(row), &e))?;
                 floats.extend(v.iter().map(|x| Some(*x)));
                 v.len()
             }
@@ -235,7 +251,7 @@ async fn answer(
             &frame,
             format,
             &|n| n != "output_len" && n != "itl_s" && t.is_nullable(n),
-            |out, f| encode::json_array(out, f),
+            encode::json_array,
         )?;
         Ok(Encoded {
             content_type: format.content_type(),

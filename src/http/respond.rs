@@ -54,6 +54,19 @@ pub struct Encoded {
     pub next: Option<String>,
 }
 
+fn cache_key(snapshot: &Dataset, uri: &Uri, format: Format) -> String {
+    format!("{}|{}|{}", snapshot.generation, format.name(), uri)
+}
+
+/// The cached answer for a request, if any: endpoints whose inputs are costly to gather (raw
+/// files) check this before gathering them.
+pub fn lookup(state: &AppState, snapshot: &Dataset, uri: &Uri, format: Format) -> Option<Response> {
+    state
+        .cache
+        .get(&cache_key(snapshot, uri, format))
+        .map(|e| respond(&e))
+}
+
 /// Answer from the cache, or compute, cache and answer. Errors are not cached.
 pub fn cached(
     state: &AppState,
@@ -62,7 +75,7 @@ pub fn cached(
     format: Format,
     compute: impl FnOnce() -> Result<Encoded, AppError>,
 ) -> Result<Arc<Encoded>, AppError> {
-    let key = format!("{}|{}|{}", snapshot.generation, format.name(), uri);
+    let key = cache_key(snapshot, uri, format);
     if let Some(hit) = state.cache.get(&key) {
         return Ok(hit);
     }

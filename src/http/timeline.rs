@@ -1,6 +1,5 @@
 //! Timelines (§11.3): `GET /v1/{domain}/runs/{run_id}/timeline` and `GET /v1/{domain}/timelines`.
 
-use std::io::BufReader;
 use std::sync::Arc;
 
 use axum::extract::{OriginalUri, RawQuery, State};
@@ -11,11 +10,11 @@ use serde_json::Value;
 use super::encode;
 use super::error::AppError;
 use super::params::Endpoint;
-use super::respond::{Encoded, Prepared, cached, prepare, respond};
+use super::respond::{Encoded, Prepared, cached, lookup, prepare, respond};
 use super::state::{ApiPath, AppState};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
-use crate::engine::{Dataset, Domain, RawFile};
-use crate::raw::bulk::RawError;
+use crate::engine::{Dataset, Domain};
+use crate::raw::bulk::read_json;
 use crate::raw::timeline::{DeviceTimeline, Metric, TimelineDoc, downsample, run_timeline};
 
 const ONE_FLAGS: &[&str] = &["metric", "per_gpu", "every"];
@@ -36,13 +35,6 @@ fn every(p: &Prepared) -> Result<Option<f64>, AppError> {
     }
 }
 
-fn run_id(snapshot: &Dataset, domain: Domain, row: usize) -> String {
-    match snapshot.table(domain).column(0).get(row) {
-        crate::engine::frame::Value::Str(s) => s.to_string(),
-        _ => String::new(),
-    }
-}
-
 fn metric(p: &Prepared) -> Result<Metric, AppError> {
     match p.params.single_value("metric")? {
         None => Ok(Metric::DeviceInstant),
@@ -60,44 +52,11 @@ async fn timeline_value(
     domain: Domain,
     row: usize,
 ) -> Result<Arc<Option<Value>>, AppError> {
-    let id = run_id(snapshot, domain, row);
-    let path = snapshot
-        .raw_path(domain, row, RawFile::Results)
-        .ok_or_else(|| AppError::RawUnavailable {
-            run_id: id.clone(),
-            detail: "this dataset has no results.json for it (results_path is null)".into(),
-        })?;
-    let cache = state.timelines.clone();
     let key = (snapshot.generation, domain, row);
-    let loaded = tokio::task::spawn_blocking(move || {
-        cache.try_get_with(key, || {
-            let file = std::fs::File::open(&path).map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => RawError::NotFound(path.display().to_string()),
-                _ => RawError::Unreadable {
-                    path: path.display().to_string(),
-                    detail: e.to_string(),
-                },
-            })?;
-            let doc: TimelineDoc = serde_json::from_reader(BufReader::with_capacity(1 << 20, file))
-                .map_err(|e| RawError::Unreadable {
-                    path: path.display().to_string(),
-                    detail: e.to_string(),
-                })?;
-            Ok::<_, RawError>(Arc::new(doc.timeline))
-        })
+    super::raw::load_raw(&state.timelines, key, snapshot, domain, row, |p| {
+        read_json::<TimelineDoc>(p).map(|d| d.timeline)
     })
     .await
-    .map_err(|e| AppError::Internal(format!("raw reader task failed: {e}")))?;
-    loaded.map_err(|e| match e.as_ref() {
-        RawError::NotFound(p) => AppError::RawUnavailable {
-            run_id: id,
-            detail: format!("{p} does not exist"),
-        },
-        RawError::Unreadable { detail, .. } | RawError::Content(detail) => AppError::RawInvalid {
-            run_id: id,
-            detail: detail.clone(),
-        },
-    })
 }
 
 fn float_col(name: &str, v: &[f64]) -> FrameColumn {
@@ -137,7 +96,7 @@ async fn collect(
         let tl = timeline_value(state, &p.snapshot, domain, row).await?;
         let t = run_timeline(tl.as_ref().as_ref(), m, domain == Domain::Llm).map_err(|e| {
             AppError::RawInvalid {
-                run_id: run_id(&p.snapshot, domain, row),
+                run_id: p.snapshot.table(domain).run_id(row).to_string(),
                 detail: e.to_string(),
             }
         })?;
@@ -288,6 +247,10 @@ pub async fn run_timeline_handler(
         &headers,
     )?;
     let m = metric(&p)?;
+    // Errors are never cached, so a hit is the answer to a valid request.
+    if let Some(hit) = lookup(&state, &p.snapshot, &uri, p.format) {
+        return Ok(hit);
+    }
     let per_gpu = p.params.flag("per_gpu")?;
     let domain = p.domain;
     let row = p
@@ -341,6 +304,10 @@ pub async fn timelines(
         &headers,
     )?;
     let m = metric(&p)?;
+    // Errors are never cached, so a hit is the answer to a valid request.
+    if let Some(hit) = lookup(&state, &p.snapshot, &uri, p.format) {
+        return Ok(hit);
+    }
     let domain = p.domain;
     let q = p.params.run_filters(domain)?;
     let rows = p

@@ -16,9 +16,9 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::itl::{itl_stats, smooth_chunked_itl};
+use super::itl::itl_stats;
 use super::path::{ParsedPath, RawDomain, coerce_int, parse_results_path};
-use super::pyjson::{LlmResults, Prometheus, Request, RequestList, safe_float, truthy};
+use super::pyjson::{LlmResults, Prometheus, itl_pool, py_int, safe_float, truthy};
 use super::repr::python_float_repr;
 use crate::engine::numeric::np_mean;
 use crate::engine::{Domain, EngineError, RunTable, frame::ColumnData};
@@ -138,6 +138,8 @@ pub struct RawRun {
     /// The benchmark root its relative path is taken from.
     pub bench_root: PathBuf,
     pub parsed: ParsedPath,
+    /// The resolved path: identifies the file across roots (dedup, build cache).
+    pub canonical: PathBuf,
 }
 
 impl RawRun {
@@ -166,6 +168,9 @@ pub struct Built {
     /// Files parsed in this build, and files whose previous outcome was reused.
     pub parsed: usize,
     pub reused: usize,
+    /// The config directories the rows were derived from (given or auto-detected).
+    pub llm_config_dir: Option<PathBuf>,
+    pub diffusion_config_dir: Option<PathBuf>,
 }
 
 fn posix_rel(path: &Path, root: &Path) -> Option<String> {
@@ -245,6 +250,7 @@ pub fn discover(
                 }
                 match parse_results_path(&rel) {
                     Ok(parsed) if keep(&parsed) => found.push(RawRun {
+                        canonical: PathBuf::new(),
                         path,
                         bench_root: root.clone(),
                         parsed,
@@ -265,6 +271,7 @@ pub fn discover(
                 };
                 match parse_results_path(&rel) {
                     Ok(parsed) if keep(&parsed) => found.push(RawRun {
+                        canonical: PathBuf::new(),
                         path,
                         bench_root: bench_root.clone(),
                         parsed,
@@ -277,9 +284,9 @@ pub fn discover(
                 }
             }
         }
-        for run in found {
-            let key = fs::canonicalize(&run.path).unwrap_or_else(|_| run.path.clone());
-            if seen.insert(key) {
+        for mut run in found {
+            run.canonical = fs::canonicalize(&run.path).unwrap_or_else(|_| run.path.clone());
+            if seen.insert(run.canonical.clone()) {
                 runs.push(run);
             }
         }
@@ -364,25 +371,6 @@ pub fn apply_cascade(
         {
             *s = Stability::unstable(format!("cascade_from_unstable_batch:{t}"));
         }
-    }
-}
-
-/// Python `int(v)` of a JSON/YAML scalar (`int(2.7) == 2`, `int("4") == 4`, `int(True) == 1`).
-fn py_int(v: &Value) -> Result<i64, String> {
-    match v {
-        Value::Number(n) => n
-            .as_i64()
-            .or_else(|| {
-                n.as_f64()
-                    .filter(|x| x.is_finite())
-                    .map(|x| x.trunc() as i64)
-            })
-            .ok_or_else(|| format!("cannot convert {n} to int")),
-        Value::Bool(b) => Ok(i64::from(*b)),
-        Value::String(s) => {
-            coerce_int(Some(s)).ok_or_else(|| format!("invalid literal for int(): {s:?}"))
-        }
-        other => Err(format!("int() argument must be a number, not {other}")),
     }
 }
 
@@ -574,28 +562,10 @@ fn model_info(
 }
 
 fn read_llm_results(path: &Path) -> Result<LlmResults, String> {
-    let bytes = fs::read(path).map_err(|e| e.to_string())?;
-    serde_json::from_slice::<LlmResults>(&bytes).map_err(|e| e.to_string())
-}
-
-/// The ITL pool of a run: smoothed ITLs of successful requests; `None` where the toolkit's
-/// computation raises (a request that is not an object, a non-numeric ITL, `results` not a list).
-fn itl_pool(results: &RequestList) -> Option<Vec<f64>> {
-    let reqs = match results {
-        RequestList::Missing => return Some(Vec::new()),
-        RequestList::List(r) => r,
-        RequestList::NotAList => return None,
-    };
-    let mut pool = Vec::new();
-    for r in reqs {
-        match r {
-            Request::NotObject => return None,
-            Request::Object { success: false, .. } => {}
-            Request::Object { itl: Err(()), .. } => return None,
-            Request::Object { itl: Ok(v), .. } => pool.extend(smooth_chunked_itl(v)),
-        }
-    }
-    Some(pool)
+    super::bulk::read_llm_results(path).map_err(|e| match e {
+        super::bulk::RawError::Unreadable { detail, .. } => detail,
+        other => other.to_string(),
+    })
 }
 
 /// Outcome of one LLM file: its stability (before the cascade) and its row, or why there is none.
@@ -659,7 +629,7 @@ fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> LlmOutc
             _ => (None, None),
         };
         // No ITL samples: the toolkit drops the run silently.
-        let Some(stats) = itl_pool(&r.results).and_then(|pool| itl_stats(&pool)) else {
+        let Some(stats) = itl_pool(&r.results).ok().and_then(|pool| itl_stats(&pool)) else {
             return Ok(None);
         };
         let mi = model_info(cache, cfg, p)?;
@@ -984,10 +954,7 @@ pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built
     let results: Vec<(String, Vec<Stamp>, Outcome, bool)> = runs
         .par_iter()
         .map(|run| {
-            let key = fs::canonicalize(&run.path)
-                .unwrap_or_else(|_| run.path.clone())
-                .display()
-                .to_string();
+            let key = run.canonical.display().to_string();
             let mut stamps = vec![stamp(&run.path)];
             if run.parsed.domain == RawDomain::Llm {
                 stamps.push(stamp(&run.prometheus_path()));
@@ -1083,6 +1050,8 @@ pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built
         runs,
         skipped,
         cache: new_cache,
+        llm_config_dir: llm_cfg,
+        diffusion_config_dir: diff_cfg,
     })
 }
 

@@ -9,8 +9,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::itl::smooth_chunked_itl;
-use super::pyjson::{LlmResults, Request, RequestList};
+use serde::de::DeserializeOwned;
+
+use super::pyjson::{self, LlmResults, Request, RequestList};
 
 /// Why a run's raw data cannot be produced.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -46,8 +47,9 @@ impl RunRaw {
     }
 }
 
-/// Read an LLM `results.json` with bounded memory (a buffered reader, no DOM).
-pub fn read_llm_results(path: &Path) -> Result<LlmResults, RawError> {
+/// Read a raw JSON file into `T` with bounded memory: a buffered reader and a typed target, so
+/// keys `T` does not name are skipped while parsing and no DOM is built.
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, RawError> {
     let file = File::open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => RawError::NotFound(path.display().to_string()),
         _ => RawError::Unreadable {
@@ -63,66 +65,37 @@ pub fn read_llm_results(path: &Path) -> Result<LlmResults, RawError> {
     })
 }
 
+/// Read an LLM `results.json` (see `read_json`).
+pub fn read_llm_results(path: &Path) -> Result<LlmResults, RawError> {
+    read_json(path)
+}
+
 /// Extract the per-run data.
 pub fn run_raw(results: LlmResults) -> RunRaw {
-    let mut non_object = false;
-    let (requests, results_is_list, itl_pool) = match results.results {
+    let itl_pool = pyjson::itl_pool(&results.results);
+    let (requests, results_is_list, non_object) = match results.results {
         RequestList::List(reqs) => {
-            let mut pool = Ok(Vec::new());
-            let mut out = Vec::with_capacity(reqs.len());
-            for r in reqs {
-                match r {
+            let non_object = reqs.iter().any(|r| matches!(r, Request::NotObject));
+            let requests = reqs
+                .into_iter()
+                .map(|r| match r {
                     Request::Object {
                         success,
-                        itl,
                         output_len,
-                    } => {
-                        if success && let Ok(p) = &mut pool {
-                            match itl {
-                                Ok(v) => p.extend(smooth_chunked_itl(&v)),
-                                Err(()) => {
-                                    pool = Err("a request's itl holds a value that is not a number"
-                                        .to_string())
-                                }
-                            }
-                        }
-                        out.push((success, output_len));
-                    }
-                    Request::NotObject => {
-                        pool = Err("a request record is not an object".to_string());
-                        non_object = true;
-                        out.push((false, None));
-                    }
-                }
-            }
-            (out, true, pool)
+                        ..
+                    } => (success, output_len),
+                    Request::NotObject => (false, None),
+                })
+                .collect();
+            (requests, true, non_object)
         }
-        RequestList::Missing => (Vec::new(), false, Ok(Vec::new())),
-        RequestList::NotAList => (
-            Vec::new(),
-            false,
-            Err("'results' is not a list".to_string()),
-        ),
+        RequestList::Missing | RequestList::NotAList => (Vec::new(), false, false),
     };
     RunRaw {
         requests,
         results_is_list,
         non_object,
         itl_pool,
-    }
-}
-
-/// Python `int()` of an output length (numbers truncate, numeric strings parse).
-fn output_len_int(v: &Value) -> Option<i64> {
-    match v {
-        Value::Number(n) => n.as_i64().or_else(|| {
-            n.as_f64()
-                .filter(|x| x.is_finite())
-                .map(|x| x.trunc() as i64)
-        }),
-        Value::Bool(b) => Some(i64::from(*b)),
-        Value::String(s) => super::path::coerce_int(Some(s)),
-        _ => None,
     }
 }
 
@@ -148,7 +121,7 @@ pub fn output_lengths(raw: &RunRaw, include_unsuccessful: bool) -> Result<Vec<i6
                 )));
             }
             None => {}
-            Some(v) => out.push(output_len_int(v).ok_or_else(|| {
+            Some(v) => out.push(pyjson::py_int(v).map_err(|_| {
                 RawError::Content(format!(
                     "'output_len' of request {i} is not an integer: {v}"
                 ))

@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::build::{BuildOptions, Built};
+use super::build::Built;
 use crate::engine::sample::write_parquet;
 use crate::engine::{EngineError, RunTable, frame::Frame};
 
@@ -64,9 +64,8 @@ fn config_files(dir: &Path, names: &[&str]) -> Vec<(PathBuf, PathBuf)> {
     out
 }
 
-/// Write the compiled directory `out` for `built` (made from `opts`).
+/// Write the compiled directory `out` for `built`.
 pub fn write_compiled(
-    opts: &BuildOptions,
     built: &Built,
     out: &Path,
     skip_raw: bool,
@@ -99,25 +98,17 @@ pub fn write_compiled(
             }
         }
     }
-    let llm_cfg = opts.llm_config_dir.clone().or_else(|| {
-        opts.roots
-            .iter()
-            .map(|r| r.join("configs/vllm"))
-            .find(|p| p.is_dir())
-    });
-    let diff_cfg = opts.diffusion_config_dir.clone().or_else(|| {
-        opts.roots
-            .iter()
-            .map(|r| r.join("configs/xdit"))
-            .find(|p| p.is_dir())
-    });
     for (dir, sub, names) in [
         (
-            llm_cfg,
+            built.llm_config_dir.clone(),
             "configs/vllm",
             &["model_info.json", "monolithic.config.yaml"][..],
         ),
-        (diff_cfg, "configs/xdit", &["model_info.json"][..]),
+        (
+            built.diffusion_config_dir.clone(),
+            "configs/xdit",
+            &["model_info.json"][..],
+        ),
     ] {
         let Some(dir) = dir else { continue };
         for (src, rel) in config_files(&dir, names) {

@@ -1,7 +1,7 @@
 //! Inter-token latencies (toolkit-behaviour.md §11.2): the chunked-prefill smoothing of one
 //! request's `itl` list, and the run-level statistics over the pooled smoothed values.
 
-use crate::engine::numeric::{np_mean, np_percentile};
+use crate::engine::numeric::{np_mean, np_percentiles};
 
 /// Spread each positive gap over the exact zeros that follow it (tokens that arrived in the same
 /// chunk): `v` followed by `z` zeros becomes `z + 1` copies of `v / (z + 1)`. Leading non-positive
@@ -45,13 +45,13 @@ pub struct ItlStats {
 /// Statistics over a pool of smoothed ITLs in seconds (numpy mean and linear percentiles, then
 /// x 1000); `None` for an empty pool, which makes the toolkit drop the run.
 pub fn itl_stats(pool: &[f64]) -> Option<ItlStats> {
-    let pct = |q| np_percentile(pool, q).map(|v| v * 1000.0);
+    let p = np_percentiles(pool, &[50.0, 90.0, 95.0, 99.0])?;
     Some(ItlStats {
         mean_ms: np_mean(pool)? * 1000.0,
-        p50_ms: pct(50.0)?,
-        p90_ms: pct(90.0)?,
-        p95_ms: pct(95.0)?,
-        p99_ms: pct(99.0)?,
+        p50_ms: p[0] * 1000.0,
+        p90_ms: p[1] * 1000.0,
+        p95_ms: p[2] * 1000.0,
+        p99_ms: p[3] * 1000.0,
     })
 }
 

@@ -55,6 +55,70 @@ pub fn truthy(v: Option<&Value>) -> bool {
     }
 }
 
+/// Python `int(v)` of a JSON (or YAML-converted) scalar: numbers truncate (`int(2.7) == 2`),
+/// numeric strings parse (`int(" 4 ") == 4`), booleans are 0/1; anything else raises.
+pub fn py_int(v: &Value) -> Result<i64, String> {
+    match v {
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| {
+                n.as_f64()
+                    .filter(|x| x.is_finite())
+                    .map(|x| x.trunc() as i64)
+            })
+            .ok_or_else(|| format!("cannot convert {n} to int")),
+        Value::Bool(b) => Ok(i64::from(*b)),
+        Value::String(s) => super::path::coerce_int(Some(s))
+            .ok_or_else(|| format!("invalid literal for int(): {s:?}")),
+        other => Err(format!("int() argument must be a number, not {other}")),
+    }
+}
+
+/// The toolkit's ITL pool of a run: the smoothed `itl` lists of the successful requests, in
+/// request order. `Err` where its computation raises: `results` not a list, a request that is not
+/// an object, a successful request whose `itl` holds a non-number.
+pub fn itl_pool(results: &RequestList) -> Result<Vec<f64>, String> {
+    let reqs = match results {
+        RequestList::Missing => return Ok(Vec::new()),
+        RequestList::List(r) => r,
+        RequestList::NotAList => return Err("'results' is not a list".into()),
+    };
+    let mut pool = Vec::new();
+    for r in reqs {
+        match r {
+            Request::NotObject => return Err("a request record is not an object".into()),
+            Request::Object { success: false, .. } => {}
+            Request::Object { itl: Err(()), .. } => {
+                return Err("a request's itl holds a value that is not a number".into());
+            }
+            Request::Object { itl: Ok(v), .. } => pool.extend(super::itl::smooth_chunked_itl(v)),
+        }
+    }
+    Ok(pool)
+}
+
+/// Visitor methods answering `$value` for every JSON scalar other than a string: what iterating or
+/// indexing such a value in Python would raise on.
+macro_rules! scalars_answer {
+    ($value:expr) => {
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+    };
+}
+
 /// One request record: what the toolkit reads of it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
@@ -86,6 +150,7 @@ impl<'de> Deserialize<'de> for ItlList {
         struct V;
         impl<'de> Visitor<'de> for V {
             type Value = ItlList;
+            scalars_answer!(ItlList(Err(())));
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an itl list")
             }
@@ -120,21 +185,6 @@ impl<'de> Deserialize<'de> for ItlList {
                 }
                 Ok(ItlList(if ok { Ok(out) } else { Err(()) }))
             }
-            fn visit_unit<E: de::Error>(self) -> Result<ItlList, E> {
-                Ok(ItlList(Err(())))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<ItlList, E> {
-                Ok(ItlList(Err(())))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<ItlList, E> {
-                Ok(ItlList(Err(())))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<ItlList, E> {
-                Ok(ItlList(Err(())))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<ItlList, E> {
-                Ok(ItlList(Err(())))
-            }
         }
         d.deserialize_any(V)
     }
@@ -145,6 +195,7 @@ impl<'de> Deserialize<'de> for Request {
         struct V;
         impl<'de> Visitor<'de> for V {
             type Value = Request;
+            scalars_answer!(Request::NotObject);
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a request record")
             }
@@ -173,21 +224,6 @@ impl<'de> Deserialize<'de> for Request {
             fn visit_str<E: de::Error>(self, _: &str) -> Result<Request, E> {
                 Ok(Request::NotObject)
             }
-            fn visit_unit<E: de::Error>(self) -> Result<Request, E> {
-                Ok(Request::NotObject)
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Request, E> {
-                Ok(Request::NotObject)
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Request, E> {
-                Ok(Request::NotObject)
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Request, E> {
-                Ok(Request::NotObject)
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Request, E> {
-                Ok(Request::NotObject)
-            }
         }
         d.deserialize_any(V)
     }
@@ -198,6 +234,7 @@ impl<'de> Deserialize<'de> for RequestList {
         struct V;
         impl<'de> Visitor<'de> for V {
             type Value = RequestList;
+            scalars_answer!(RequestList::NotAList);
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("the results list")
             }
@@ -212,22 +249,7 @@ impl<'de> Deserialize<'de> for RequestList {
                 while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                 Ok(RequestList::NotAList)
             }
-            fn visit_unit<E: de::Error>(self) -> Result<RequestList, E> {
-                Ok(RequestList::NotAList)
-            }
             fn visit_str<E: de::Error>(self, _: &str) -> Result<RequestList, E> {
-                Ok(RequestList::NotAList)
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<RequestList, E> {
-                Ok(RequestList::NotAList)
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<RequestList, E> {
-                Ok(RequestList::NotAList)
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<RequestList, E> {
-                Ok(RequestList::NotAList)
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<RequestList, E> {
                 Ok(RequestList::NotAList)
             }
         }
