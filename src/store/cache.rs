@@ -1,0 +1,531 @@
+//! The raw cache: an `ObjectStore` decorator that serves a remote source's files from a cache
+//! store (a local directory by default, or a bucket shared by several replicas), fetching each
+//! file from upstream on first use.
+//!
+//! - Single flight: concurrent requests for one file share one upstream GET.
+//! - Atomic, verified writes: the download goes through a multipart upload (a staging file renamed
+//!   into place for a directory) that is completed only when the byte count, and the SHA-256 when
+//!   the source gives one, match; otherwise it is aborted and nothing is left behind.
+//! - Bounded: after each new file, least recently used files are evicted until the total is at
+//!   most `max_bytes` (the file just fetched is kept).
+//! - The index (key, size, checksum, last use) lives in the catalog database, so a restart knows
+//!   what is cached and serves it without upstream requests.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::{BoxFuture, FutureExt, Shared};
+use futures::stream::{BoxStream, StreamExt};
+use object_store::path::Path as StorePath;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult, WriteMultipart,
+};
+use sha2::{Digest, Sha256};
+
+use super::catalog::{Catalog, Entry};
+use super::{FetchError, Upstream};
+
+/// Counters of cache use since start.
+#[derive(Debug, Default)]
+pub struct CacheStats {
+    /// Files served from the cache.
+    pub hits: AtomicU64,
+    /// Files that had to be fetched.
+    pub misses: AtomicU64,
+    /// Bytes written to the cache from upstream.
+    pub bytes_fetched: AtomicU64,
+    /// Files removed to stay under the bound.
+    pub evictions: AtomicU64,
+    /// Downloads that failed (nothing was cached).
+    pub failures: AtomicU64,
+}
+
+type Flight = Shared<BoxFuture<'static, Result<Entry, FetchError>>>;
+
+struct Inner {
+    upstream: Arc<dyn Upstream>,
+    namespace: String,
+    cache: Arc<dyn ObjectStore>,
+    cache_desc: String,
+    catalog: Catalog,
+    max_bytes: u64,
+    timeout: Duration,
+    inflight: Mutex<HashMap<String, Flight>>,
+    evicting: tokio::sync::Mutex<()>,
+    stats: CacheStats,
+}
+
+/// A source's files through the cache. Cheap to clone.
+#[derive(Clone)]
+pub struct CachedStore {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for CachedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedStore")
+            .field("upstream", &self.inner.upstream)
+            .field("cache", &self.inner.cache_desc)
+            .field("max_bytes", &self.inner.max_bytes)
+            .finish()
+    }
+}
+
+impl fmt::Display for CachedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "CachedStore({} in {})",
+            self.inner.namespace, self.inner.cache_desc
+        )
+    }
+}
+
+/// Where the cache keeps files.
+pub enum CacheLocation {
+    /// A local directory (created if missing).
+    Dir(std::path::PathBuf),
+    /// An object_store URL (`s3://bucket/prefix`, `file:///...`).
+    Url(String),
+}
+
+impl CacheLocation {
+    pub fn parse(spec: &str) -> CacheLocation {
+        if spec.contains("://") {
+            CacheLocation::Url(spec.to_string())
+        } else {
+            CacheLocation::Dir(spec.into())
+        }
+    }
+
+    /// The store, a description, and whether it is a local directory.
+    pub fn open(&self) -> Result<(Arc<dyn ObjectStore>, String, bool), String> {
+        match self {
+            CacheLocation::Dir(d) => {
+                std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+                let fs = object_store::local::LocalFileSystem::new_with_prefix(d)
+                    .map_err(|e| format!("{}: {e}", d.display()))?
+                    .with_automatic_cleanup(true);
+                Ok((Arc::new(fs), d.display().to_string(), true))
+            }
+            CacheLocation::Url(u) => {
+                let s = super::StoreUpstream::open(u)?;
+                let store: Arc<dyn ObjectStore> = if s.prefix.as_ref().is_empty() {
+                    s.store
+                } else {
+                    Arc::new(object_store::prefix::PrefixStore::new(s.store, s.prefix))
+                };
+                Ok((store, u.clone(), false))
+            }
+        }
+    }
+}
+
+/// Staging files of interrupted writes in a local cache directory (object_store names them
+/// `<file>#<n>`): removed at start.
+pub fn sweep_staging(dir: &std::path::Path) -> usize {
+    let mut removed = 0;
+    for e in walkdir::WalkDir::new(dir).into_iter().flatten() {
+        if e.file_type().is_file()
+            && e.file_name().to_string_lossy().contains('#')
+            && std::fs::remove_file(e.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+impl CachedStore {
+    pub fn new(
+        upstream: Arc<dyn Upstream>,
+        cache: Arc<dyn ObjectStore>,
+        cache_desc: String,
+        catalog: Catalog,
+        max_bytes: u64,
+        timeout: Duration,
+    ) -> CachedStore {
+        let namespace = upstream.namespace();
+        CachedStore {
+            inner: Arc::new(Inner {
+                upstream,
+                namespace,
+                cache,
+                cache_desc,
+                catalog,
+                max_bytes,
+                timeout,
+                inflight: Mutex::new(HashMap::new()),
+                evicting: tokio::sync::Mutex::new(()),
+                stats: CacheStats::default(),
+            }),
+        }
+    }
+
+    pub fn stats(&self) -> &CacheStats {
+        &self.inner.stats
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
+    }
+
+    pub fn max_bytes(&self) -> u64 {
+        self.inner.max_bytes
+    }
+
+    pub fn cache_location(&self) -> &str {
+        &self.inner.cache_desc
+    }
+
+    /// The catalog key (and cache-store location) of a source path.
+    fn key(&self, path: &str) -> String {
+        format!("{}/{}", self.inner.namespace, path.trim_start_matches('/'))
+    }
+
+    /// Make sure `path` is in the cache, fetching it once for all concurrent callers.
+    pub async fn ensure(&self, path: &str) -> Result<Entry, FetchError> {
+        let key = self.key(path);
+        let joined = self.inner.inflight.lock().expect("inflight").get(&key).cloned();
+        if let Some(f) = joined {
+            return f.await;
+        }
+        if let Some(e) = self.inner.cached(&key).await? {
+            self.inner.stats.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(e);
+        }
+        let flight = {
+            let mut map = self.inner.inflight.lock().expect("inflight");
+            map.entry(key.clone())
+                .or_insert_with(|| {
+                    let inner = self.inner.clone();
+                    let (k, p) = (key.clone(), path.to_string());
+                    // Spawned, so a caller that goes away does not cancel the download others wait for.
+                    let task = tokio::spawn(async move { inner.download(&k, &p).await });
+                    async move {
+                        task.await
+                            .unwrap_or_else(|e| Err(FetchError::Cache(format!("download task: {e}"))))
+                    }
+                    .boxed()
+                    .shared()
+                })
+                .clone()
+        };
+        let out = flight.clone().await;
+        let mut map = self.inner.inflight.lock().expect("inflight");
+        if map.get(&key).is_some_and(|f| f.ptr_eq(&flight)) {
+            map.remove(&key);
+        }
+        out
+    }
+
+    /// The cached file's bytes (a local file when the cache is a directory).
+    pub async fn open(&self, path: &str) -> Result<GetResult, FetchError> {
+        for _ in 0..2 {
+            self.ensure(path).await?;
+            match self.inner.cache.get(&StorePath::from(self.key(path))).await {
+                Ok(r) => return Ok(r),
+                // Evicted or removed between the two steps: fetch again.
+                Err(object_store::Error::NotFound { .. }) => {
+                    self.inner.catalog.remove(&self.key(path)).await?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(FetchError::Cache(format!(
+            "{path} was evicted while being opened; the cache bound is too small"
+        )))
+    }
+
+    /// Whether `path` is cached (no fetch).
+    pub async fn contains(&self, path: &str) -> Result<bool, FetchError> {
+        Ok(self.inner.cached(&self.key(path)).await?.is_some())
+    }
+
+    /// Files and bytes the catalog lists.
+    pub async fn totals(&self) -> Result<(u64, u64), FetchError> {
+        Ok(self.inner.catalog.totals().await?)
+    }
+}
+
+impl Inner {
+    /// The catalog entry, if the file is really in the cache store (a lost file is forgotten).
+    async fn cached(&self, key: &str) -> Result<Option<Entry>, FetchError> {
+        let Some(e) = self.catalog.lookup(key).await? else {
+            return Ok(None);
+        };
+        match self.cache.head(&StorePath::from(key)).await {
+            Ok(m) if m.size == e.size => {
+                self.catalog.touch(key).await?;
+                Ok(Some(e))
+            }
+            _ => {
+                self.catalog.remove(key).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    async fn download(&self, key: &str, path: &str) -> Result<Entry, FetchError> {
+        // Another flight may have finished between the caller's lookup and this one starting.
+        if let Some(e) = self.cached(key).await? {
+            self.stats.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(e);
+        }
+        self.stats.misses.fetch_add(1, Ordering::Relaxed);
+        let r = self.fetch_into_cache(key, path).await;
+        if r.is_err() {
+            self.stats.failures.fetch_add(1, Ordering::Relaxed);
+        }
+        let entry = r?;
+        self.catalog.insert(&entry).await?;
+        self.stats
+            .bytes_fetched
+            .fetch_add(entry.size, Ordering::Relaxed);
+        tracing::info!(key, bytes = entry.size, "cached raw file");
+        self.evict(key).await?;
+        Ok(entry)
+    }
+
+    async fn fetch_into_cache(&self, key: &str, path: &str) -> Result<Entry, FetchError> {
+        let mut dl = self.upstream.fetch(path).await?;
+        let upload = self
+            .cache
+            .put_multipart(&StorePath::from(key))
+            .await
+            .map_err(FetchError::from)?;
+        let mut w = WriteMultipart::new(upload);
+        let mut hasher = Sha256::new();
+        let mut n: u64 = 0;
+        let failed = loop {
+            match tokio::time::timeout(self.timeout, dl.stream.next()).await {
+                Err(_) => break Some(FetchError::Timeout(format!("body of {path} stalled"))),
+                Ok(None) => break None,
+                Ok(Some(Err(e))) => break Some(e),
+                Ok(Some(Ok(chunk))) => {
+                    hasher.update(&chunk);
+                    n += chunk.len() as u64;
+                    if let Err(e) = w.wait_for_capacity(4).await {
+                        break Some(e.into());
+                    }
+                    w.put(chunk);
+                }
+            }
+        };
+        let sha = hex::encode(hasher.finalize());
+        let failed = failed.or_else(|| match (dl.size, &dl.sha256) {
+            (Some(want), _) if want != n => Some(FetchError::Corrupt {
+                key: path.into(),
+                detail: format!("got {n} bytes, the source announced {want}"),
+            }),
+            (_, Some(want)) if *want != sha => Some(FetchError::Corrupt {
+                key: path.into(),
+                detail: format!("SHA-256 {sha} does not match the source's {want}"),
+            }),
+            _ => None,
+        });
+        if let Some(e) = failed {
+            if let Err(abort) = w.abort().await {
+                tracing::warn!(key, error = %abort, "could not abort the cache write");
+            }
+            return Err(e);
+        }
+        w.finish().await.map_err(FetchError::from)?;
+        Ok(Entry {
+            key: key.to_string(),
+            size: n,
+            sha256: Some(sha),
+        })
+    }
+
+    /// Remove least recently used files (never `keep`) until the total is within the bound.
+    async fn evict(&self, keep: &str) -> Result<(), FetchError> {
+        let _one_at_a_time = self.evicting.lock().await;
+        let (_, mut total) = self.catalog.totals().await?;
+        while total > self.max_bytes {
+            let victims = self.catalog.least_recent(keep, 32).await?;
+            if victims.is_empty() {
+                break;
+            }
+            for v in victims {
+                if total <= self.max_bytes {
+                    break;
+                }
+                match self.cache.delete(&StorePath::from(v.key.as_str())).await {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                self.catalog.remove(&v.key).await?;
+                total = total.saturating_sub(v.size);
+                self.stats.evictions.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(key = %v.key, bytes = v.size, "evicted from the raw cache");
+            }
+        }
+        Ok(())
+    }
+}
+
+fn read_only() -> object_store::Error {
+    object_store::Error::NotSupported {
+        source: "the raw cache is a read-only view of its source".into(),
+    }
+}
+
+fn to_store_error(e: FetchError, path: &StorePath) -> object_store::Error {
+    match e {
+        FetchError::NotFound(_) => object_store::Error::NotFound {
+            path: path.to_string(),
+            source: Box::new(e),
+        },
+        other => object_store::Error::Generic {
+            store: "CachedStore",
+            source: Box::new(other),
+        },
+    }
+}
+
+impl CachedStore {
+    fn outer(&self, mut meta: ObjectMeta) -> ObjectMeta {
+        let prefix = format!("{}/", self.inner.namespace);
+        if let Some(rest) = meta.location.as_ref().strip_prefix(&prefix) {
+            meta.location = StorePath::from(rest);
+        }
+        meta
+    }
+
+    fn inner_path(&self, p: Option<&StorePath>) -> StorePath {
+        match p {
+            Some(p) if !p.as_ref().is_empty() => StorePath::from(self.key(p.as_ref())),
+            _ => StorePath::from(self.inner.namespace.as_str()),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for CachedStore {
+    async fn put_opts(
+        &self,
+        _location: &StorePath,
+        _payload: PutPayload,
+        _opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        Err(read_only())
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        _location: &StorePath,
+        _opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        Err(read_only())
+    }
+
+    /// Fetch into the cache if needed, then read from the cache (ranges, conditions, head).
+    async fn get_opts(
+        &self,
+        location: &StorePath,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        self.ensure(location.as_ref())
+            .await
+            .map_err(|e| to_store_error(e, location))?;
+        let mut r = self
+            .inner
+            .cache
+            .get_opts(&StorePath::from(self.key(location.as_ref())), options)
+            .await?;
+        r.meta = self.outer(r.meta);
+        Ok(r)
+    }
+
+    async fn get_ranges(
+        &self,
+        location: &StorePath,
+        ranges: &[Range<u64>],
+    ) -> object_store::Result<Vec<bytes::Bytes>> {
+        self.ensure(location.as_ref())
+            .await
+            .map_err(|e| to_store_error(e, location))?;
+        self.inner
+            .cache
+            .get_ranges(&StorePath::from(self.key(location.as_ref())), ranges)
+            .await
+    }
+
+    /// Drops files from the cache (the source is untouched).
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<StorePath>>,
+    ) -> BoxStream<'static, object_store::Result<StorePath>> {
+        let this = self.clone();
+        locations
+            .then(move |loc| {
+                let this = this.clone();
+                async move {
+                    let loc = loc?;
+                    let key = this.key(loc.as_ref());
+                    match this.inner.cache.delete(&StorePath::from(key.as_str())).await {
+                        Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                        Err(e) => return Err(e),
+                    }
+                    this.inner
+                        .catalog
+                        .remove(&key)
+                        .await
+                        .map_err(|e| to_store_error(e.into(), &loc))?;
+                    Ok(loc)
+                }
+            })
+            .boxed()
+    }
+
+    /// Lists what is cached (not the whole source).
+    fn list(
+        &self,
+        prefix: Option<&StorePath>,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        let this = self.clone();
+        self.inner
+            .cache
+            .list(Some(&self.inner_path(prefix)))
+            .map(move |r| r.map(|m| this.outer(m)))
+            .boxed()
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&StorePath>,
+    ) -> object_store::Result<ListResult> {
+        let mut r = self
+            .inner
+            .cache
+            .list_with_delimiter(Some(&self.inner_path(prefix)))
+            .await?;
+        r.objects = r.objects.into_iter().map(|m| self.outer(m)).collect();
+        let ns = format!("{}/", self.inner.namespace);
+        r.common_prefixes = r
+            .common_prefixes
+            .into_iter()
+            .map(|p| {
+                p.as_ref()
+                    .strip_prefix(&ns)
+                    .map_or(p.clone(), StorePath::from)
+            })
+            .collect();
+        Ok(r)
+    }
+
+    async fn copy_opts(
+        &self,
+        _from: &StorePath,
+        _to: &StorePath,
+        _options: CopyOptions,
+    ) -> object_store::Result<()> {
+        Err(read_only())
+    }
+}
