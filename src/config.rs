@@ -75,11 +75,38 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "MLENERGY_BIND", default_value = "127.0.0.1:8080")]
     pub bind: SocketAddr,
-    /// Compiled data directory (runs/llm.parquet, runs/diffusion.parquet), or a raw benchmark
-    /// root (detected, or forced with a `raw:` prefix) whose rows are derived at start. Default:
-    /// the embedded dataset data/sample (next to the working directory or the crate).
+    /// Compiled data directory (runs/llm.parquet, runs/diffusion.parquet); a raw benchmark root
+    /// (detected, or forced with a `raw:` prefix) whose rows are derived at start; the Hugging
+    /// Face dataset `hf://datasets/ORG/NAME[@REVISION]`; or an object_store URL (s3://, gs://,
+    /// az://, http(s)://, file://) of a compiled directory. Default: the embedded dataset
+    /// data/sample (next to the working directory or the crate).
     #[arg(long, env = "MLENERGY_DATA")]
     pub data: Option<String>,
+    /// Raw cache for remote sources: a directory, or an object_store URL shared by replicas.
+    /// Default: $XDG_CACHE_HOME/mlenergy-server (~/.cache/mlenergy-server).
+    #[arg(long, env = "MLENERGY_CACHE")]
+    pub cache: Option<String>,
+    /// Bound on the raw cache; least recently used files are evicted beyond it.
+    #[arg(long, env = "MLENERGY_CACHE_MAX_BYTES", default_value_t = 20 * 1024 * 1024 * 1024)]
+    pub cache_max_bytes: u64,
+    /// Catalog database: sqlite://PATH or postgres://... Default: catalog.db in the cache directory.
+    #[arg(long, env = "MLENERGY_CATALOG", hide_env_values = true)]
+    pub catalog: Option<String>,
+    /// Hugging Face endpoint.
+    #[arg(long, env = "HF_ENDPOINT", default_value = "https://huggingface.co")]
+    pub hf_endpoint: String,
+    /// Hugging Face token (for the gated dataset); default: the token file in HF_HOME.
+    #[arg(long, env = "HF_TOKEN", hide_env_values = true)]
+    pub hf_token: Option<String>,
+    /// Hugging Face home (the hub cache is HF_HOME/hub).
+    #[arg(long, env = "HF_HOME")]
+    pub hf_home: Option<PathBuf>,
+    /// Longest wait for an upstream answer or for the next chunk of a download.
+    #[arg(long, env = "MLENERGY_UPSTREAM_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub upstream_timeout: std::time::Duration,
+    /// Extra attempts after an upstream 5xx, refused connection or timeout.
+    #[arg(long, env = "MLENERGY_UPSTREAM_RETRIES", default_value_t = 2)]
+    pub upstream_retries: u32,
     /// Log line format.
     #[arg(long, env = "MLENERGY_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -102,6 +129,28 @@ pub struct SampleArgs {
 }
 
 impl ServeArgs {
+    /// Cache, catalog and hub settings.
+    pub fn source_options(&self) -> crate::store::open::SourceOptions {
+        use crate::store::{FetchOptions, hub::HubConfig, open::default_cache_dir};
+        crate::store::open::SourceOptions {
+            hub: HubConfig {
+                endpoint: self.hf_endpoint.clone(),
+                token: self.hf_token.clone(),
+                home: self.hf_home.clone(),
+                fetch: FetchOptions {
+                    timeout: self.upstream_timeout,
+                    retries: self.upstream_retries,
+                },
+            },
+            cache: self
+                .cache
+                .clone()
+                .unwrap_or_else(|| default_cache_dir().display().to_string()),
+            catalog: self.catalog.clone(),
+            max_bytes: self.cache_max_bytes,
+        }
+    }
+
     /// The data directory to serve: `--data`, else `data/sample` in the working directory, else
     /// the one next to this crate's sources.
     pub fn data_dir(&self) -> String {

@@ -6,10 +6,11 @@ use std::time::Instant;
 
 use clap::Parser;
 use mlenergy_server::config::{BuildArgs, Cli, Command, HealthcheckArgs, LogFormat, ServeArgs};
-use mlenergy_server::engine::{Engine, load, sample};
+use mlenergy_server::engine::{Engine, sample};
 use mlenergy_server::http::{self, AppState, Limits};
 use mlenergy_server::raw::build::{BuildCache, BuildOptions, build};
 use mlenergy_server::raw::compile::write_compiled;
+use mlenergy_server::store::open::open_dataset;
 use tracing_subscriber::EnvFilter;
 
 fn init_tracing(format: LogFormat) {
@@ -24,15 +25,19 @@ fn init_tracing(format: LogFormat) {
 async fn serve(args: ServeArgs) -> Result<(), String> {
     let started = Instant::now();
     let spec = args.data_dir();
-    let location = load::DataLocation::detect(&spec);
-    let dataset = load::load(&location)
-        .await
-        .map_err(|e| format!("{spec}: {e}"))?;
+    let (dataset, catalog) = open_dataset(&spec, &args.source_options()).await?;
+    if let Ok(n) = catalog.fail_orphaned_jobs().await
+        && n > 0
+    {
+        tracing::warn!(jobs = n, "prefetch jobs interrupted by the last stop marked failed");
+    }
     for (path, reason) in &dataset.source.skipped {
         tracing::warn!(%path, %reason, "raw results file skipped");
     }
     tracing::info!(
         source = %dataset.source.location,
+        revision = dataset.source.revision.as_deref().unwrap_or("-"),
+        catalog = catalog.url(),
         llm_runs = dataset.llm.len(),
         diffusion_runs = dataset.diffusion.len(),
         "dataset loaded"
@@ -43,6 +48,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             max_rows: args.max_rows,
         },
         args.response_cache_bytes,
+        catalog,
     );
     http::serve(state, args.bind, |addr| {
         tracing::info!(%addr, ready_ms = started.elapsed().as_millis() as u64, "listening");

@@ -107,18 +107,18 @@ async fn pandas_encodings_load_and_raw_paths_resolve() {
     assert!(ds.llm.field_index("__index_level_0__").is_none());
     let root = std::path::absolute(dir.path()).unwrap();
     assert_eq!(
-        ds.raw_path(Domain::Llm, 0, RawFile::Results),
+        local_path(&ds, Domain::Llm, 0, RawFile::Results),
         Some(root.join("llm/a/results.json"))
     );
     assert_eq!(
-        ds.raw_path(Domain::Llm, 0, RawFile::Prometheus),
+        local_path(&ds, Domain::Llm, 0, RawFile::Prometheus),
         Some(root.join("llm/a/prometheus.json"))
     );
     assert_eq!(
-        ds.raw_path(Domain::Llm, 1, RawFile::Results),
+        local_path(&ds, Domain::Llm, 1, RawFile::Results),
         Some("/abs/results.json".into())
     );
-    assert_eq!(ds.raw_path(Domain::Llm, 1, RawFile::Prometheus), None);
+    assert_eq!(local_path(&ds, Domain::Llm, 1, RawFile::Prometheus), None);
 }
 
 #[tokio::test]
@@ -160,4 +160,17 @@ async fn fractional_ints_and_missing_columns_are_refused() {
         err.contains("llm.parquet has no column 'avg_power_watts'"),
         "{err}"
     );
+}
+
+/// A raw location that must be a local path.
+fn local_path(
+    ds: &mlenergy_server::engine::Dataset,
+    domain: Domain,
+    row: usize,
+    file: RawFile,
+) -> Option<std::path::PathBuf> {
+    ds.raw_location(domain, row, file).map(|l| match l {
+        mlenergy_server::engine::RawLocation::Local(p) => p,
+        other => panic!("expected a local path, got {other:?}"),
+    })
 }

@@ -20,20 +20,54 @@ pub fn parquet_path(root: &Path, domain: Domain) -> std::path::PathBuf {
         .join(format!("{}.parquet", domain.as_str()))
 }
 
-async fn read_parquet(ctx: &SessionContext, path: &Path) -> Result<Vec<RecordBatch>, EngineError> {
+/// Read a parquet file named by a local path or a URL of an object store registered in `ctx`.
+async fn read_parquet(ctx: &SessionContext, location: &str) -> Result<Vec<RecordBatch>, EngineError> {
+    let df = ctx
+        .read_parquet(location, ParquetReadOptions::default())
+        .await?;
+    Ok(df.collect().await?)
+}
+
+fn local_parquet(root: &Path, domain: Domain) -> Result<String, EngineError> {
+    let path = parquet_path(root, domain);
     if !path.is_file() {
         return Err(EngineError::Load(format!(
             "{} does not exist",
             path.display()
         )));
     }
-    let path_str = path
-        .to_str()
-        .ok_or_else(|| EngineError::Load(format!("non-UTF-8 path {}", path.display())))?;
-    let df = ctx
-        .read_parquet(path_str, ParquetReadOptions::default())
-        .await?;
-    Ok(df.collect().await?)
+    path.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| EngineError::Load(format!("non-UTF-8 path {}", path.display())))
+}
+
+/// A DataFusion context for reading the summaries. Statistics collection stays off: with it,
+/// DataFusion 55 turns a column whose parquet min == max into a constant, but parquet min/max skip
+/// NaN, so [48105.0, NaN] would read back as [48105.0, 48105.0] (apache/datafusion#19136 rewrites,
+/// #24804 NaN bounds). The tables are small and read once, so the statistics buy nothing here.
+pub fn summary_context() -> SessionContext {
+    SessionContext::new_with_config(SessionConfig::new().with_collect_statistics(false))
+}
+
+/// Load the two summaries (local paths, or URLs of object stores registered in `ctx`) as one
+/// snapshot.
+pub async fn load_compiled(
+    ctx: SessionContext,
+    llm: &str,
+    diffusion: &str,
+    source: DatasetSource,
+) -> Result<Dataset, EngineError> {
+    let llm = table_from_batches(Domain::Llm, &read_parquet(&ctx, llm).await?)?;
+    let diffusion = table_from_batches(Domain::Diffusion, &read_parquet(&ctx, diffusion).await?)?;
+    register_tables(&ctx, &[&llm, &diffusion])?;
+    Ok(Dataset {
+        generation: super::next_generation(),
+        llm,
+        diffusion,
+        source,
+        loaded_at: SystemTime::now(),
+        ctx,
+    })
 }
 
 /// Normalise parquet batches to the published columns of `domain`. Every published column must
@@ -86,34 +120,17 @@ pub fn table_from_batches(
 
 /// Load a compiled data directory from the local file system.
 pub async fn load_compiled_dir(root: &Path) -> Result<Dataset, EngineError> {
-    // Statistics collection stays off: with it, DataFusion 55 turns a column whose parquet min == max
-    // into a constant, but parquet min/max skip NaN, so [48105.0, NaN] would read back as
-    // [48105.0, 48105.0] (apache/datafusion#19136 rewrites, #24804 NaN bounds). The tables are
-    // small and read once, so the statistics buy nothing here.
-    let ctx = SessionContext::new_with_config(SessionConfig::new().with_collect_statistics(false));
-    let llm = table_from_batches(
-        Domain::Llm,
-        &read_parquet(&ctx, &parquet_path(root, Domain::Llm)).await?,
-    )?;
-    let diffusion = table_from_batches(
-        Domain::Diffusion,
-        &read_parquet(&ctx, &parquet_path(root, Domain::Diffusion)).await?,
-    )?;
-    register_tables(&ctx, &[&llm, &diffusion])?;
+    let llm = local_parquet(root, Domain::Llm)?;
+    let diffusion = local_parquet(root, Domain::Diffusion)?;
     let root = std::path::absolute(root)?;
-    Ok(Dataset {
-        generation: super::next_generation(),
-        llm,
-        diffusion,
-        source: DatasetSource {
-            location: format!("local:{}", root.display()),
-            revision: None,
-            root: Some(root),
-            skipped: Vec::new(),
-        },
-        loaded_at: SystemTime::now(),
-        ctx,
-    })
+    let source = DatasetSource {
+        location: format!("local:{}", root.display()),
+        revision: None,
+        root: Some(root),
+        skipped: Vec::new(),
+        remote: None,
+    };
+    load_compiled(summary_context(), &llm, &diffusion, source).await
 }
 
 /// What a `--data` value names.
@@ -171,7 +188,7 @@ pub async fn load_raw_root(root: &Path) -> Result<Dataset, EngineError> {
     let built = tokio::task::spawn_blocking(move || crate::raw::build::build(&opts, None))
         .await
         .map_err(|e| EngineError::Load(format!("raw build failed: {e}")))??;
-    let ctx = SessionContext::new_with_config(SessionConfig::new().with_collect_statistics(false));
+    let ctx = summary_context();
     register_tables(&ctx, &[&built.llm, &built.diffusion])?;
     // Stored paths are relative to each run's benchmark root, which is the root itself unless
     // discovery had to infer one above it.
@@ -192,6 +209,7 @@ pub async fn load_raw_root(root: &Path) -> Result<Dataset, EngineError> {
                 .into_iter()
                 .map(|s| (s.path, s.reason))
                 .collect(),
+            remote: None,
         },
         loaded_at: SystemTime::now(),
         ctx,

@@ -98,6 +98,17 @@ pub struct DatasetSource {
     pub root: Option<PathBuf>,
     /// Raw results files passed over while deriving rows from a raw tree, with the reason.
     pub skipped: Vec<(String, String)>,
+    /// For a remote source: its raw files, through the raw cache.
+    pub remote: Option<crate::store::cache::CachedStore>,
+}
+
+/// Where a run's raw file is read from.
+#[derive(Debug, Clone)]
+pub enum RawLocation {
+    /// A file on this machine (a local dataset, or an absolute stored path).
+    Local(PathBuf),
+    /// A path in a remote source, fetched through the raw cache.
+    Remote(crate::store::cache::CachedStore, String),
 }
 
 /// One loaded snapshot: both run tables plus the DataFusion context they are registered in.
@@ -134,9 +145,10 @@ impl Dataset {
     }
 
     /// Where a run's raw file is, resolved like the toolkit's `from_directory` (pathlib): a
-    /// relative stored path is joined onto the dataset root, an absolute one replaces it. `None`
-    /// when the path is null or empty, the domain has no such file, or a relative path has no root.
-    pub fn raw_path(&self, domain: Domain, row: usize, file: RawFile) -> Option<PathBuf> {
+    /// relative stored path is joined onto the dataset root (or looked up in the remote source),
+    /// an absolute one replaces it. `None` when the path is null or empty, the domain has no such
+    /// file, or a relative path has nothing to resolve against.
+    pub fn raw_location(&self, domain: Domain, row: usize, file: RawFile) -> Option<RawLocation> {
         let t = self.table(domain);
         let col = t.field_index(match file {
             RawFile::Results => "results_path",
@@ -150,10 +162,16 @@ impl Dataset {
         }
         let p = std::path::Path::new(stored);
         if p.is_absolute() {
-            Some(p.to_path_buf())
-        } else {
-            self.source.root.as_ref().map(|r| r.join(p))
+            return Some(RawLocation::Local(p.to_path_buf()));
         }
+        if let Some(remote) = &self.source.remote {
+            let key = stored.replace('\\', "/");
+            return Some(RawLocation::Remote(remote.clone(), key));
+        }
+        self.source
+            .root
+            .as_ref()
+            .map(|r| RawLocation::Local(r.join(p)))
     }
 }
 

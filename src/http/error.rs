@@ -67,6 +67,21 @@ pub enum AppError {
     /// The raw file exists but lacks what the computation needs, or is not valid JSON.
     #[error("{detail}")]
     RawInvalid { run_id: String, detail: String },
+    /// The source refused access to a raw file (hub 401/403: gated dataset or bad token).
+    #[error("{detail}")]
+    SourceDenied { run_id: String, detail: String },
+    /// The source failed or did not answer in time, after bounded retries.
+    #[error("{detail}")]
+    Upstream {
+        run_id: String,
+        detail: String,
+        timed_out: bool,
+    },
+    /// The download was cut short or failed verification; nothing was cached.
+    #[error("{detail}")]
+    DownloadCorrupt { run_id: String, detail: String },
+    #[error("no job has the id '{0}'")]
+    UnknownJob(String),
     #[error("no route for {0}")]
     NoRoute(String),
     #[error("method not allowed")]
@@ -86,6 +101,12 @@ impl AppError {
             | AppError::NoRoute(_)
             | AppError::RawUnavailable { .. } => StatusCode::NOT_FOUND,
             AppError::RawInvalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::SourceDenied { .. } => StatusCode::FORBIDDEN,
+            AppError::Upstream {
+                timed_out: true, ..
+            } => StatusCode::GATEWAY_TIMEOUT,
+            AppError::Upstream { .. } | AppError::DownloadCorrupt { .. } => StatusCode::BAD_GATEWAY,
+            AppError::UnknownJob(_) => StatusCode::NOT_FOUND,
             AppError::NotAcceptable { .. } => StatusCode::NOT_ACCEPTABLE,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -103,6 +124,13 @@ impl AppError {
             AppError::NotAcceptable { .. } => "not_acceptable",
             AppError::RawUnavailable { .. } => "raw_unavailable",
             AppError::RawInvalid { .. } => "raw_invalid",
+            AppError::SourceDenied { .. } => "source_denied",
+            AppError::Upstream {
+                timed_out: true, ..
+            } => "upstream_timeout",
+            AppError::Upstream { .. } => "upstream_failed",
+            AppError::DownloadCorrupt { .. } => "download_corrupt",
+            AppError::UnknownJob(_) => "unknown_job",
             AppError::NoRoute(_) => "not_found",
             AppError::MethodNotAllowed => "method_not_allowed",
             AppError::Internal(_) => "internal",
@@ -119,6 +147,13 @@ impl AppError {
             AppError::NotAcceptable { .. } => "Not acceptable",
             AppError::RawUnavailable { .. } => "Raw results unavailable",
             AppError::RawInvalid { .. } => "Raw results invalid",
+            AppError::SourceDenied { .. } => "Access to the source denied",
+            AppError::Upstream {
+                timed_out: true, ..
+            } => "Source timed out",
+            AppError::Upstream { .. } => "Source failed",
+            AppError::DownloadCorrupt { .. } => "Download corrupt",
+            AppError::UnknownJob(_) => "Unknown job",
             AppError::NoRoute(_) => "Not found",
             AppError::MethodNotAllowed => "Method not allowed",
             AppError::Internal(_) => "Internal server error",
@@ -192,6 +227,24 @@ impl AppError {
                 None,
                 format!("raw results of run '{run_id}' cannot be used: {detail}"),
             ),
+            AppError::SourceDenied { detail, .. } => (Some("run_id".into()), None, detail.clone()),
+            AppError::Upstream { run_id, detail, .. } => (
+                Some("run_id".into()),
+                None,
+                format!("raw file of run '{run_id}' could not be fetched: {detail}"),
+            ),
+            AppError::DownloadCorrupt { run_id, detail } => (
+                Some("run_id".into()),
+                None,
+                format!(
+                    "raw file of run '{run_id}' could not be fetched: {detail}; nothing was cached, a retry downloads it again"
+                ),
+            ),
+            AppError::UnknownJob(id) => (
+                Some("job_id".into()),
+                None,
+                format!("no job has the id '{id}'; jobs are started with POST /v1/{{domain}}/prefetch"),
+            ),
             AppError::NoRoute(path) => (
                 None,
                 None,
@@ -246,6 +299,36 @@ impl From<EngineError> for AppError {
             | EngineError::Arrow(_)
             | EngineError::Parquet(_)
             | EngineError::Io(_)) => AppError::Internal(e.to_string()),
+        }
+    }
+}
+
+impl AppError {
+    /// A failed raw fetch of `run_id`, with the status its kind calls for.
+    pub fn fetch(run_id: &str, e: crate::store::FetchError) -> AppError {
+        use crate::store::FetchError as F;
+        let run_id = run_id.to_string();
+        match e {
+            F::NotFound(path) => AppError::RawUnavailable {
+                run_id,
+                detail: format!("{path} is not in the source"),
+            },
+            F::Denied { detail, .. } => AppError::SourceDenied { run_id, detail },
+            F::Upstream(detail) => AppError::Upstream {
+                run_id,
+                detail,
+                timed_out: false,
+            },
+            F::Timeout(detail) => AppError::Upstream {
+                run_id,
+                detail,
+                timed_out: true,
+            },
+            e @ F::Corrupt { .. } => AppError::DownloadCorrupt {
+                run_id,
+                detail: e.to_string(),
+            },
+            F::Cache(detail) => AppError::Internal(format!("raw cache: {detail}")),
         }
     }
 }

@@ -135,6 +135,57 @@ pub async fn datasets(State(state): State<AppState>) -> Json<DatasetList> {
     })
 }
 
+/// The raw cache of a remote source: what it holds and how it has been used since start.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CacheInfo {
+    /// False for a local dataset (raw files are read in place).
+    pub enabled: bool,
+    /// Cache directory or object_store URL.
+    pub location: Option<String>,
+    /// Catalog database (credentials hidden).
+    pub catalog: String,
+    pub max_bytes: Option<u64>,
+    /// Files and bytes the catalog lists (all sources sharing it).
+    pub files: u64,
+    pub bytes: u64,
+    /// Since start: files served from the cache, files fetched (one upstream download each),
+    /// bytes fetched, files evicted, failed downloads.
+    pub hits: u64,
+    pub misses: u64,
+    pub bytes_fetched: u64,
+    pub evictions: u64,
+    pub failures: u64,
+}
+
+/// The raw cache's size and counters.
+#[utoipa::path(get, path = "/v1/cache", tag = "catalog", responses((status = 200, body = CacheInfo)))]
+pub async fn cache(State(state): State<AppState>) -> Result<Json<CacheInfo>, AppError> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let snapshot = state.engine.snapshot();
+    let (files, bytes) = state
+        .catalog
+        .totals()
+        .await
+        .map_err(|e| AppError::Internal(format!("catalog: {e}")))?;
+    let remote = snapshot.source.remote.as_ref();
+    let stat = |f: fn(&crate::store::cache::CacheStats) -> &std::sync::atomic::AtomicU64| {
+        remote.map_or(0, |r| f(r.stats()).load(Relaxed))
+    };
+    Ok(Json(CacheInfo {
+        enabled: remote.is_some(),
+        location: remote.map(|r| r.cache_location().to_string()),
+        catalog: state.catalog.url().to_string(),
+        max_bytes: remote.map(|r| r.max_bytes()),
+        files,
+        bytes,
+        hits: stat(|s| &s.hits),
+        misses: stat(|s| &s.misses),
+        bytes_fetched: stat(|s| &s.bytes_fetched),
+        evictions: stat(|s| &s.evictions),
+        failures: stat(|s| &s.failures),
+    }))
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
     pub status: &'static str,

@@ -5,6 +5,7 @@
 pub mod encode;
 pub mod error;
 pub mod groups;
+pub mod jobs;
 pub mod meta;
 pub mod negotiate;
 pub mod openapi;
@@ -47,6 +48,9 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(timeline::run_timeline_handler))
         .routes(routes!(timeline::timelines))
         .routes(routes!(meta::fields))
+        .routes(routes!(jobs::prefetch))
+        .routes(routes!(jobs::get_job))
+        .routes(routes!(meta::cache))
         .routes(routes!(meta::datasets))
         .routes(routes!(meta::healthz))
         .routes(routes!(meta::readyz))

@@ -13,11 +13,86 @@ use super::params::Endpoint;
 use super::respond::{Encoded, Prepared, cached, lookup, prepare, respond};
 use super::state::{ApiPath, AppState};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
-use crate::engine::{Dataset, Domain, RawFile, RunTable};
+use crate::engine::{Dataset, Domain, RawFile, RawLocation, RunTable};
 use crate::raw::bulk::{self, RawError, RunRaw};
 
 /// The run columns that precede raw-derived values (the toolkit's frames, plus run_id).
 const KEY_COLUMNS: [&str; 5] = ["run_id", "task", "model_id", "num_gpus", "max_num_seqs"];
+
+/// A raw file opened for reading: a local file (the dataset directory, or the raw cache's
+/// directory), or a stream from a cache bucket.
+pub(super) enum Opened {
+    File(std::fs::File),
+    Stream(futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>),
+}
+
+impl Opened {
+    /// A blocking reader (call on the blocking pool).
+    fn into_reader(self) -> Box<dyn std::io::Read + Send> {
+        use futures::TryStreamExt;
+        match self {
+            Opened::File(f) => Box::new(f),
+            Opened::Stream(s) => Box::new(tokio_util::io::SyncIoBridge::new(
+                tokio_util::io::StreamReader::new(s.map_err(std::io::Error::other)),
+            )),
+        }
+    }
+
+    /// A response body streaming the bytes.
+    fn into_body(self) -> axum::body::Body {
+        match self {
+            Opened::File(f) => axum::body::Body::from_stream(
+                tokio_util::io::ReaderStream::with_capacity(tokio::fs::File::from_std(f), 256 * 1024),
+            ),
+            Opened::Stream(s) => axum::body::Body::from_stream(s),
+        }
+    }
+}
+
+/// Open a run's raw file, fetching it into the raw cache first for a remote source. Returns the
+/// file and its length.
+pub(super) async fn open_raw(
+    snapshot: &Dataset,
+    domain: Domain,
+    row: usize,
+    file: RawFile,
+) -> Result<(Opened, Option<u64>), AppError> {
+    let id = snapshot.table(domain).run_id(row).to_string();
+    let name = match file {
+        RawFile::Results => "results.json",
+        RawFile::Prometheus => "prometheus.json",
+    };
+    let loc = snapshot
+        .raw_location(domain, row, file)
+        .ok_or_else(|| AppError::RawUnavailable {
+            run_id: id.clone(),
+            detail: format!("this dataset has no {name} for it"),
+        })?;
+    match loc {
+        RawLocation::Local(path) => {
+            let f = std::fs::File::open(&path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => AppError::RawUnavailable {
+                    run_id: id.clone(),
+                    detail: format!("{} does not exist", path.display()),
+                },
+                _ => AppError::Internal(format!("{}: {e}", path.display())),
+            })?;
+            let len = f.metadata().map(|m| m.len()).ok();
+            Ok((Opened::File(f), len))
+        }
+        RawLocation::Remote(store, key) => {
+            let got = store
+                .open(&key)
+                .await
+                .map_err(|e| AppError::fetch(&id, e))?;
+            let len = Some(got.meta.size);
+            match got.payload {
+                object_store::GetResultPayload::File(f, _) => Ok((Opened::File(f), len)),
+                object_store::GetResultPayload::Stream(s) => Ok((Opened::Stream(s), len)),
+            }
+        }
+    }
+}
 
 /// Read a run's `results.json` into `V` through `cache` (keyed by `key`), once for all concurrent
 /// callers, on the blocking pool; shared by every raw-derived endpoint.
@@ -27,24 +102,27 @@ pub(super) async fn load_raw<K, V>(
     snapshot: &Dataset,
     domain: Domain,
     row: usize,
-    parse: fn(&std::path::Path) -> Result<V, RawError>,
+    parse: fn(&mut dyn std::io::Read, &str) -> Result<V, RawError>,
 ) -> Result<Arc<V>, AppError>
 where
     K: std::hash::Hash + Eq + Send + Sync + 'static,
     V: Send + Sync + 'static,
 {
+    if let Some(hit) = cache.get(&key) {
+        return Ok(hit);
+    }
     let id = snapshot.table(domain).run_id(row).to_string();
-    let path = snapshot
-        .raw_path(domain, row, RawFile::Results)
-        .ok_or_else(|| AppError::RawUnavailable {
-            run_id: id.clone(),
-            detail: "this dataset has no results.json for it (results_path is null)".into(),
-        })?;
+    let (opened, _) = open_raw(snapshot, domain, row, RawFile::Results).await?;
     let cache = cache.clone();
-    let loaded =
-        tokio::task::spawn_blocking(move || cache.try_get_with(key, || parse(&path).map(Arc::new)))
-            .await
-            .map_err(|e| AppError::Internal(format!("raw reader task failed: {e}")))?;
+    let label = format!("results.json of {id}");
+    let loaded = tokio::task::spawn_blocking(move || {
+        cache.try_get_with(key, || {
+            let mut reader = opened.into_reader();
+            parse(&mut reader, &label).map(Arc::new)
+        })
+    })
+    .await
+    .map_err(|e| AppError::Internal(format!("raw reader task failed: {e}")))?;
     loaded.map_err(|e| raw_error(&id, &e))
 }
 
@@ -60,7 +138,7 @@ async fn run_raw(
         snapshot,
         Domain::Llm,
         row,
-        |p| bulk::read_llm_results(p).map(bulk::run_raw),
+        |r, label| bulk::read_json_from(r, label).map(bulk::run_raw),
     )
     .await
 }
@@ -457,26 +535,8 @@ pub async fn raw_file(
         domain: domain.as_str().into(),
         run_id: run.clone(),
     })?;
-    let path = p
-        .snapshot
-        .raw_path(domain, row, which)
-        .ok_or_else(|| AppError::RawUnavailable {
-            run_id: run.clone(),
-            detail: format!("this dataset has no {file} for it"),
-        })?;
-    let f = tokio::fs::File::open(&path)
-        .await
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => AppError::RawUnavailable {
-                run_id: run.clone(),
-                detail: format!("{file} is not in the dataset"),
-            },
-            _ => AppError::Internal(format!("{}: {e}", path.display())),
-        })?;
-    let len = f.metadata().await.map(|m| m.len()).ok();
-    let mut resp = Response::new(axum::body::Body::from_stream(
-        tokio_util::io::ReaderStream::with_capacity(f, 256 * 1024),
-    ));
+    let (opened, len) = open_raw(&p.snapshot, domain, row, which).await?;
+    let mut resp = Response::new(opened.into_body());
     let h = resp.headers_mut();
     h.insert(
         axum::http::header::CONTENT_TYPE,

@@ -7,9 +7,11 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use super::error::AppError;
+use super::jobs::JobMap;
 use super::respond::Encoded;
 use crate::engine::{Domain, Engine};
 use crate::raw::bulk::RunRaw;
+use crate::store::catalog::Catalog;
 
 /// Limits applied to every request.
 #[derive(Debug, Clone)]
@@ -31,6 +33,10 @@ pub struct AppState {
     pub raw: moka::sync::Cache<(u64, usize), Arc<RunRaw>>,
     /// The `timeline` object of each run's results.json, by (generation, domain, row).
     pub timelines: moka::sync::Cache<(u64, Domain, usize), Arc<Option<serde_json::Value>>>,
+    /// The catalog database (raw cache index, prefetch jobs).
+    pub catalog: Catalog,
+    /// Prefetch jobs started by this process.
+    pub jobs: JobMap,
 }
 
 /// Rough memory of a JSON value (for cache weighing).
@@ -49,7 +55,7 @@ fn json_weight(v: &serde_json::Value) -> usize {
 }
 
 impl AppState {
-    pub fn new(engine: Arc<Engine>, limits: Limits, cache_bytes: u64) -> Self {
+    pub fn new(engine: Arc<Engine>, limits: Limits, cache_bytes: u64, catalog: Catalog) -> Self {
         let cache = moka::sync::Cache::builder()
             .max_capacity(cache_bytes)
             .weigher(|k: &String, v: &Arc<Encoded>| {
@@ -77,6 +83,8 @@ impl AppState {
             cache,
             raw,
             timelines,
+            catalog,
+            jobs: JobMap::default(),
         }
     }
 }

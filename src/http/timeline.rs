@@ -14,7 +14,7 @@ use super::respond::{Encoded, Prepared, cached, lookup, prepare, respond};
 use super::state::{ApiPath, AppState};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Dataset, Domain};
-use crate::raw::bulk::read_json;
+use crate::raw::bulk::read_json_from;
 use crate::raw::timeline::{DeviceTimeline, Metric, TimelineDoc, downsample, run_timeline};
 
 const ONE_FLAGS: &[&str] = &["metric", "per_gpu", "every"];
@@ -53,8 +53,8 @@ async fn timeline_value(
     row: usize,
 ) -> Result<Arc<Option<Value>>, AppError> {
     let key = (snapshot.generation, domain, row);
-    super::raw::load_raw(&state.timelines, key, snapshot, domain, row, |p| {
-        read_json::<TimelineDoc>(p).map(|d| d.timeline)
+    super::raw::load_raw(&state.timelines, key, snapshot, domain, row, |r, label| {
+        read_json_from::<TimelineDoc>(r, label).map(|d| d.timeline)
     })
     .await
 }

@@ -57,9 +57,17 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, RawError> {
             detail: e.to_string(),
         },
     })?;
-    serde_json::from_reader(BufReader::with_capacity(1 << 20, file)).map_err(|e| {
+    read_json_from(file, &path.display().to_string())
+}
+
+/// `read_json` over any reader; `label` names the file in errors.
+pub fn read_json_from<T: DeserializeOwned>(
+    reader: impl std::io::Read,
+    label: &str,
+) -> Result<T, RawError> {
+    serde_json::from_reader(BufReader::with_capacity(1 << 20, reader)).map_err(|e| {
         RawError::Unreadable {
-            path: path.display().to_string(),
+            path: label.to_string(),
             detail: e.to_string(),
         }
     })

@@ -103,10 +103,15 @@ impl Catalog {
         };
         // SQLite allows one writer; a single connection serialises writes without busy errors.
         let max = if connect.starts_with("sqlite:") { 1 } else { 8 };
-        let pool = AnyPoolOptions::new()
-            .max_connections(max)
-            .connect(&connect)
-            .await?;
+        let mut opts = AnyPoolOptions::new().max_connections(max);
+        if connect.starts_with("sqlite:") {
+            // Keep the one connection: an in-memory database lives only as long as it does.
+            opts = opts
+                .min_connections(1)
+                .idle_timeout(None)
+                .max_lifetime(None);
+        }
+        let pool = opts.connect(&connect).await?;
         Migrator::new(Embedded)
             .await
             .map_err(sqlx::Error::from)?
@@ -286,7 +291,7 @@ impl Catalog {
 }
 
 /// `scheme://user:password@host/...` → `scheme://user:***@host/...`.
-fn redact(url: &str) -> String {
+pub fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(s), Some(at)) if at > s => {
             let creds = &url[s + 3..at];

@@ -10,6 +10,7 @@
 pub mod cache;
 pub mod catalog;
 pub mod hub;
+pub mod open;
 
 use std::fmt;
 use std::sync::Arc;

@@ -74,7 +74,8 @@ impl TestApp {
         let dataset = load::load_compiled_dir(&sample_dir())
             .await
             .expect("data/sample loads");
-        let state = AppState::new(Arc::new(Engine::new(dataset)), limits, 8 * 1024 * 1024);
+        let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:").await.expect("catalog");
+        let state = AppState::new(Arc::new(Engine::new(dataset)), limits, 8 * 1024 * 1024, catalog);
         TestApp { router: app(state) }
     }
 
