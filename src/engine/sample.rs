@@ -123,7 +123,8 @@ pub fn build_sample(real: &Path, out: &Path) -> Result<(), EngineError> {
     ] {
         let specs = published_fields(domain);
         let (cols, source_ids) = read_jsonl(&real.join(file), specs)?;
-        let table = RunTable::from_published(domain, cols)?;
+        let mut table = RunTable::from_published(domain, cols)?;
+        add_generated_raw(&mut table, out)?;
         if domain == Domain::Llm {
             // Map the source ids (task|model|gpu|...) to rows of the sorted table through the
             // natural key, which both id schemes encode.
@@ -168,6 +169,70 @@ pub fn build_sample(real: &Path, out: &Path) -> Result<(), EngineError> {
     }
     write_histograms(real, out, &tables[0], &llm_id_map)?;
     fs::write(out.join("README.md"), SAMPLE_README)?;
+    Ok(())
+}
+
+/// Runs that get a generated `results.json` (raw-format.md §8, `raw::generate`), so the raw endpoints
+/// answer on the embedded dataset: an LLM run on 2 GPUs, a diffusion image run and a video run.
+/// Each is (field, value) pairs that pick one row.
+const GENERATED_RAW: &[(Domain, &[(&str, &str)])] = &[
+    (
+        Domain::Llm,
+        &[
+            ("task", "video-chat"),
+            ("model_id", "Qwen/Qwen3-VL-30B-A3B-Instruct"),
+            ("gpu_model", "H100"),
+            ("num_gpus", "2"),
+            ("max_num_seqs", "8"),
+        ],
+    ),
+    (
+        Domain::Diffusion,
+        &[
+            ("task", "text-to-image"),
+            ("model_id", "Efficient-Large-Model/SANA1.5_1.6B_1024px_diffusers"),
+            ("gpu_model", "B200"),
+            ("ulysses_degree", "1"),
+            ("ring_degree", "2"),
+        ],
+    ),
+    (
+        Domain::Diffusion,
+        &[
+            ("task", "text-to-video"),
+            ("model_id", "Wan-AI/Wan2.1-T2V-1.3B-Diffusers"),
+            ("gpu_model", "B200"),
+            ("ulysses_degree", "1"),
+            ("ring_degree", "2"),
+        ],
+    ),
+];
+
+/// Write the generated raw files of `table`'s domain under `out` and point `results_path` at them.
+fn add_generated_raw(table: &mut RunTable, out: &Path) -> Result<(), EngineError> {
+    for (n, (domain, picks)) in GENERATED_RAW.iter().enumerate() {
+        if *domain != table.domain {
+            continue;
+        }
+        let text = |t: &RunTable, r: usize, f: &str| match t.column(t.field_index(f).expect("field")).get(r) {
+            Value::Str(s) => s.to_string(),
+            Value::Int(i) => i.to_string(),
+            _ => String::new(),
+        };
+        let row = (0..table.len())
+            .find(|&r| picks.iter().all(|(f, v)| text(table, r, f) == *v))
+            .ok_or_else(|| bad(format!("no {domain} run matches {picks:?}")))?;
+        let seed = n as u64 + 1;
+        let rel = match domain {
+            Domain::Llm => crate::raw::generate::llm_run(out, table, row, seed),
+            Domain::Diffusion => crate::raw::generate::diffusion_run(out, table, row, seed),
+        }
+        .map_err(bad)?;
+        let col = table.field_index("results_path").expect("results_path");
+        if let ColumnData::Str(v) = &mut table.frame.columns[col].data {
+            v[row] = Some(rel.to_string_lossy().replace('\\', "/").into());
+        }
+    }
     Ok(())
 }
 
@@ -277,9 +342,18 @@ A compiled data directory (the layout of the Hugging Face dataset `ml-energy/ben
 Built from the run tables reconstructed from the leaderboard's published JSON
 (`shared/data/real`) by `mlenergy-server sample --from ../shared/data/real --out data/sample`;
 do not edit by hand. Fields the leaderboard does not publish are null: `seed`,
-`steady_state_energy_joules`, `steady_state_duration_seconds`, `mean_itl_ms`, `results_path`,
-`prometheus_path` (LLM) and `use_torch_compile`, `results_path` (diffusion). `num_request_repeats`
-is inferred (completed requests / the task's request count). No raw `results.json` files are included.
+`steady_state_energy_joules`, `steady_state_duration_seconds`, `mean_itl_ms`, `results_path`
+(but see below), `prometheus_path` (LLM) and `use_torch_compile` (diffusion). `num_request_repeats`
+is inferred (completed requests / the task's request count).
+
+Three runs have a generated `results.json` (no published raw files are included): the LLM run
+video-chat Qwen3-VL-30B-A3B-Instruct on 2 x H100 at max_num_seqs 8, and the diffusion runs
+SANA1.5 1.6B (text-to-image) and Wan2.1-T2V-1.3B (text-to-video) on 2 x B200 with ring degree 2.
+They are written by the project's raw generator (`raw::generate`, raw-format.md §8) to agree with the
+runs' published aggregates (request count, output tokens, ITL median, throughput, energy per token,
+power, batch latency), with a real-shaped power and temperature timeline, so the raw endpoints
+(output lengths, ITL, timelines, raw passthrough) answer on `cargo run`. Their `results_path`
+points at them; every other run's is null.
 
 License: Apache-2.0, as the ML.ENERGY benchmark-v3 dataset it is derived from. Please cite
 \"The ML.ENERGY Benchmark: Toward Automated Inference Energy Measurement and Optimization\"

@@ -4,6 +4,7 @@
 pub mod build;
 pub mod bulk;
 pub mod compile;
+pub mod generate;
 pub mod itl;
 pub mod path;
 pub mod pyjson;
