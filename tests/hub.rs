@@ -1,0 +1,483 @@
+//! The Hugging Face source and the raw cache against a fake hub: an axum server on port 0 that
+//! implements the paths hf-hub and the service use (`/api/datasets/{repo}/revision/{rev}` and
+//! `/datasets/{repo}/resolve/{rev}/{path}` with Range support), serving data/sample as the
+//! dataset, with per-file faults: gated 401/403, 404, 500, a slow body, a truncated body, a wrong
+//! checksum. Each test has its own hub, cache directory, HF_HOME and catalog.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path as AxPath, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use common::{TestApp, sample_dir};
+use mlenergy_server::engine::Engine;
+use mlenergy_server::http::{AppState, Limits, app};
+use mlenergy_server::store::FetchOptions;
+use mlenergy_server::store::hub::HubConfig;
+use mlenergy_server::store::open::{SourceOptions, open_dataset};
+use futures::StreamExt;
+use sha2::Digest;
+
+const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+const REPO: &str = "ml-energy/benchmark-v3";
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fault {
+    Status(u16),
+    /// Headers, half the body, then a stall longer than the client's timeout.
+    Slow,
+    /// Content-Length of the whole file, half the body, then the connection ends.
+    Truncated,
+    /// An X-Linked-Etag that is not the content's SHA-256.
+    BadChecksum,
+}
+
+#[derive(Default)]
+struct HubState {
+    files: HashMap<String, Vec<u8>>,
+    /// Token the hub requires (None: public).
+    token: Option<String>,
+    faults: HashMap<String, Fault>,
+    /// GET requests per resolve path.
+    gets: HashMap<String, usize>,
+}
+
+type Shared = Arc<Mutex<HubState>>;
+
+fn authorized(s: &HubState, headers: &HeaderMap) -> Result<(), Response> {
+    let Some(want) = &s.token else {
+        return Ok(());
+    };
+    let got = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let (status, msg) = match got {
+        None => (StatusCode::UNAUTHORIZED, "Access to dataset is restricted. You must be authenticated to access it."),
+        Some(t) if t != want => (StatusCode::FORBIDDEN, "Access to dataset is restricted and you are not in the authorized list."),
+        Some(_) => return Ok(()),
+    };
+    let mut r = (status, format!("{{\"error\":\"{msg}\"}}")).into_response();
+    r.headers_mut()
+        .insert("x-error-code", HeaderValue::from_static("GatedRepo"));
+    Err(r)
+}
+
+async fn revision(
+    State(s): State<Shared>,
+    AxPath((_org, _name, _rev)): AxPath<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let s = s.lock().unwrap();
+    if let Err(r) = authorized(&s, &headers) {
+        return r;
+    }
+    axum::Json(serde_json::json!({"sha": COMMIT, "siblings": []})).into_response()
+}
+
+async fn resolve(
+    State(shared): State<Shared>,
+    AxPath((_org, _name, rev, path)): AxPath<(String, String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let (body, fault) = {
+        let mut s = shared.lock().unwrap();
+        *s.gets.entry(path.clone()).or_default() += 1;
+        if let Err(r) = authorized(&s, &headers) {
+            return r;
+        }
+        if rev != COMMIT && rev != "main" {
+            return (StatusCode::NOT_FOUND, "revision not found").into_response();
+        }
+        let fault = s.faults.get(&path).copied();
+        if let Some(Fault::Status(code)) = fault {
+            let mut r = (StatusCode::from_u16(code).unwrap(), "fault").into_response();
+            if code == 404 {
+                r.headers_mut()
+                    .insert("x-error-code", HeaderValue::from_static("EntryNotFound"));
+            }
+            return r;
+        }
+        match s.files.get(&path) {
+            Some(b) => (b.clone(), fault),
+            None => return (StatusCode::NOT_FOUND, "entry not found").into_response(),
+        }
+    };
+    let sha = hex::encode(sha2::Sha256::digest(&body));
+    let linked = if fault == Some(Fault::BadChecksum) {
+        "f".repeat(64)
+    } else {
+        sha.clone()
+    };
+    let size = body.len();
+    let range = headers
+        .get("range")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|r| r.strip_prefix("bytes="))
+        .and_then(|r| r.split_once('-'))
+        .map(|(a, b)| {
+            let a: usize = a.parse().unwrap_or(0);
+            let b: usize = b.parse().unwrap_or(size - 1).min(size - 1);
+            (a, b)
+        });
+    let mut h = HeaderMap::new();
+    h.insert("x-repo-commit", HeaderValue::from_static(COMMIT));
+    h.insert("etag", HeaderValue::from_str(&format!("\"{sha}\"")).unwrap());
+    h.insert("x-linked-etag", HeaderValue::from_str(&format!("\"{linked}\"")).unwrap());
+    h.insert("x-linked-size", HeaderValue::from(size));
+    if let Some((a, b)) = range {
+        h.insert(
+            "content-range",
+            HeaderValue::from_str(&format!("bytes {a}-{b}/{size}")).unwrap(),
+        );
+        return (StatusCode::PARTIAL_CONTENT, h, body[a..=b].to_vec()).into_response();
+    }
+    match fault {
+        Some(Fault::Slow) | Some(Fault::Truncated) => {
+            let half = body[..size / 2].to_vec();
+            let stall = fault == Some(Fault::Slow);
+            let stream = futures::stream::once(async move { Ok::<_, std::io::Error>(half) }).chain(
+                futures::stream::once(async move {
+                    if stall {
+                        tokio::time::sleep(Duration::from_secs(30)).await;
+                    }
+                    Err(std::io::Error::other("connection dropped"))
+                }),
+            );
+            h.insert("content-length", HeaderValue::from(size));
+            (StatusCode::OK, h, Body::from_stream(stream)).into_response()
+        }
+        _ => (StatusCode::OK, h, body).into_response(),
+    }
+}
+
+struct FakeHub {
+    url: String,
+    state: Shared,
+}
+
+impl FakeHub {
+    /// data/sample as the dataset: both summaries and every file under llm/ and diffusion/.
+    async fn start() -> FakeHub {
+        let mut files = HashMap::new();
+        let root = sample_dir();
+        for e in walkdir::WalkDir::new(&root).into_iter().flatten() {
+            if e.file_type().is_file() {
+                let rel = e.path().strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+                if rel.starts_with("runs/") || rel.ends_with("results.json") {
+                    files.insert(rel, std::fs::read(e.path()).unwrap());
+                }
+            }
+        }
+        let state: Shared = Arc::new(Mutex::new(HubState {
+            files,
+            ..Default::default()
+        }));
+        let router = Router::new()
+            .route(
+                "/api/datasets/{org}/{name}/revision/{rev}",
+                axum::routing::get(revision),
+            )
+            .route(
+                "/datasets/{org}/{name}/resolve/{rev}/{*path}",
+                axum::routing::get(resolve),
+            )
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        FakeHub { url, state }
+    }
+
+    fn gets(&self, path: &str) -> usize {
+        self.state.lock().unwrap().gets.get(path).copied().unwrap_or(0)
+    }
+
+    fn fault(&self, path: &str, f: Option<Fault>) {
+        let mut s = self.state.lock().unwrap();
+        match f {
+            Some(f) => s.faults.insert(path.to_string(), f),
+            None => s.faults.remove(path),
+        };
+    }
+
+    fn gate(&self, token: Option<&str>) {
+        self.state.lock().unwrap().token = token.map(String::from);
+    }
+}
+
+/// The cache directory, HF_HOME and catalog of one test (kept across restarts).
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    cache: PathBuf,
+    home: PathBuf,
+}
+
+impl Dirs {
+    fn new() -> Dirs {
+        let tmp = tempfile::tempdir().unwrap();
+        Dirs {
+            cache: tmp.path().join("cache"),
+            home: tmp.path().join("hf-home"),
+            _tmp: tmp,
+        }
+    }
+
+    fn options(&self, hub: &FakeHub, token: Option<&str>, max_bytes: u64) -> SourceOptions {
+        SourceOptions {
+            hub: HubConfig {
+                endpoint: hub.url.clone(),
+                token: token.map(String::from),
+                home: Some(self.home.clone()),
+                fetch: FetchOptions {
+                    timeout: Duration::from_millis(800),
+                    retries: 2,
+                },
+            },
+            cache: self.cache.display().to_string(),
+            catalog: None,
+            max_bytes,
+        }
+    }
+
+    /// Files in the cache directory other than the catalog database.
+    fn cached_files(&self) -> Vec<String> {
+        walkdir::WalkDir::new(&self.cache)
+            .into_iter()
+            .flatten()
+            .filter(|e| e.file_type().is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with("catalog.db"))
+            .collect()
+    }
+}
+
+async fn service(opts: &SourceOptions) -> TestApp {
+    let spec = format!("hf://datasets/{REPO}");
+    let (dataset, catalog) = open_dataset(&spec, opts).await.expect("the hub source opens");
+    let state = AppState::new(
+        Arc::new(Engine::new(dataset)),
+        Limits { max_rows: 100_000 },
+        8 * 1024 * 1024,
+        catalog,
+    );
+    TestApp {
+        router: app(state),
+    }
+}
+
+/// (domain, run_id, results_path) of the runs with raw files.
+async fn raw_runs(app: &TestApp) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for domain in ["llm", "diffusion"] {
+        let stability = if domain == "llm" { "&stability=all" } else { "" };
+        let r = app
+            .get(&format!("/v1/{domain}/runs?fields=run_id,results_path{stability}"))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        for run in r.json()["runs"].as_array().unwrap() {
+            if let Some(p) = run["results_path"].as_str() {
+                out.push((domain.to_string(), run["run_id"].as_str().unwrap().to_string(), p.to_string()));
+            }
+        }
+    }
+    assert_eq!(out.len(), 3, "data/sample has three runs with raw files: {out:?}");
+    out
+}
+
+fn sample_file(rel: &str) -> Vec<u8> {
+    std::fs::read(sample_dir().join(rel)).unwrap()
+}
+
+#[tokio::test]
+async fn raw_files_come_from_the_hub_once_and_match_the_local_answers() {
+    let hub = FakeHub::start().await;
+    let dirs = Dirs::new();
+    let app = service(&dirs.options(&hub, None, 1 << 30)).await;
+    let datasets = app.get("/v1/datasets").await.json();
+    assert_eq!(datasets["datasets"][0]["source"], format!("hf://datasets/{REPO}@main"));
+    assert_eq!(datasets["datasets"][0]["revision"], COMMIT);
+    // The summaries went into HF_HOME's hub cache, under the pinned commit.
+    let snap = dirs.home.join(format!("hub/datasets--ml-energy--benchmark-v3/snapshots/{COMMIT}/runs"));
+    assert!(snap.join("llm.parquet").exists() && snap.join("diffusion.parquet").exists());
+
+    let runs = raw_runs(&app).await;
+    let (_, llm_id, llm_path) = runs.iter().find(|r| r.0 == "llm").unwrap().clone();
+    assert_eq!(hub.gets(&llm_path), 0, "nothing raw is fetched at start");
+
+    // Eight concurrent requests for one file: one upstream GET, eight identical bodies.
+    let (_, diff_id, diff_path) = runs.iter().find(|r| r.0 == "diffusion").unwrap().clone();
+    let uri = format!("/v1/diffusion/runs/{diff_id}/raw/results.json");
+    let replies = futures::future::join_all((0..8).map(|_| app.get(&uri))).await;
+    let want = sample_file(&diff_path);
+    for r in &replies {
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, want);
+    }
+    assert_eq!(hub.gets(&diff_path), 1);
+
+    // Raw-derived answers equal the ones computed from the local copy.
+    let local = TestApp::sample().await;
+    for uri in [
+        format!("/v1/llm/runs/{llm_id}/itl?summary=true"),
+        format!("/v1/llm/runs/{llm_id}/output-lengths?format=csv"),
+        format!("/v1/llm/runs/{llm_id}/timeline?metric=power.device_average&format=csv"),
+        format!("/v1/diffusion/runs/{diff_id}/timeline?metric=temperature&per_gpu=true&format=csv"),
+    ] {
+        let (a, b) = (app.get(&uri).await, local.get(&uri).await);
+        assert_eq!(a.status, 200, "{uri}: {}", a.text());
+        assert_eq!(a.body, b.body, "{uri}");
+    }
+    assert_eq!(hub.gets(&llm_path), 1);
+    let cache = app.get("/v1/cache").await.json();
+    assert_eq!(cache["enabled"], true);
+    assert_eq!(cache["misses"], 2);
+    assert_eq!(cache["files"], 2);
+    assert_eq!(
+        cache["bytes_fetched"].as_u64().unwrap(),
+        (sample_file(&llm_path).len() + want.len()) as u64
+    );
+}
+
+#[tokio::test]
+async fn a_restart_serves_from_the_cache_without_upstream_gets() {
+    let hub = FakeHub::start().await;
+    let dirs = Dirs::new();
+    let opts = dirs.options(&hub, None, 1 << 30);
+    let app = service(&opts).await;
+    let runs = raw_runs(&app).await;
+    let mut first = Vec::new();
+    for (domain, id, _) in &runs {
+        let r = app.get(&format!("/v1/{domain}/runs/{id}/raw/results.json")).await;
+        assert_eq!(r.status, 200);
+        first.push(r.body);
+    }
+    let before: HashMap<String, usize> = hub.state.lock().unwrap().gets.clone();
+    drop(app);
+
+    let app = service(&opts).await;
+    for ((domain, id, _), body) in runs.iter().zip(&first) {
+        let r = app.get(&format!("/v1/{domain}/runs/{id}/raw/results.json")).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(&r.body, body);
+    }
+    let after: HashMap<String, usize> = hub.state.lock().unwrap().gets.clone();
+    assert_eq!(before, after, "no resolve GET after the restart (summaries and raw files cached)");
+    let cache = app.get("/v1/cache").await.json();
+    assert_eq!((cache["hits"].as_u64(), cache["misses"].as_u64()), (Some(3), Some(0)));
+}
+
+#[tokio::test]
+async fn a_gated_dataset_without_access_is_refused_with_instructions() {
+    let hub = FakeHub::start().await;
+    hub.gate(Some("hf_good"));
+    let dirs = Dirs::new();
+    for token in [None, Some("hf_wrong")] {
+        let err = open_dataset(&format!("hf://datasets/{REPO}"), &dirs.options(&hub, token, 1 << 30))
+            .await
+            .err()
+            .expect("refused");
+        assert!(err.contains("gated dataset"), "{err}");
+        assert!(err.contains("HF_TOKEN"), "{err}");
+        assert!(err.contains(&format!("{}/datasets/{REPO}", hub.url)), "{err}");
+        assert!(err.contains(if token.is_none() { "401" } else { "403" }), "{err}");
+    }
+    // With access, then revoked: a raw request answers 403 naming what to do; nothing cached.
+    let app = service(&dirs.options(&hub, Some("hf_good"), 1 << 30)).await;
+    let (_, id, _) = raw_runs(&app).await.into_iter().find(|r| r.0 == "llm").unwrap();
+    hub.gate(Some("hf_other"));
+    let r = app.get(&format!("/v1/llm/runs/{id}/itl")).await;
+    let p = r.problem(403, "source_denied");
+    let detail = p["detail"].as_str().unwrap();
+    assert!(detail.contains("request access") && detail.contains("HF_TOKEN"), "{detail}");
+    assert!(dirs.cached_files().is_empty(), "{:?}", dirs.cached_files());
+}
+
+#[tokio::test]
+async fn upstream_faults_map_to_statuses_and_leave_nothing_in_the_cache() {
+    let hub = FakeHub::start().await;
+    let dirs = Dirs::new();
+    let app = service(&dirs.options(&hub, None, 1 << 30)).await;
+    let runs = raw_runs(&app).await;
+    let (_, id, path) = runs.iter().find(|r| r.0 == "llm").unwrap().clone();
+    let uri = format!("/v1/llm/runs/{id}/raw/results.json");
+
+    let cases = [
+        (Fault::Status(404), 404, "raw_unavailable", 1),
+        (Fault::Status(500), 502, "upstream_failed", 3),
+        (Fault::Slow, 504, "upstream_timeout", 1),
+        (Fault::Truncated, 502, "download_corrupt", 1),
+        (Fault::BadChecksum, 502, "download_corrupt", 1),
+    ];
+    for (fault, status, slug, gets) in cases {
+        hub.fault(&path, Some(fault));
+        let before = hub.gets(&path);
+        let r = app.get(&uri).await;
+        let p = r.problem(status, slug);
+        assert_eq!(p["parameter"], "run_id", "{fault:?}");
+        assert_eq!(hub.gets(&path) - before, gets, "{fault:?}: GETs (retries are bounded)");
+        assert!(
+            dirs.cached_files().is_empty(),
+            "{fault:?} left {:?}",
+            dirs.cached_files()
+        );
+    }
+    let cache = app.get("/v1/cache").await.json();
+    assert_eq!((cache["files"].as_u64(), cache["failures"].as_u64()), (Some(0), Some(5)));
+    // Once the hub is healthy the same request succeeds: nothing bad was kept.
+    hub.fault(&path, None);
+    let r = app.get(&uri).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, sample_file(&path));
+}
+
+#[tokio::test]
+async fn eviction_keeps_the_cache_within_its_bound() {
+    let hub = FakeHub::start().await;
+    let dirs = Dirs::new();
+    let runs = raw_runs(&service(&dirs.options(&hub, None, 1 << 30)).await).await;
+    let mut sizes: Vec<(usize, &(String, String, String))> =
+        runs.iter().map(|r| (sample_file(&r.2).len(), r)).collect();
+    sizes.sort_by_key(|s| s.0);
+    // Room for the largest file plus a little: fetching the two small ones, then the large one,
+    // must evict the least recently used until the total fits.
+    let bound = sizes[2].0 as u64 + 1024;
+    let app = service(&dirs.options(&hub, None, bound)).await;
+    for (_, (domain, id, _)) in &sizes {
+        let r = app.get(&format!("/v1/{domain}/runs/{id}/raw/results.json")).await;
+        assert_eq!(r.status, 200);
+        let cache = app.get("/v1/cache").await.json();
+        assert!(cache["bytes"].as_u64().unwrap() <= bound, "{cache}");
+    }
+    let cache = app.get("/v1/cache").await.json();
+    assert_eq!(cache["evictions"], 2, "{cache}");
+    assert_eq!(cache["files"], 1);
+    assert_eq!(cache["bytes"].as_u64().unwrap(), sizes[2].0 as u64);
+    assert_eq!(dirs.cached_files(), vec!["results.json".to_string()]);
+    // The evicted file comes back on demand (a new GET).
+    let (_, small) = sizes[0];
+    let before = hub.gets(&small.2);
+    let r = app.get(&format!("/v1/{}/runs/{}/raw/results.json", small.0, small.1)).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(hub.gets(&small.2), before + 1);
+}
+
+#[tokio::test]
+async fn a_bad_hf_url_is_refused_with_the_expected_form() {
+    let dirs = Dirs::new();
+    let hub = FakeHub::start().await;
+    let err = open_dataset("hf://datasets/only-one-part", &dirs.options(&hub, None, 1))
+        .await
+        .err()
+        .unwrap();
+    assert!(err.contains("hf://datasets/ORG/NAME"), "{err}");
+    let err = open_dataset("ftp://x/y", &dirs.options(&hub, None, 1)).await.err().unwrap();
+    assert!(err.contains("unsupported scheme 'ftp'"), "{err}");
+}
