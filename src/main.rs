@@ -29,7 +29,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     if let Ok(n) = catalog.fail_orphaned_jobs().await
         && n > 0
     {
-        tracing::warn!(jobs = n, "prefetch jobs interrupted by the last stop marked failed");
+        tracing::warn!(
+            jobs = n,
+            "prefetch jobs interrupted by the last stop marked failed"
+        );
     }
     for (path, reason) in &dataset.source.skipped {
         tracing::warn!(%path, %reason, "raw results file skipped");

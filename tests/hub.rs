@@ -17,12 +17,12 @@ use axum::extract::{Path as AxPath, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use common::{TestApp, sample_dir};
+use futures::StreamExt;
 use mlenergy_server::engine::Engine;
 use mlenergy_server::http::{AppState, Limits, app};
 use mlenergy_server::store::FetchOptions;
 use mlenergy_server::store::hub::HubConfig;
 use mlenergy_server::store::open::{SourceOptions, open_dataset};
-use futures::StreamExt;
 use sha2::Digest;
 
 const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
@@ -60,8 +60,14 @@ fn authorized(s: &HubState, headers: &HeaderMap) -> Result<(), Response> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     let (status, msg) = match got {
-        None => (StatusCode::UNAUTHORIZED, "Access to dataset is restricted. You must be authenticated to access it."),
-        Some(t) if t != want => (StatusCode::FORBIDDEN, "Access to dataset is restricted and you are not in the authorized list."),
+        None => (
+            StatusCode::UNAUTHORIZED,
+            "Access to dataset is restricted. You must be authenticated to access it.",
+        ),
+        Some(t) if t != want => (
+            StatusCode::FORBIDDEN,
+            "Access to dataset is restricted and you are not in the authorized list.",
+        ),
         Some(_) => return Ok(()),
     };
     let mut r = (status, format!("{{\"error\":\"{msg}\"}}")).into_response();
@@ -129,8 +135,14 @@ async fn resolve(
         });
     let mut h = HeaderMap::new();
     h.insert("x-repo-commit", HeaderValue::from_static(COMMIT));
-    h.insert("etag", HeaderValue::from_str(&format!("\"{sha}\"")).unwrap());
-    h.insert("x-linked-etag", HeaderValue::from_str(&format!("\"{linked}\"")).unwrap());
+    h.insert(
+        "etag",
+        HeaderValue::from_str(&format!("\"{sha}\"")).unwrap(),
+    );
+    h.insert(
+        "x-linked-etag",
+        HeaderValue::from_str(&format!("\"{linked}\"")).unwrap(),
+    );
     h.insert("x-linked-size", HeaderValue::from(size));
     if let Some((a, b)) = range {
         h.insert(
@@ -170,7 +182,12 @@ impl FakeHub {
         let root = sample_dir();
         for e in walkdir::WalkDir::new(&root).into_iter().flatten() {
             if e.file_type().is_file() {
-                let rel = e.path().strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+                let rel = e
+                    .path()
+                    .strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/");
                 if rel.starts_with("runs/") || rel.ends_with("results.json") {
                     files.insert(rel, std::fs::read(e.path()).unwrap());
                 }
@@ -197,7 +214,13 @@ impl FakeHub {
     }
 
     fn gets(&self, path: &str) -> usize {
-        self.state.lock().unwrap().gets.get(path).copied().unwrap_or(0)
+        self.state
+            .lock()
+            .unwrap()
+            .gets
+            .get(path)
+            .copied()
+            .unwrap_or(0)
     }
 
     fn fault(&self, path: &str, f: Option<Fault>) {
@@ -261,34 +284,48 @@ impl Dirs {
 
 async fn service(opts: &SourceOptions) -> TestApp {
     let spec = format!("hf://datasets/{REPO}");
-    let (dataset, catalog) = open_dataset(&spec, opts).await.expect("the hub source opens");
+    let (dataset, catalog) = open_dataset(&spec, opts)
+        .await
+        .expect("the hub source opens");
     let state = AppState::new(
         Arc::new(Engine::new(dataset)),
         Limits { max_rows: 100_000 },
         8 * 1024 * 1024,
         catalog,
     );
-    TestApp {
-        router: app(state),
-    }
+    TestApp { router: app(state) }
 }
 
 /// (domain, run_id, results_path) of the runs with raw files.
 async fn raw_runs(app: &TestApp) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     for domain in ["llm", "diffusion"] {
-        let stability = if domain == "llm" { "&stability=all" } else { "" };
+        let stability = if domain == "llm" {
+            "&stability=all"
+        } else {
+            ""
+        };
         let r = app
-            .get(&format!("/v1/{domain}/runs?fields=run_id,results_path{stability}"))
+            .get(&format!(
+                "/v1/{domain}/runs?fields=run_id,results_path{stability}"
+            ))
             .await;
         assert_eq!(r.status, 200, "{}", r.text());
         for run in r.json()["runs"].as_array().unwrap() {
             if let Some(p) = run["results_path"].as_str() {
-                out.push((domain.to_string(), run["run_id"].as_str().unwrap().to_string(), p.to_string()));
+                out.push((
+                    domain.to_string(),
+                    run["run_id"].as_str().unwrap().to_string(),
+                    p.to_string(),
+                ));
             }
         }
     }
-    assert_eq!(out.len(), 3, "data/sample has three runs with raw files: {out:?}");
+    assert_eq!(
+        out.len(),
+        3,
+        "data/sample has three runs with raw files: {out:?}"
+    );
     out
 }
 
@@ -302,10 +339,15 @@ async fn raw_files_come_from_the_hub_once_and_match_the_local_answers() {
     let dirs = Dirs::new();
     let app = service(&dirs.options(&hub, None, 1 << 30)).await;
     let datasets = app.get("/v1/datasets").await.json();
-    assert_eq!(datasets["datasets"][0]["source"], format!("hf://datasets/{REPO}@main"));
+    assert_eq!(
+        datasets["datasets"][0]["source"],
+        format!("hf://datasets/{REPO}@main")
+    );
     assert_eq!(datasets["datasets"][0]["revision"], COMMIT);
     // The summaries went into HF_HOME's hub cache, under the pinned commit.
-    let snap = dirs.home.join(format!("hub/datasets--ml-energy--benchmark-v3/snapshots/{COMMIT}/runs"));
+    let snap = dirs.home.join(format!(
+        "hub/datasets--ml-energy--benchmark-v3/snapshots/{COMMIT}/runs"
+    ));
     assert!(snap.join("llm.parquet").exists() && snap.join("diffusion.parquet").exists());
 
     let runs = raw_runs(&app).await;
@@ -355,7 +397,9 @@ async fn a_restart_serves_from_the_cache_without_upstream_gets() {
     let runs = raw_runs(&app).await;
     let mut first = Vec::new();
     for (domain, id, _) in &runs {
-        let r = app.get(&format!("/v1/{domain}/runs/{id}/raw/results.json")).await;
+        let r = app
+            .get(&format!("/v1/{domain}/runs/{id}/raw/results.json"))
+            .await;
         assert_eq!(r.status, 200);
         first.push(r.body);
     }
@@ -364,14 +408,54 @@ async fn a_restart_serves_from_the_cache_without_upstream_gets() {
 
     let app = service(&opts).await;
     for ((domain, id, _), body) in runs.iter().zip(&first) {
-        let r = app.get(&format!("/v1/{domain}/runs/{id}/raw/results.json")).await;
+        let r = app
+            .get(&format!("/v1/{domain}/runs/{id}/raw/results.json"))
+            .await;
         assert_eq!(r.status, 200);
         assert_eq!(&r.body, body);
     }
     let after: HashMap<String, usize> = hub.state.lock().unwrap().gets.clone();
-    assert_eq!(before, after, "no resolve GET after the restart (summaries and raw files cached)");
+    assert_eq!(
+        before, after,
+        "no resolve GET after the restart (summaries and raw files cached)"
+    );
     let cache = app.get("/v1/cache").await.json();
-    assert_eq!((cache["hits"].as_u64(), cache["misses"].as_u64()), (Some(3), Some(0)));
+    assert_eq!(
+        (cache["hits"].as_u64(), cache["misses"].as_u64()),
+        (Some(3), Some(0))
+    );
+}
+
+/// The restart scenario with the catalog in PostgreSQL (skipped without a server, see
+/// tests/catalog.rs).
+#[tokio::test]
+async fn a_postgres_catalog_survives_a_restart() {
+    let Some(url) = common::fresh_postgres().await else {
+        return;
+    };
+    let hub = FakeHub::start().await;
+    let dirs = Dirs::new();
+    let mut opts = dirs.options(&hub, None, 1 << 30);
+    opts.catalog = Some(url);
+    let app = service(&opts).await;
+    let (domain, id, path) = raw_runs(&app).await.remove(0);
+    let uri = format!("/v1/{domain}/runs/{id}/raw/results.json");
+    assert_eq!(app.get(&uri).await.status, 200);
+    drop(app);
+    let app = service(&opts).await;
+    let r = app.get(&uri).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, sample_file(&path));
+    assert_eq!(hub.gets(&path), 1);
+    let cache = app.get("/v1/cache").await.json();
+    assert!(
+        cache["catalog"]
+            .as_str()
+            .unwrap()
+            .starts_with("postgres://"),
+        "{cache}"
+    );
+    assert_eq!(cache["files"], 1);
 }
 
 #[tokio::test]
@@ -380,23 +464,39 @@ async fn a_gated_dataset_without_access_is_refused_with_instructions() {
     hub.gate(Some("hf_good"));
     let dirs = Dirs::new();
     for token in [None, Some("hf_wrong")] {
-        let err = open_dataset(&format!("hf://datasets/{REPO}"), &dirs.options(&hub, token, 1 << 30))
-            .await
-            .err()
-            .expect("refused");
+        let err = open_dataset(
+            &format!("hf://datasets/{REPO}"),
+            &dirs.options(&hub, token, 1 << 30),
+        )
+        .await
+        .err()
+        .expect("refused");
         assert!(err.contains("gated dataset"), "{err}");
         assert!(err.contains("HF_TOKEN"), "{err}");
-        assert!(err.contains(&format!("{}/datasets/{REPO}", hub.url)), "{err}");
-        assert!(err.contains(if token.is_none() { "401" } else { "403" }), "{err}");
+        assert!(
+            err.contains(&format!("{}/datasets/{REPO}", hub.url)),
+            "{err}"
+        );
+        assert!(
+            err.contains(if token.is_none() { "401" } else { "403" }),
+            "{err}"
+        );
     }
     // With access, then revoked: a raw request answers 403 naming what to do; nothing cached.
     let app = service(&dirs.options(&hub, Some("hf_good"), 1 << 30)).await;
-    let (_, id, _) = raw_runs(&app).await.into_iter().find(|r| r.0 == "llm").unwrap();
+    let (_, id, _) = raw_runs(&app)
+        .await
+        .into_iter()
+        .find(|r| r.0 == "llm")
+        .unwrap();
     hub.gate(Some("hf_other"));
     let r = app.get(&format!("/v1/llm/runs/{id}/itl")).await;
     let p = r.problem(403, "source_denied");
     let detail = p["detail"].as_str().unwrap();
-    assert!(detail.contains("request access") && detail.contains("HF_TOKEN"), "{detail}");
+    assert!(
+        detail.contains("request access") && detail.contains("HF_TOKEN"),
+        "{detail}"
+    );
     assert!(dirs.cached_files().is_empty(), "{:?}", dirs.cached_files());
 }
 
@@ -422,7 +522,11 @@ async fn upstream_faults_map_to_statuses_and_leave_nothing_in_the_cache() {
         let r = app.get(&uri).await;
         let p = r.problem(status, slug);
         assert_eq!(p["parameter"], "run_id", "{fault:?}");
-        assert_eq!(hub.gets(&path) - before, gets, "{fault:?}: GETs (retries are bounded)");
+        assert_eq!(
+            hub.gets(&path) - before,
+            gets,
+            "{fault:?}: GETs (retries are bounded)"
+        );
         assert!(
             dirs.cached_files().is_empty(),
             "{fault:?} left {:?}",
@@ -430,7 +534,10 @@ async fn upstream_faults_map_to_statuses_and_leave_nothing_in_the_cache() {
         );
     }
     let cache = app.get("/v1/cache").await.json();
-    assert_eq!((cache["files"].as_u64(), cache["failures"].as_u64()), (Some(0), Some(5)));
+    assert_eq!(
+        (cache["files"].as_u64(), cache["failures"].as_u64()),
+        (Some(0), Some(5))
+    );
     // Once the hub is healthy the same request succeeds: nothing bad was kept.
     hub.fault(&path, None);
     let r = app.get(&uri).await;
@@ -451,7 +558,9 @@ async fn eviction_keeps_the_cache_within_its_bound() {
     let bound = sizes[2].0 as u64 + 1024;
     let app = service(&dirs.options(&hub, None, bound)).await;
     for (_, (domain, id, _)) in &sizes {
-        let r = app.get(&format!("/v1/{domain}/runs/{id}/raw/results.json")).await;
+        let r = app
+            .get(&format!("/v1/{domain}/runs/{id}/raw/results.json"))
+            .await;
         assert_eq!(r.status, 200);
         let cache = app.get("/v1/cache").await.json();
         assert!(cache["bytes"].as_u64().unwrap() <= bound, "{cache}");
@@ -464,7 +573,12 @@ async fn eviction_keeps_the_cache_within_its_bound() {
     // The evicted file comes back on demand (a new GET).
     let (_, small) = sizes[0];
     let before = hub.gets(&small.2);
-    let r = app.get(&format!("/v1/{}/runs/{}/raw/results.json", small.0, small.1)).await;
+    let r = app
+        .get(&format!(
+            "/v1/{}/runs/{}/raw/results.json",
+            small.0, small.1
+        ))
+        .await;
     assert_eq!(r.status, 200);
     assert_eq!(hub.gets(&small.2), before + 1);
 }
@@ -478,6 +592,9 @@ async fn a_bad_hf_url_is_refused_with_the_expected_form() {
         .err()
         .unwrap();
     assert!(err.contains("hf://datasets/ORG/NAME"), "{err}");
-    let err = open_dataset("ftp://x/y", &dirs.options(&hub, None, 1)).await.err().unwrap();
+    let err = open_dataset("ftp://x/y", &dirs.options(&hub, None, 1))
+        .await
+        .err()
+        .unwrap();
     assert!(err.contains("unsupported scheme 'ftp'"), "{err}");
 }

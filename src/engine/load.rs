@@ -21,7 +21,10 @@ pub fn parquet_path(root: &Path, domain: Domain) -> std::path::PathBuf {
 }
 
 /// Read a parquet file named by a local path or a URL of an object store registered in `ctx`.
-async fn read_parquet(ctx: &SessionContext, location: &str) -> Result<Vec<RecordBatch>, EngineError> {
+async fn read_parquet(
+    ctx: &SessionContext,
+    location: &str,
+) -> Result<Vec<RecordBatch>, EngineError> {
     let df = ctx
         .read_parquet(location, ParquetReadOptions::default())
         .await?;

@@ -190,7 +190,10 @@ const GENERATED_RAW: &[(Domain, &[(&str, &str)])] = &[
         Domain::Diffusion,
         &[
             ("task", "text-to-image"),
-            ("model_id", "Efficient-Large-Model/SANA1.5_1.6B_1024px_diffusers"),
+            (
+                "model_id",
+                "Efficient-Large-Model/SANA1.5_1.6B_1024px_diffusers",
+            ),
             ("gpu_model", "B200"),
             ("ulysses_degree", "1"),
             ("ring_degree", "2"),
@@ -214,7 +217,10 @@ fn add_generated_raw(table: &mut RunTable, out: &Path) -> Result<(), EngineError
         if *domain != table.domain {
             continue;
         }
-        let text = |t: &RunTable, r: usize, f: &str| match t.column(t.field_index(f).expect("field")).get(r) {
+        let text = |t: &RunTable, r: usize, f: &str| match t
+            .column(t.field_index(f).expect("field"))
+            .get(r)
+        {
             Value::Str(s) => s.to_string(),
             Value::Int(i) => i.to_string(),
             _ => String::new(),

@@ -243,7 +243,9 @@ impl AppError {
             AppError::UnknownJob(id) => (
                 Some("job_id".into()),
                 None,
-                format!("no job has the id '{id}'; jobs are started with POST /v1/{{domain}}/prefetch"),
+                format!(
+                    "no job has the id '{id}'; jobs are started with POST /v1/{{domain}}/prefetch"
+                ),
             ),
             AppError::NoRoute(path) => (
                 None,

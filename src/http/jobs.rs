@@ -62,9 +62,11 @@ async fn fetch(t: &Target) -> Result<u64, String> {
             .await
             .map(|m| m.len())
             .map_err(|e| format!("{}: {e}", p.display())),
-        RawLocation::Remote(store, key) => {
-            store.ensure(key).await.map(|e| e.size).map_err(|e| e.to_string())
-        }
+        RawLocation::Remote(store, key) => store
+            .ensure(key)
+            .await
+            .map(|e| e.size)
+            .map_err(|e| e.to_string()),
     }
 }
 

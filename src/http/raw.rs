@@ -41,9 +41,12 @@ impl Opened {
     /// A response body streaming the bytes.
     fn into_body(self) -> axum::body::Body {
         match self {
-            Opened::File(f) => axum::body::Body::from_stream(
-                tokio_util::io::ReaderStream::with_capacity(tokio::fs::File::from_std(f), 256 * 1024),
-            ),
+            Opened::File(f) => {
+                axum::body::Body::from_stream(tokio_util::io::ReaderStream::with_capacity(
+                    tokio::fs::File::from_std(f),
+                    256 * 1024,
+                ))
+            }
             Opened::Stream(s) => axum::body::Body::from_stream(s),
         }
     }

@@ -138,7 +138,10 @@ fn timeline(
 }
 
 fn gpu_dirs(gpu_model: &str) -> (String, String) {
-    (gpu_model.to_ascii_lowercase(), gpu_model.to_ascii_uppercase())
+    (
+        gpu_model.to_ascii_lowercase(),
+        gpu_model.to_ascii_uppercase(),
+    )
 }
 
 fn write(path: &Path, doc: &Ordered) -> Result<(), String> {
@@ -240,12 +243,18 @@ pub fn llm_run(root: &Path, t: &RunTable, row: usize, seed: u64) -> Result<PathB
         let sum: f64 = itl.iter().filter_map(Value::as_f64).sum();
         requests.push(Value::Object(
             [
-                ("prompt", json!("(prompt text not included in generated runs)")),
+                (
+                    "prompt",
+                    json!("(prompt text not included in generated runs)"),
+                ),
                 ("output_text", json!("")),
                 ("reasoning_output_text", json!("")),
                 ("input_len", json!(50 + (rng.unit() * 900.0) as i64)),
                 ("output_len", json!(len)),
-                ("dataset_output_len", json!((mean * (0.5 + rng.unit())) as i64)),
+                (
+                    "dataset_output_len",
+                    json!((mean * (0.5 + rng.unit())) as i64),
+                ),
                 ("latency", json!(round_to(ttft + sum, 6))),
                 ("ttft", json!(ttft)),
                 ("itl", Value::Array(itl)),
@@ -263,7 +272,10 @@ pub fn llm_run(root: &Path, t: &RunTable, row: usize, seed: u64) -> Result<PathB
     tl.insert("steady_state_start_time".into(), json!(ss_start));
     tl.insert("steady_state_end_time".into(), json!(ss_end));
     let per_gpu = vec![energy / gpus as f64; gpus];
-    let whole: Vec<f64> = per_gpu.iter().map(|e| e * duration / window * 0.9).collect();
+    let whole: Vec<f64> = per_gpu
+        .iter()
+        .map(|e| e * duration / window * 0.9)
+        .collect();
     let doc = Ordered(vec![
         ("date", json!("20250915-120000")),
         ("endpoint_type", json!("openai-chat")),
@@ -291,7 +303,10 @@ pub fn llm_run(root: &Path, t: &RunTable, row: usize, seed: u64) -> Result<PathB
         ("output_throughput", json!(throughput)),
         ("total_token_throughput", json!(throughput)),
         ("steady_state_measurement", measurement(window, &per_gpu)),
-        ("entire_benchmark_measurement", measurement(duration, &whole)),
+        (
+            "entire_benchmark_measurement",
+            measurement(duration, &whole),
+        ),
         ("timeline", Value::Object(tl)),
         ("results", Value::Array(requests)),
     ]);
@@ -307,7 +322,10 @@ pub fn diffusion_run(root: &Path, t: &RunTable, row: usize, seed: u64) -> Result
     let gpus = need(t, row, "num_gpus")? as usize;
     let batch = need(t, row, "batch_size")? as i64;
     let steps = need(t, row, "inference_steps")? as i64;
-    let (h, w) = (need(t, row, "height")? as i64, need(t, row, "width")? as i64);
+    let (h, w) = (
+        need(t, row, "height")? as i64,
+        need(t, row, "width")? as i64,
+    );
     let (uly, ring) = (
         need(t, row, "ulysses_degree")? as i64,
         need(t, row, "ring_degree")? as i64,
@@ -367,7 +385,10 @@ pub fn diffusion_run(root: &Path, t: &RunTable, row: usize, seed: u64) -> Result
     keys.extend([
         ("total_images", json!(images)),
         ("total_time", json!(total_time)),
-        ("throughput_images_per_sec", json!(images as f64 / total_time)),
+        (
+            "throughput_images_per_sec",
+            json!(images as f64 / total_time),
+        ),
         ("avg_time_per_image", json!(total_time / images as f64)),
         ("total_energy", json!(total_energy)),
         ("energy_per_image", json!(total_energy / images as f64)),

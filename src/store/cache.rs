@@ -191,7 +191,13 @@ impl CachedStore {
     /// Make sure `path` is in the cache, fetching it once for all concurrent callers.
     pub async fn ensure(&self, path: &str) -> Result<Entry, FetchError> {
         let key = self.key(path);
-        let joined = self.inner.inflight.lock().expect("inflight").get(&key).cloned();
+        let joined = self
+            .inner
+            .inflight
+            .lock()
+            .expect("inflight")
+            .get(&key)
+            .cloned();
         if let Some(f) = joined {
             return f.await;
         }
@@ -208,8 +214,9 @@ impl CachedStore {
                     // Spawned, so a caller that goes away does not cancel the download others wait for.
                     let task = tokio::spawn(async move { inner.download(&k, &p).await });
                     async move {
-                        task.await
-                            .unwrap_or_else(|e| Err(FetchError::Cache(format!("download task: {e}"))))
+                        task.await.unwrap_or_else(|e| {
+                            Err(FetchError::Cache(format!("download task: {e}")))
+                        })
                     }
                     .boxed()
                     .shared()
@@ -469,7 +476,12 @@ impl ObjectStore for CachedStore {
                 async move {
                     let loc = loc?;
                     let key = this.key(loc.as_ref());
-                    match this.inner.cache.delete(&StorePath::from(key.as_str())).await {
+                    match this
+                        .inner
+                        .cache
+                        .delete(&StorePath::from(key.as_str()))
+                        .await
+                    {
                         Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
                         Err(e) => return Err(e),
                     }

@@ -280,13 +280,11 @@ impl Catalog {
 
     /// Jobs left `running` by a previous process can no longer progress: mark them failed.
     pub async fn fail_orphaned_jobs(&self) -> Result<u64, sqlx::Error> {
-        sqlx::query(
-            "UPDATE jobs SET state = 'failed', updated_at_ms = $1 WHERE state = 'running'",
-        )
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await
-        .map(|r| r.rows_affected())
+        sqlx::query("UPDATE jobs SET state = 'failed', updated_at_ms = $1 WHERE state = 'running'")
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await
+            .map(|r| r.rows_affected())
     }
 }
 

@@ -233,8 +233,9 @@ impl Hub {
         let linked_sha = header(first.headers(), "x-linked-etag");
         let linked_size = header(first.headers(), "x-linked-size").and_then(|s| s.parse().ok());
         let resp = if first.status().is_redirection() {
-            let loc = header(first.headers(), LOCATION.as_str())
-                .ok_or_else(|| FetchError::Upstream(format!("redirect without Location for {path}")))?;
+            let loc = header(first.headers(), LOCATION.as_str()).ok_or_else(|| {
+                FetchError::Upstream(format!("redirect without Location for {path}"))
+            })?;
             let target = first
                 .url()
                 .join(&loc)
@@ -261,9 +262,9 @@ impl Hub {
         });
         // LFS files carry their SHA-256 as the linked ETag; git blobs carry a SHA-1 (40 hex),
         // which is not a content hash of the same kind and is not checked.
-        let sha256 = linked_sha.or_else(|| header(resp.headers(), "etag")).filter(|s| {
-            s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
-        });
+        let sha256 = linked_sha
+            .or_else(|| header(resp.headers(), "etag"))
+            .filter(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()));
         let key = path.to_string();
         let stream = resp
             .bytes_stream()

@@ -19,8 +19,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use object_store::{ObjectStore, ObjectStoreExt};
 use object_store::path::Path as StorePath;
+use object_store::{ObjectStore, ObjectStoreExt};
 
 /// Why a raw file could not be fetched. Each kind maps to one HTTP status in the API.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -107,7 +107,11 @@ impl StoreUpstream {
     }
 
     fn location(&self, path: &str) -> StorePath {
-        let mut parts: Vec<String> = self.prefix.parts().map(|p| p.as_ref().to_string()).collect();
+        let mut parts: Vec<String> = self
+            .prefix
+            .parts()
+            .map(|p| p.as_ref().to_string())
+            .collect();
         parts.extend(path.split('/').filter(|s| !s.is_empty()).map(String::from));
         StorePath::from_iter(parts)
     }

@@ -30,7 +30,9 @@ impl Remote {
             return parse_hf_url(spec)
                 .map(|(repo, revision)| Some(Remote::Hub { repo, revision }))
                 .ok_or_else(|| {
-                    format!("{spec}: expected hf://datasets/ORG/NAME or hf://datasets/ORG/NAME@REVISION")
+                    format!(
+                        "{spec}: expected hf://datasets/ORG/NAME or hf://datasets/ORG/NAME@REVISION"
+                    )
                 });
         }
         match spec.split_once("://") {
@@ -85,7 +87,8 @@ impl SourceOptions {
     pub async fn open_catalog(&self) -> Result<Catalog, String> {
         let url = self.catalog_url();
         if let Some(path) = url.strip_prefix("sqlite://")
-            && let Some(parent) = std::path::Path::new(path.split('?').next().unwrap_or(path)).parent()
+            && let Some(parent) =
+                std::path::Path::new(path.split('?').next().unwrap_or(path)).parent()
             && !parent.as_os_str().is_empty()
         {
             std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
@@ -121,7 +124,10 @@ pub async fn load_remote(
                 .await
                 .map_err(fetch_message)?;
             tracing::info!(repo, revision = %hub.revision, commit = %hub.commit, "pinned the hub dataset");
-            let llm = hub.summary("runs/llm.parquet").await.map_err(fetch_message)?;
+            let llm = hub
+                .summary("runs/llm.parquet")
+                .await
+                .map_err(fetch_message)?;
             let diffusion = hub
                 .summary("runs/diffusion.parquet")
                 .await
@@ -144,7 +150,11 @@ pub async fn load_remote(
                 skipped: Vec::new(),
                 remote: Some(cached),
             };
-            let path = |p: &PathBuf| p.to_str().map(str::to_string).ok_or("non-UTF-8 hub cache path");
+            let path = |p: &PathBuf| {
+                p.to_str()
+                    .map(str::to_string)
+                    .ok_or("non-UTF-8 hub cache path")
+            };
             load_compiled(summary_context(), &path(&llm)?, &path(&diffusion)?, source)
                 .await
                 .map_err(|e| e.to_string())
@@ -164,7 +174,10 @@ pub async fn load_remote(
             let base = url::Url::parse("mlenergy-source://data").expect("static URL");
             ctx.register_object_store(&base, Arc::new(cached.clone()));
             for file in ["runs/llm.parquet", "runs/diffusion.parquet"] {
-                cached.ensure(file).await.map_err(|e| format!("{url}/{file}: {e}"))?;
+                cached
+                    .ensure(file)
+                    .await
+                    .map_err(|e| format!("{url}/{file}: {e}"))?;
             }
             let source = DatasetSource {
                 location: url.clone(),
@@ -188,10 +201,7 @@ pub async fn load_remote(
 /// Load what `spec` names, with the catalog: a remote source pins and fetches its summaries; a
 /// local one opens the catalog only for prefetch jobs (in memory if the default file cannot be
 /// created).
-pub async fn open_dataset(
-    spec: &str,
-    opts: &SourceOptions,
-) -> Result<(Dataset, Catalog), String> {
+pub async fn open_dataset(spec: &str, opts: &SourceOptions) -> Result<(Dataset, Catalog), String> {
     match Remote::parse(spec)? {
         Some(remote) => {
             let catalog = opts.open_catalog().await?;
@@ -218,4 +228,3 @@ pub async fn open_dataset(
         }
     }
 }
-

@@ -74,8 +74,15 @@ impl TestApp {
         let dataset = load::load_compiled_dir(&sample_dir())
             .await
             .expect("data/sample loads");
-        let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:").await.expect("catalog");
-        let state = AppState::new(Arc::new(Engine::new(dataset)), limits, 8 * 1024 * 1024, catalog);
+        let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:")
+            .await
+            .expect("catalog");
+        let state = AppState::new(
+            Arc::new(Engine::new(dataset)),
+            limits,
+            8 * 1024 * 1024,
+            catalog,
+        );
         TestApp { router: app(state) }
     }
 
@@ -113,4 +120,27 @@ impl TestApp {
             body,
         }
     }
+}
+
+/// A fresh database on the server `MLENERGY_TEST_POSTGRES` names, or `None` to skip.
+pub async fn fresh_postgres() -> Option<String> {
+    let Ok(base) = std::env::var("MLENERGY_TEST_POSTGRES") else {
+        assert!(
+            std::env::var("MLENERGY_REQUIRE_POSTGRES").is_err(),
+            "MLENERGY_REQUIRE_POSTGRES is set but MLENERGY_TEST_POSTGRES is not"
+        );
+        eprintln!("MLENERGY_TEST_POSTGRES not set: PostgreSQL catalog test skipped");
+        return None;
+    };
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(&base)
+        .await
+        .expect("connect to MLENERGY_TEST_POSTGRES");
+    let name = format!("mlenergy_test_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut conn)
+        .await
+        .expect("CREATE DATABASE");
+    let (head, _) = base.rsplit_once('/').expect("URL with a database");
+    Some(format!("{head}/{name}"))
 }
