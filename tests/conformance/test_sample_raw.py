@@ -45,7 +45,7 @@ def test_timelines_of_every_generated_run(api, metric):
         run_id = _ids(api, domain)[rec._results_path]
         want = rec.timelines(metric=metric)
         got = api.json(f"/v1/{domain}/runs/{run_id}/timeline", metric=metric)
-        assert len(got) == len(want) > 5
+        assert len(got) == len(want) > 0
         for (_, w), h in zip(want.iterrows(), got):
             assert (h["timestamp"], h["relative_time_s"], h["value"], h["metric"]) == (
                 w["timestamp"], w["relative_time_s"], w["value"], w["metric"])
