@@ -51,6 +51,7 @@ struct HubState {
 
 type Shared = Arc<Mutex<HubState>>;
 
+#[allow(clippy::result_large_err)]
 fn authorized(s: &HubState, headers: &HeaderMap) -> Result<(), Response> {
     let Some(want) = &s.token else {
         return Ok(());
