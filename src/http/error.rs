@@ -305,6 +305,12 @@ impl From<EngineError> for AppError {
     }
 }
 
+impl From<sqlx::Error> for AppError {
+    fn from(e: sqlx::Error) -> Self {
+        AppError::Internal(format!("catalog: {e}"))
+    }
+}
+
 impl AppError {
     /// A failed raw fetch of `run_id`, with the status its kind calls for.
     pub fn fetch(run_id: &str, e: crate::store::FetchError) -> AppError {

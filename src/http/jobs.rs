@@ -159,11 +159,7 @@ pub async fn prefetch(
         created_at_ms: now,
         updated_at_ms: now,
     };
-    state
-        .catalog
-        .insert_job(&row)
-        .await
-        .map_err(|e| AppError::Internal(format!("catalog: {e}")))?;
+    state.catalog.insert_job(&row).await?;
     let job = Arc::new(Mutex::new(row.clone()));
     state
         .jobs
@@ -200,8 +196,7 @@ pub async fn get_job(
     state
         .catalog
         .job(&id)
-        .await
-        .map_err(|e| AppError::Internal(format!("catalog: {e}")))?
+        .await?
         .map(Json)
         .ok_or(AppError::UnknownJob(id))
 }

@@ -162,11 +162,7 @@ pub struct CacheInfo {
 pub async fn cache(State(state): State<AppState>) -> Result<Json<CacheInfo>, AppError> {
     use std::sync::atomic::Ordering::Relaxed;
     let snapshot = state.engine.snapshot();
-    let (files, bytes) = state
-        .catalog
-        .totals()
-        .await
-        .map_err(|e| AppError::Internal(format!("catalog: {e}")))?;
+    let (files, bytes) = state.catalog.totals().await?;
     let remote = snapshot.source.remote.as_ref();
     let stat = |f: fn(&crate::store::cache::CacheStats) -> &std::sync::atomic::AtomicU64| {
         remote.map_or(0, |r| f(r.stats()).load(Relaxed))

@@ -61,15 +61,15 @@ pub(super) async fn open_raw(
     file: RawFile,
 ) -> Result<(Opened, Option<u64>), AppError> {
     let id = snapshot.table(domain).run_id(row).to_string();
-    let name = match file {
-        RawFile::Results => "results.json",
-        RawFile::Prometheus => "prometheus.json",
+    let (name, column) = match file {
+        RawFile::Results => ("results.json", "results_path"),
+        RawFile::Prometheus => ("prometheus.json", "prometheus_path"),
     };
     let loc = snapshot
         .raw_location(domain, row, file)
         .ok_or_else(|| AppError::RawUnavailable {
             run_id: id.clone(),
-            detail: format!("this dataset has no {name} for it"),
+            detail: format!("this dataset has no {name} for it ({column} is null)"),
         })?;
     match loc {
         RawLocation::Local(path) => {

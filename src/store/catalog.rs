@@ -90,6 +90,14 @@ fn i(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+fn entry(r: &sqlx::any::AnyRow) -> Result<Entry, sqlx::Error> {
+    Ok(Entry {
+        key: r.try_get("key")?,
+        size: u(r.try_get("size")?),
+        sha256: r.try_get("sha256")?,
+    })
+}
+
 impl Catalog {
     /// Open (creating an SQLite file if needed) and migrate. `url` is `sqlite://PATH` or
     /// `postgres://...`.
@@ -133,14 +141,7 @@ impl Catalog {
             .bind(key)
             .fetch_optional(&self.pool)
             .await?;
-        row.map(|r| {
-            Ok(Entry {
-                key: r.try_get("key")?,
-                size: u(r.try_get("size")?),
-                sha256: r.try_get("sha256")?,
-            })
-        })
-        .transpose()
+        row.as_ref().map(entry).transpose()
     }
 
     pub async fn touch(&self, key: &str) -> Result<(), sqlx::Error> {
@@ -202,15 +203,7 @@ impl Catalog {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(Entry {
-                    key: r.try_get("key")?,
-                    size: u(r.try_get("size")?),
-                    sha256: r.try_get("sha256")?,
-                })
-            })
-            .collect()
+        rows.iter().map(entry).collect()
     }
 
     pub async fn insert_job(&self, j: &JobRow) -> Result<(), sqlx::Error> {

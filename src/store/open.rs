@@ -117,7 +117,16 @@ pub async fn load_remote(
             tracing::warn!(files = n, "removed partial downloads left in the cache");
         }
     }
-    let timeout = opts.hub.fetch.timeout;
+    let cached = |upstream: Arc<dyn Upstream>| {
+        CachedStore::new(
+            upstream,
+            cache_store.clone(),
+            cache_desc.clone(),
+            catalog.clone(),
+            opts.max_bytes,
+            opts.hub.fetch.timeout,
+        )
+    };
     match remote {
         Remote::Hub { repo, revision } => {
             let hub = Hub::open(repo, revision.as_deref(), &opts.hub)
@@ -134,21 +143,12 @@ pub async fn load_remote(
                 .map_err(fetch_message)?;
             let commit = hub.commit.clone();
             let location = format!("hf://datasets/{}@{}", hub.repo_id(), hub.revision);
-            let upstream: Arc<dyn Upstream> = Arc::new(hub);
-            let cached = CachedStore::new(
-                upstream,
-                cache_store,
-                cache_desc,
-                catalog,
-                opts.max_bytes,
-                timeout,
-            );
             let source = DatasetSource {
                 location,
                 revision: Some(commit),
                 root: None,
                 skipped: Vec::new(),
-                remote: Some(cached),
+                remote: Some(cached(Arc::new(hub))),
             };
             let path = |p: &PathBuf| {
                 p.to_str()
@@ -160,15 +160,7 @@ pub async fn load_remote(
                 .map_err(|e| e.to_string())
         }
         Remote::Url(url) => {
-            let upstream: Arc<dyn Upstream> = Arc::new(StoreUpstream::open(url)?);
-            let cached = CachedStore::new(
-                upstream,
-                cache_store,
-                cache_desc,
-                catalog,
-                opts.max_bytes,
-                timeout,
-            );
+            let cached = cached(Arc::new(StoreUpstream::open(url)?));
             // DataFusion reads the summaries through the cache itself.
             let ctx = summary_context();
             let base = url::Url::parse("mlenergy-source://data").expect("static URL");
