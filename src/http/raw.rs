@@ -370,15 +370,7 @@ pub async fn run_output_lengths(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(
-        &state,
-        "llm",
-        Endpoint::RawOne(OUTPUT_LENGTH_FLAGS),
-        query.as_deref(),
-        &headers,
-    )?;
-    let rows = target_rows(&p, Some(&run))?;
-    answer(state, uri, p, rows, Kind::OutputLengths).await
+    raw_answer(state, uri, query, &headers, Some(&run), Kind::OutputLengths).await
 }
 
 /// Output lengths of the filtered LLM runs, long form, runs in default order and requests in file
@@ -404,15 +396,7 @@ pub async fn output_lengths(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(
-        &state,
-        "llm",
-        Endpoint::RawMany(OUTPUT_LENGTH_FLAGS),
-        query.as_deref(),
-        &headers,
-    )?;
-    let rows = target_rows(&p, None)?;
-    answer(state, uri, p, rows, Kind::OutputLengths).await
+    raw_answer(state, uri, query, &headers, None, Kind::OutputLengths).await
 }
 
 /// Smoothed inter-token latencies of one LLM run, in seconds (positive and finite samples).
@@ -438,18 +422,7 @@ pub async fn run_itl(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(
-        &state,
-        "llm",
-        Endpoint::RawOne(ITL_FLAGS),
-        query.as_deref(),
-        &headers,
-    )?;
-    let rows = target_rows(&p, Some(&run))?;
-    if p.params.flag("summary")? {
-        return itl_summary(state, uri, p, rows).await;
-    }
-    answer(state, uri, p, rows, Kind::Itl).await
+    raw_answer(state, uri, query, &headers, Some(&run), Kind::Itl).await
 }
 
 /// Smoothed inter-token latencies of the filtered LLM runs, long form.
@@ -474,18 +447,33 @@ pub async fn itl(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(
-        &state,
-        "llm",
-        Endpoint::RawMany(ITL_FLAGS),
-        query.as_deref(),
-        &headers,
-    )?;
-    let rows = target_rows(&p, None)?;
-    if p.params.flag("summary")? {
+    raw_answer(state, uri, query, &headers, None, Kind::Itl).await
+}
+
+/// The four output-length/ITL handlers: one run (`run`) or the filtered runs, checked against the
+/// parameters of `kind`; `summary=true` turns ITL samples into per-run statistics.
+async fn raw_answer(
+    state: AppState,
+    uri: axum::http::Uri,
+    query: Option<String>,
+    headers: &HeaderMap,
+    run: Option<&str>,
+    kind: Kind,
+) -> Result<Response, AppError> {
+    let flags = match kind {
+        Kind::OutputLengths => OUTPUT_LENGTH_FLAGS,
+        Kind::Itl => ITL_FLAGS,
+    };
+    let endpoint = match run {
+        Some(_) => Endpoint::RawOne(flags),
+        None => Endpoint::RawMany(flags),
+    };
+    let p = prepare(&state, "llm", endpoint, query.as_deref(), headers)?;
+    let rows = target_rows(&p, run)?;
+    if matches!(kind, Kind::Itl) && p.params.flag("summary")? {
         return itl_summary(state, uri, p, rows).await;
     }
-    answer(state, uri, p, rows, Kind::Itl).await
+    answer(state, uri, p, rows, kind).await
 }
 
 /// The raw file of a run, streamed as stored: `results.json` (both domains) or `prometheus.json`
