@@ -1,9 +1,7 @@
 //! Every refusal is an RFC 9457 problem naming the parameter and what is allowed; no input
 //! produces a 5xx.
 
-mod common;
-
-use common::TestApp;
+use crate::common::TestApp;
 use serde_json::json;
 
 #[tokio::test]

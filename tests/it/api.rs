@@ -1,9 +1,7 @@
 //! In-process tests of the run, group and catalog endpoints on the embedded dataset, with values
 //! taken from the public run tables.
 
-mod common;
-
-use common::TestApp;
+use crate::common::TestApp;
 use serde_json::{Value, json};
 
 fn run_ids(v: &Value) -> Vec<String> {

@@ -4,19 +4,17 @@
 //! dataset, with per-file faults: gated 401/403, 404, 500, a slow body, a truncated body, a wrong
 //! checksum. Each test has its own hub, cache directory, HF_HOME and catalog.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::{TestApp, sample_dir};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path as AxPath, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use common::{TestApp, sample_dir};
 use futures::StreamExt;
 use mlenergy_server::engine::Engine;
 use mlenergy_server::http::{AppState, Limits, app};
@@ -431,7 +429,7 @@ async fn a_restart_serves_from_the_cache_without_upstream_gets() {
 /// tests/catalog.rs).
 #[tokio::test]
 async fn a_postgres_catalog_survives_a_restart() {
-    let Some(url) = common::fresh_postgres().await else {
+    let Some(url) = crate::common::fresh_postgres().await else {
         return;
     };
     let hub = FakeHub::start().await;

@@ -1,5 +1,5 @@
 //! The committed `openapi/openapi.json` is the document the code generates. Regenerate with
-//! `UPDATE_OPENAPI=1 cargo test --test openapi`.
+//! `UPDATE_OPENAPI=1 cargo test --test it openapi`.
 
 use std::path::PathBuf;
 
@@ -16,6 +16,6 @@ fn committed_openapi_matches_the_code() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == doc,
-        "openapi/openapi.json is out of date with the code; run `UPDATE_OPENAPI=1 cargo test --test openapi`"
+        "openapi/openapi.json is out of date with the code; run `UPDATE_OPENAPI=1 cargo test --test it openapi`"
     );
 }

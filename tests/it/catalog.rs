@@ -3,9 +3,7 @@
 //! `.ci/run` starts PostgreSQL and sets it, with `MLENERGY_REQUIRE_POSTGRES=1` so that a missing
 //! server fails instead of skipping.
 
-mod common;
-
-use common::fresh_postgres;
+use crate::common::fresh_postgres;
 use mlenergy_server::store::catalog::{Catalog, Entry, JobRow};
 
 async fn suite(url: &str) {

@@ -1,11 +1,9 @@
 //! CSV, NDJSON, Arrow IPC and Parquet answers parse and carry the same values as JSON.
 
-mod common;
-
 use std::sync::Arc;
 
+use crate::common::TestApp;
 use bytes::Bytes;
-use common::TestApp;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::arrow::ipc::reader::StreamReader;

@@ -1,0 +1,15 @@
+//! The integration suites, linked into one test binary: each suite links the whole stack
+//! (DataFusion, sqlx, object_store), so one binary instead of nine saves minutes of linking and
+//! gigabytes of disk. Run one suite with `cargo test --test it api::`.
+
+mod common;
+
+mod api;
+mod binary;
+mod catalog;
+mod errors;
+mod formats;
+mod hub;
+mod load;
+mod openapi;
+mod sample;
