@@ -132,6 +132,7 @@ pub async fn load_compiled_dir(root: &Path) -> Result<Dataset, EngineError> {
         root: Some(root),
         skipped: Vec::new(),
         remote: None,
+        derived: None,
     };
     load_compiled(summary_context(), &llm, &diffusion, source).await
 }
@@ -213,6 +214,7 @@ pub async fn load_raw_root(root: &Path) -> Result<Dataset, EngineError> {
                 .map(|s| (s.path, s.reason))
                 .collect(),
             remote: None,
+            derived: None,
         },
         loaded_at: SystemTime::now(),
         ctx,

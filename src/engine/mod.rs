@@ -100,6 +100,8 @@ pub struct DatasetSource {
     pub skipped: Vec<(String, String)>,
     /// For a remote source: its raw files, through the raw cache.
     pub remote: Option<crate::store::cache::CachedStore>,
+    /// Where derived per-run data (ITLs, output lengths, timelines) is persisted, if anywhere.
+    pub derived: Option<crate::store::derived::DerivedStore>,
 }
 
 /// Where a run's raw file is read from.

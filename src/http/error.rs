@@ -28,7 +28,7 @@ pub struct Problem {
 }
 
 /// Every error an endpoint can answer with.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum AppError {
     /// A query parameter this endpoint does not take.
     #[error("unknown query parameter '{parameter}'")]

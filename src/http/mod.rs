@@ -6,6 +6,7 @@ pub mod encode;
 pub mod error;
 pub mod groups;
 pub mod jobs;
+mod long;
 pub mod meta;
 pub mod negotiate;
 pub mod openapi;

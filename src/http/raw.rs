@@ -14,7 +14,8 @@ use super::respond::{Encoded, Prepared, cached, lookup, prepare, respond};
 use super::state::{ApiPath, AppState};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Dataset, Domain, RawFile, RawLocation, RunTable};
-use crate::raw::bulk::{self, RawError, RunRaw};
+use crate::raw::bulk::{self, RawError, RunDerived};
+use crate::raw::persist;
 
 /// The run columns that precede raw-derived values (the toolkit's frames, plus run_id).
 const KEY_COLUMNS: [&str; 5] = ["run_id", "task", "model_id", "num_gpus", "max_num_seqs"];
@@ -97,53 +98,99 @@ pub(super) async fn open_raw(
     }
 }
 
-/// Read a run's `results.json` into `V` through `cache` (keyed by `key`), once for all concurrent
-/// callers, on the blocking pool; shared by every raw-derived endpoint.
-pub(super) async fn load_raw<K, V>(
-    cache: &moka::sync::Cache<K, Arc<V>>,
-    key: K,
+/// A run's derived raw data: from memory, else from the persisted copy, else read from its
+/// `results.json` (fetched into the raw cache first for a remote source) and persisted. Concurrent
+/// callers for one run share one load.
+pub(super) async fn run_derived(
+    state: &AppState,
+    snapshot: &Arc<Dataset>,
+    domain: Domain,
+    row: usize,
+) -> Result<Arc<RunDerived>, AppError> {
+    let key = (snapshot.generation, domain, row);
+    if let Some(hit) = state.derived.get(&key) {
+        return Ok(hit);
+    }
+    let cache = state.derived.clone();
+    let snapshot = snapshot.clone();
+    let handle = tokio::runtime::Handle::current();
+    let (derived, parsed) = tokio::task::spawn_blocking(move || {
+        let mut parsed = false;
+        let got = cache.try_get_with(key, || {
+            let (d, p) = handle.block_on(load_derived(&snapshot, domain, row))?;
+            parsed = p;
+            Ok::<_, AppError>(Arc::new(d))
+        });
+        got.map(|d| (d, parsed.then_some(snapshot)))
+    })
+    .await
+    .map_err(|e| AppError::Internal(format!("raw reader task failed: {e}")))?
+    .map_err(|e| (*e).clone())?;
+    if let Some(snapshot) = parsed {
+        // Persist off the request path; a failure only costs a re-read after a restart.
+        let d = derived.clone();
+        tokio::task::spawn_blocking(move || persist_derived(&snapshot, domain, row, &d));
+    }
+    Ok(derived)
+}
+
+/// Write a run's derived data to the snapshot's derived store, if it has one.
+fn persist_derived(snapshot: &Dataset, domain: Domain, row: usize, d: &RunDerived) {
+    let Some(store) = snapshot.source.derived.as_ref() else {
+        return;
+    };
+    let Some(fp) = snapshot
+        .raw_location(domain, row, RawFile::Results)
+        .as_ref()
+        .and_then(crate::store::derived::fingerprint)
+    else {
+        return;
+    };
+    let id = snapshot.table(domain).run_id(row);
+    let written = persist::to_ipc(d)
+        .and_then(|bytes| tokio::runtime::Handle::current().block_on(store.put(&fp, bytes)));
+    if let Err(e) = written {
+        tracing::warn!(run_id = %id, error = %e, "cannot persist derived data");
+    }
+}
+
+/// `run_derived` without the memory cache (on the blocking pool): the persisted copy, else the
+/// raw file; `true` when the raw file was read.
+async fn load_derived(
     snapshot: &Dataset,
     domain: Domain,
     row: usize,
-    parse: fn(&mut dyn std::io::Read, &str) -> Result<V, RawError>,
-) -> Result<Arc<V>, AppError>
-where
-    K: std::hash::Hash + Eq + Send + Sync + 'static,
-    V: Send + Sync + 'static,
-{
-    if let Some(hit) = cache.get(&key) {
-        return Ok(hit);
-    }
+) -> Result<(RunDerived, bool), AppError> {
     let id = snapshot.table(domain).run_id(row).to_string();
-    let (opened, _) = open_raw(snapshot, domain, row, RawFile::Results).await?;
-    let cache = cache.clone();
-    let label = format!("results.json of {id}");
-    let loaded = tokio::task::spawn_blocking(move || {
-        cache.try_get_with(key, || {
-            let mut reader = opened.into_reader();
-            parse(&mut reader, &label).map(Arc::new)
-        })
-    })
-    .await
-    .map_err(|e| AppError::Internal(format!("raw reader task failed: {e}")))?;
-    loaded.map_err(|e| raw_error(&id, &e))
-}
-
-/// The parsed raw data of one LLM run.
-async fn run_raw(
-    state: &AppState,
-    snapshot: &Arc<Dataset>,
-    row: usize,
-) -> Result<Arc<RunRaw>, AppError> {
-    load_raw(
-        &state.raw,
-        (snapshot.generation, row),
-        snapshot,
-        Domain::Llm,
-        row,
-        |r, label| bulk::read_json_from(r, label).map(bulk::run_raw),
-    )
-    .await
+    if let Some(store) = snapshot.source.derived.as_ref()
+        && let Some(fp) = snapshot
+            .raw_location(domain, row, RawFile::Results)
+            .as_ref()
+            .and_then(crate::store::derived::fingerprint)
+        && let Some(bytes) = store.get(&fp).await
+    {
+        match persist::from_ipc(&bytes) {
+            Ok(d) => return Ok((d, false)),
+            Err(e) => {
+                tracing::warn!(run_id = %id, error = %e, "persisted derived data unusable; reading the raw file");
+                store.remove(&fp).await;
+            }
+        }
+    }
+    let llm = domain == Domain::Llm;
+    let (opened, len) = open_raw(snapshot, domain, row, RawFile::Results).await?;
+    let started = std::time::Instant::now();
+    let derived = match bulk::read_run_fast(opened.into_reader(), llm) {
+        Ok(d) => d,
+        Err(_) => {
+            // Not what the fast path expects: the reader path gives the answer or the error.
+            let (opened, _) = open_raw(snapshot, domain, row, RawFile::Results).await?;
+            let label = format!("results.json of {id}");
+            bulk::read_run(opened.into_reader(), &label, llm).map_err(|e| raw_error(&id, &e))?
+        }
+    };
+    tracing::debug!(run_id = %id, bytes = len, elapsed_ms = started.elapsed().as_millis() as u64, "read results.json");
+    Ok((derived, true))
 }
 
 pub(super) fn raw_error(run_id: &str, e: &RawError) -> AppError {
@@ -221,11 +268,11 @@ async fn itl_summary(
     let mut counts = Vec::new();
     let mut hists = Vec::new();
     for &row in &rows {
-        let raw = run_raw(&state, &snapshot, row).await?;
+        let raw = run_derived(&state, &snapshot, Domain::Llm, row).await?;
         let v = bulk::itl_samples(&raw).map_err(|e| raw_error(t.run_id(row), &e))?;
-        let pct = np_percentiles(&v, &[50.0, 90.0, 95.0, 99.0]).unwrap_or_default();
+        let pct = np_percentiles(v, &[50.0, 90.0, 95.0, 99.0]).unwrap_or_default();
         stats.push([
-            np_mean(&v),
+            np_mean(v),
             pct.first().copied(),
             pct.get(1).copied(),
             pct.get(2).copied(),
@@ -233,7 +280,7 @@ async fn itl_summary(
             v.iter().copied().reduce(f64::max),
         ]);
         counts.push(Some(v.len() as i64));
-        let (edges, c) = np_histogram(&v, ITL_BINS);
+        let (edges, c) = np_histogram(v, ITL_BINS);
         hists.push(Some(Arc::from(
             serde_json::json!({"edges": edges, "counts": c})
                 .to_string()
@@ -286,6 +333,7 @@ async fn answer(
     rows: Vec<usize>,
     kind: Kind,
 ) -> Result<Response, AppError> {
+    use super::long::{Segment, Values, encode_long};
     let include_unsuccessful = match kind {
         Kind::OutputLengths => p.params.flag("include_unsuccessful")?,
         Kind::Itl => false,
@@ -295,49 +343,46 @@ async fn answer(
     }
     let snapshot = p.snapshot.clone();
     let t = &snapshot.llm;
-    let mut per_run = Vec::with_capacity(rows.len());
-    let mut ints = Vec::new();
-    let mut floats = Vec::new();
+    let mut derived = Vec::with_capacity(rows.len());
+    let mut lengths = Vec::new();
     for &row in &rows {
-        let raw = run_raw(&state, &snapshot, row).await?;
-        let n = match kind {
+        let raw = run_derived(&state, &snapshot, Domain::Llm, row).await?;
+        let checked = match kind {
             Kind::OutputLengths => {
-                let v = bulk::output_lengths(&raw, include_unsuccessful)
-                    .map_err(|e| raw_error(t.run_id(row), &e))?;
-                ints.extend(v.iter().map(|x| Some(*x)));
-                v.len()
+                bulk::output_lengths(&raw, include_unsuccessful).map(|v| lengths.push(v))
             }
-            Kind::Itl => {
-                let v = bulk::itl_samples(&raw).map_err(|e| raw_error(t.run_id(row), &e))?;
-                floats.extend(v.iter().map(|x| Some(*x)));
-                v.len()
-            }
+            Kind::Itl => bulk::itl_samples(&raw).map(|_| ()),
         };
-        per_run.push((row, n));
+        checked.map_err(|e| raw_error(t.run_id(row), &e))?;
+        derived.push(raw);
     }
-    let value = match kind {
-        Kind::OutputLengths => FrameColumn {
-            name: "output_len".into(),
-            data: ColumnData::Int(ints),
-        },
-        Kind::Itl => FrameColumn {
-            name: "itl_s".into(),
-            data: ColumnData::Float(floats),
-        },
-    };
     let format = p.format;
     let encoded = cached(&state, &snapshot, &uri, format, || {
-        let frame = long_frame(t, &per_run, value);
-        let body = encode::encode_frame(
-            &frame,
-            format,
-            &|n| n != "output_len" && n != "itl_s" && t.is_nullable(n),
-            encode::json_array,
-        )?;
+        let segments: Vec<Segment> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, &row)| Segment {
+                row,
+                values: match kind {
+                    Kind::OutputLengths => Values::Int(&lengths[i]),
+                    Kind::Itl => Values::Float(derived[i].itl.as_deref().unwrap_or(&[])),
+                },
+            })
+            .collect();
+        let keys: Vec<usize> = KEY_COLUMNS
+            .iter()
+            .map(|n| t.field_index(n).expect("llm key field"))
+            .collect();
+        let value = match kind {
+            Kind::OutputLengths => "output_len",
+            Kind::Itl => "itl_s",
+        };
+        let total = segments.iter().map(|s| s.values.len()).sum();
+        let body = encode_long(t, &keys, &segments, value, format)?;
         Ok(Encoded {
             content_type: format.content_type(),
             body: body.into(),
-            total: Some(frame.num_rows()),
+            total: Some(total),
             next: None,
         })
     })?;

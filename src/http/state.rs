@@ -10,7 +10,7 @@ use super::error::AppError;
 use super::jobs::JobMap;
 use super::respond::Encoded;
 use crate::engine::{Domain, Engine};
-use crate::raw::bulk::RunRaw;
+use crate::raw::bulk::RunDerived;
 use crate::store::catalog::Catalog;
 
 /// Limits applied to every request.
@@ -28,30 +28,13 @@ pub struct AppState {
     /// Encoded responses by (snapshot, path, query, format). Snapshots are immutable, so an entry
     /// never goes stale; a reload changes the snapshot part of the key.
     pub cache: moka::sync::Cache<String, Arc<Encoded>>,
-    /// Parsed raw data per (snapshot generation, run row), weighed by bytes. `try_get_with`
-    /// makes concurrent requests for one run parse its file once.
-    pub raw: moka::sync::Cache<(u64, usize), Arc<RunRaw>>,
-    /// The `timeline` object of each run's results.json, by (generation, domain, row).
-    pub timelines: moka::sync::Cache<(u64, Domain, usize), Arc<Option<serde_json::Value>>>,
+    /// Derived raw data per (snapshot generation, domain, run row), weighed by bytes.
+    /// `try_get_with` makes concurrent requests for one run read its file once.
+    pub derived: moka::sync::Cache<(u64, Domain, usize), Arc<RunDerived>>,
     /// The catalog database (raw cache index, prefetch jobs).
     pub catalog: Catalog,
     /// Prefetch jobs started by this process.
     pub jobs: JobMap,
-}
-
-/// Rough memory of a JSON value (for cache weighing).
-fn json_weight(v: &serde_json::Value) -> usize {
-    match v {
-        serde_json::Value::Array(a) => 24 + a.iter().map(json_weight).sum::<usize>(),
-        serde_json::Value::Object(o) => {
-            48 + o
-                .iter()
-                .map(|(k, v)| k.len() + json_weight(v))
-                .sum::<usize>()
-        }
-        serde_json::Value::String(s) => 24 + s.len(),
-        _ => 16,
-    }
 }
 
 impl AppState {
@@ -63,26 +46,17 @@ impl AppState {
                     .unwrap_or(u32::MAX)
             })
             .build();
-        let raw = moka::sync::Cache::builder()
-            .max_capacity(256 * 1024 * 1024)
-            .weigher(|_: &(u64, usize), v: &Arc<RunRaw>| {
+        let derived = moka::sync::Cache::builder()
+            .max_capacity(512 * 1024 * 1024)
+            .weigher(|_: &(u64, Domain, usize), v: &Arc<RunDerived>| {
                 u32::try_from(v.weight()).unwrap_or(u32::MAX)
             })
-            .build();
-        let timelines = moka::sync::Cache::builder()
-            .max_capacity(256 * 1024 * 1024)
-            .weigher(
-                |_: &(u64, Domain, usize), v: &Arc<Option<serde_json::Value>>| {
-                    u32::try_from(v.as_ref().as_ref().map_or(16, json_weight)).unwrap_or(u32::MAX)
-                },
-            )
             .build();
         AppState {
             engine,
             limits,
             cache,
-            raw,
-            timelines,
+            derived,
             catalog,
             jobs: JobMap::default(),
         }

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use axum::extract::{OriginalUri, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use serde_json::Value;
 
 use super::encode;
 use super::error::AppError;
@@ -14,8 +13,7 @@ use super::respond::{Encoded, Prepared, cached, lookup, prepare, respond};
 use super::state::{ApiPath, AppState};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Dataset, Domain};
-use crate::raw::bulk::read_json_from;
-use crate::raw::timeline::{DeviceTimeline, Metric, TimelineDoc, downsample, run_timeline};
+use crate::raw::timeline::{DeviceTimeline, Metric, downsample, run_timeline};
 
 const ONE_FLAGS: &[&str] = &["metric", "per_gpu", "every"];
 const MANY_FLAGS: &[&str] = &["metric", "every"];
@@ -44,19 +42,6 @@ fn metric(p: &Prepared) -> Result<Metric, AppError> {
             allowed: Some(Metric::NAMES.iter().map(|n| n.to_string()).collect()),
         }),
     }
-}
-
-async fn timeline_value(
-    state: &AppState,
-    snapshot: &Arc<Dataset>,
-    domain: Domain,
-    row: usize,
-) -> Result<Arc<Option<Value>>, AppError> {
-    let key = (snapshot.generation, domain, row);
-    super::raw::load_raw(&state.timelines, key, snapshot, domain, row, |r, label| {
-        read_json_from::<TimelineDoc>(r, label).map(|d| d.timeline)
-    })
-    .await
 }
 
 fn float_col(name: &str, v: &[f64]) -> FrameColumn {
@@ -93,8 +78,8 @@ async fn collect(
     let bucket = every(p)?;
     let mut out = Vec::with_capacity(rows.len());
     for &row in rows {
-        let tl = timeline_value(state, &p.snapshot, domain, row).await?;
-        let t = run_timeline(tl.as_ref().as_ref(), m, domain == Domain::Llm).map_err(|e| {
+        let d = super::raw::run_derived(state, &p.snapshot, domain, row).await?;
+        let t = run_timeline(&d.timeline, m, domain == Domain::Llm).map_err(|e| {
             AppError::RawInvalid {
                 run_id: p.snapshot.table(domain).run_id(row).to_string(),
                 detail: e.to_string(),

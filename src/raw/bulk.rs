@@ -7,11 +7,10 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
-use serde_json::Value;
-
 use serde::de::DeserializeOwned;
 
-use super::pyjson::{self, LlmResults, Request, RequestList};
+use super::pyjson::LlmResults;
+use super::timeline::Timeline;
 
 /// Why a run's raw data cannot be produced.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -27,23 +26,333 @@ pub enum RawError {
     Content(String),
 }
 
-/// What the raw endpoints need of one LLM run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunRaw {
-    /// Per request: success flag and `output_len` (None when null or absent).
-    pub requests: Vec<(bool, Option<Value>)>,
-    /// `results` was a list.
-    pub results_is_list: bool,
-    /// Some request record is not an object (`req.get` raises in the toolkit).
-    pub non_object: bool,
-    /// Smoothed ITLs of the successful requests, or why the toolkit's computation raises.
-    pub itl_pool: Result<Vec<f64>, String>,
+/// What the `results` key held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultsList {
+    Missing,
+    NotAList,
+    List,
 }
 
-impl RunRaw {
+/// Everything the raw endpoints need of one run's `results.json`, read in one streaming pass
+/// (the request list and the timeline are never held as JSON): output lengths with success flags,
+/// the smoothed ITL samples and the timeline series. Diffusion runs fill only `timeline`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunDerived {
+    pub results: ResultsList,
+    /// Some request record is not an object (`req.get` raises in the toolkit).
+    pub non_object: bool,
+    /// Per request: `bool(req.get("success", False))`.
+    pub success: Vec<bool>,
+    /// Per request: `int(output_len)`, None when null, absent or not an integer.
+    pub output_len: Vec<Option<i64>>,
+    /// Requests whose `output_len` is not an integer: (index, its JSON text), ascending.
+    pub bad_output_len: Vec<(usize, String)>,
+    /// `inter_token_latencies()`: positive finite smoothed samples, or why the toolkit raises.
+    pub itl: Result<Vec<f64>, String>,
+    pub timeline: Timeline,
+}
+
+impl RunDerived {
     /// Approximate memory, for cache weighing.
     pub fn weight(&self) -> usize {
-        self.requests.len() * 40 + self.itl_pool.as_ref().map_or(0, |p| p.len() * 8) + 64
+        self.success.len() * 17
+            + self.itl.as_ref().map_or(0, |p| p.len() * 8)
+            + self
+                .bad_output_len
+                .iter()
+                .map(|b| b.1.len() + 32)
+                .sum::<usize>()
+            + self.timeline.weight()
+            + 128
+    }
+}
+
+/// Read a run's `results.json` (`llm`: also the request list) in one pass with bounded memory.
+pub fn read_run(
+    reader: impl std::io::Read,
+    label: &str,
+    llm: bool,
+) -> Result<RunDerived, RawError> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 20, reader));
+    let unreadable = |e: serde_json::Error| RawError::Unreadable {
+        path: label.to_string(),
+        detail: e.to_string(),
+    };
+    let out = runfile::RunFileSeed { llm }
+        .deserialize(&mut de)
+        .map_err(unreadable)?;
+    de.end().map_err(unreadable)?;
+    Ok(out)
+}
+
+/// `read_run` through slices of a sliding window (several times faster); `Fallback` when the
+/// file is not what it expects (then `read_run` gives the answer or the error).
+pub fn read_run_fast(
+    reader: impl std::io::Read,
+    llm: bool,
+) -> Result<RunDerived, super::scan::Fallback> {
+    runfile::read_fast(reader, llm)
+}
+
+mod runfile {
+    //! The streaming reader behind `read_run`: serde visitors that accumulate straight into
+    //! `RunDerived` (requests one at a time, ITLs smoothed as they arrive).
+
+    use std::fmt;
+
+    use serde::de::{
+        self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+    };
+    use serde_json::Value;
+
+    use super::{ResultsList, RunDerived};
+    use crate::raw::itl::smooth_into;
+    use crate::raw::pyjson::{ItlSeed, py_int, truthy};
+    use crate::raw::scan::{Fallback, Window};
+    use crate::raw::timeline::Timeline;
+
+    #[derive(Default)]
+    struct Acc {
+        non_object: bool,
+        success: Vec<bool>,
+        output_len: Vec<Option<i64>>,
+        bad_output_len: Vec<(usize, String)>,
+        pool: Vec<f64>,
+        itl_error: Option<String>,
+        scratch: Vec<f64>,
+    }
+
+    pub(super) struct RunFileSeed {
+        pub(super) llm: bool,
+    }
+
+    impl<'de> DeserializeSeed<'de> for RunFileSeed {
+        type Value = RunDerived;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RunDerived, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for RunFileSeed {
+        type Value = RunDerived;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a results object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RunDerived, A::Error> {
+            let mut acc = Acc::default();
+            let mut results = ResultsList::Missing;
+            let mut timeline = Timeline::Missing;
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    "results" if self.llm => {
+                        // A repeated key: the last one counts, as in Python.
+                        acc = Acc {
+                            scratch: std::mem::take(&mut acc.scratch),
+                            ..Acc::default()
+                        };
+                        results = map.next_value_seed(RequestsSeed(&mut acc))?;
+                    }
+                    "timeline" => timeline = map.next_value::<Timeline>()?,
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(finish(acc, results, timeline))
+        }
+    }
+
+    fn finish(acc: Acc, results: ResultsList, timeline: Timeline) -> RunDerived {
+        let itl = match (results, acc.itl_error) {
+            (ResultsList::NotAList, _) => Err("'results' is not a list".to_string()),
+            (_, Some(e)) => Err(e),
+            _ => {
+                let mut pool = acc.pool;
+                pool.retain(|x| *x > 0.0 && x.is_finite());
+                if pool.is_empty() {
+                    Err("No valid ITL samples in run".to_string())
+                } else {
+                    pool.shrink_to_fit();
+                    Ok(pool)
+                }
+            }
+        };
+        RunDerived {
+            results,
+            non_object: acc.non_object,
+            success: acc.success,
+            output_len: acc.output_len,
+            bad_output_len: acc.bad_output_len,
+            itl,
+            timeline,
+        }
+    }
+
+    /// The same reading through `scan::Window` (slices instead of a reader).
+    pub(super) fn read_fast(reader: impl std::io::Read, llm: bool) -> Result<RunDerived, Fallback> {
+        let mut w = Window::new(reader);
+        let mut acc = Acc::default();
+        let mut results = ResultsList::Missing;
+        let mut timeline = Timeline::Missing;
+        w.object(|key, w| {
+            match key {
+                "results" if llm => {
+                    acc = Acc {
+                        scratch: std::mem::take(&mut acc.scratch),
+                        ..Acc::default()
+                    };
+                    results = if w.array(|w| w.seeded(RequestSeed(&mut acc)))? {
+                        ResultsList::List
+                    } else {
+                        w.seeded(RequestsSeed(&mut acc))?
+                    };
+                }
+                "timeline" => timeline = w.value::<Timeline>()?,
+                _ => w.ignore()?,
+            }
+            Ok(())
+        })?;
+        Ok(finish(acc, results, timeline))
+    }
+
+    struct RequestsSeed<'a>(&'a mut Acc);
+
+    impl<'de> DeserializeSeed<'de> for RequestsSeed<'_> {
+        type Value = ResultsList;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ResultsList, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for RequestsSeed<'_> {
+        type Value = ResultsList;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("the results list")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ResultsList, A::Error> {
+            while seq.next_element_seed(RequestSeed(&mut *self.0))?.is_some() {}
+            Ok(ResultsList::List)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResultsList, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(ResultsList::NotAList)
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<ResultsList, E> {
+            Ok(ResultsList::NotAList)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<ResultsList, E> {
+            Ok(ResultsList::NotAList)
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<ResultsList, E> {
+            Ok(ResultsList::NotAList)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<ResultsList, E> {
+            Ok(ResultsList::NotAList)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<ResultsList, E> {
+            Ok(ResultsList::NotAList)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<ResultsList, E> {
+            Ok(ResultsList::NotAList)
+        }
+    }
+
+    /// One request record, folded into the accumulator.
+    struct RequestSeed<'a>(&'a mut Acc);
+
+    impl RequestSeed<'_> {
+        fn not_object(self) {
+            let acc = self.0;
+            acc.non_object = true;
+            acc.itl_error
+                .get_or_insert_with(|| "a request record is not an object".into());
+            acc.success.push(false);
+            acc.output_len.push(None);
+        }
+    }
+
+    impl<'de> DeserializeSeed<'de> for RequestSeed<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for RequestSeed<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a request record")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let acc = self.0;
+            let (mut success, mut output_len) = (None, None);
+            let mut itl_ok = true;
+            acc.scratch.clear();
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    "success" => success = Some(map.next_value::<Value>()?),
+                    "itl" => itl_ok = map.next_value_seed(ItlSeed(&mut acc.scratch))?,
+                    "output_len" => output_len = Some(map.next_value::<Value>()?),
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            let success = truthy(success.as_ref());
+            if success && acc.itl_error.is_none() {
+                if itl_ok {
+                    smooth_into(&acc.scratch, &mut acc.pool);
+                } else {
+                    acc.itl_error =
+                        Some("a request's itl holds a value that is not a number".into());
+                }
+            }
+            let index = acc.success.len();
+            acc.success.push(success);
+            acc.output_len
+                .push(match output_len.filter(|v| !v.is_null()) {
+                    None => None,
+                    Some(v) => match py_int(&v) {
+                        Ok(i) => Some(i),
+                        Err(_) => {
+                            acc.bad_output_len.push((index, v.to_string()));
+                            None
+                        }
+                    },
+                });
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            self.not_object();
+            Ok(())
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+            self.not_object();
+            Ok(())
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+            self.not_object();
+            Ok(())
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+            self.not_object();
+            Ok(())
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+            self.not_object();
+            Ok(())
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+            self.not_object();
+            Ok(())
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+            self.not_object();
+            Ok(())
+        }
     }
 }
 
@@ -78,38 +387,9 @@ pub fn read_llm_results(path: &Path) -> Result<LlmResults, RawError> {
     read_json(path)
 }
 
-/// Extract the per-run data.
-pub fn run_raw(results: LlmResults) -> RunRaw {
-    let itl_pool = pyjson::itl_pool(&results.results);
-    let (requests, results_is_list, non_object) = match results.results {
-        RequestList::List(reqs) => {
-            let non_object = reqs.iter().any(|r| matches!(r, Request::NotObject));
-            let requests = reqs
-                .into_iter()
-                .map(|r| match r {
-                    Request::Object {
-                        success,
-                        output_len,
-                        ..
-                    } => (success, output_len),
-                    Request::NotObject => (false, None),
-                })
-                .collect();
-            (requests, true, non_object)
-        }
-        RequestList::Missing | RequestList::NotAList => (Vec::new(), false, false),
-    };
-    RunRaw {
-        requests,
-        results_is_list,
-        non_object,
-        itl_pool,
-    }
-}
-
 /// `LLMRun.output_lengths(include_unsuccessful=...)` (§11.1).
-pub fn output_lengths(raw: &RunRaw, include_unsuccessful: bool) -> Result<Vec<i64>, RawError> {
-    if !raw.results_is_list {
+pub fn output_lengths(raw: &RunDerived, include_unsuccessful: bool) -> Result<Vec<i64>, RawError> {
+    if raw.results != ResultsList::List {
         return Err(RawError::Content("Missing required 'results' list".into()));
     }
     if raw.non_object {
@@ -117,51 +397,104 @@ pub fn output_lengths(raw: &RunRaw, include_unsuccessful: bool) -> Result<Vec<i6
             "a request record in 'results' is not an object".into(),
         ));
     }
-    let mut out = Vec::with_capacity(raw.requests.len());
-    for (i, (success, len)) in raw.requests.iter().enumerate() {
+    let mut out = Vec::with_capacity(raw.success.len());
+    for (i, (success, len)) in raw.success.iter().zip(&raw.output_len).enumerate() {
         if !success && !include_unsuccessful {
             continue;
         }
-        match len.as_ref().filter(|v| !v.is_null()) {
-            None if *success => {
-                return Err(RawError::Content(format!(
-                    "Missing required 'output_len' in successful request {i}"
-                )));
+        match len {
+            Some(v) => out.push(*v),
+            None => {
+                if let Ok(k) = raw.bad_output_len.binary_search_by_key(&i, |b| b.0) {
+                    return Err(RawError::Content(format!(
+                        "'output_len' of request {i} is not an integer: {}",
+                        raw.bad_output_len[k].1
+                    )));
+                }
+                if *success {
+                    return Err(RawError::Content(format!(
+                        "Missing required 'output_len' in successful request {i}"
+                    )));
+                }
             }
-            None => {}
-            Some(v) => out.push(pyjson::py_int(v).map_err(|_| {
-                RawError::Content(format!(
-                    "'output_len' of request {i} is not an integer: {v}"
-                ))
-            })?),
         }
     }
     Ok(out)
 }
 
 /// `LLMRun.inter_token_latencies()` (§11.2): the smoothed pool, positive and finite values only.
-pub fn itl_samples(raw: &RunRaw) -> Result<Vec<f64>, RawError> {
-    let pool = raw
-        .itl_pool
-        .as_ref()
-        .map_err(|e| RawError::Content(e.clone()))?;
-    let v: Vec<f64> = pool
-        .iter()
-        .copied()
-        .filter(|x| *x > 0.0 && x.is_finite())
-        .collect();
-    if v.is_empty() {
-        return Err(RawError::Content("No valid ITL samples in run".into()));
-    }
-    Ok(v)
+pub fn itl_samples(raw: &RunDerived) -> Result<&[f64], RawError> {
+    raw.itl.as_deref().map_err(|e| RawError::Content(e.clone()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn raw(json: &str) -> RunRaw {
-        run_raw(serde_json::from_str(json).unwrap())
+    fn raw(json: &str) -> RunDerived {
+        read_run(json.as_bytes(), "test", true).unwrap()
+    }
+
+    /// The fast path reads what the reader path reads, or gives up where the reader path fails.
+    #[test]
+    fn fast_path_agrees_with_the_reader_path() {
+        let docs = [
+            r#"{"results": [{"success": true, "itl": [0.01, 0, 0.02], "output_len": 3, "prompt": "a \"}] {"},
+                            {"success": false, "output_len": "x"}, 7, [1, {"a": "]"}], "s", null, true, -1.5e3],
+               "timeline": {"power": {"device_instant": {"0": [[1, 2e0]], "1": [[1, 3]]}}, "temperature": 4}}"#,
+            r#"  {"results": {"a": [1]}, "x": "\u007b", "results": [], "timeline": [1]}  "#,
+            r#"{"results": "abc", "n": 12, "t": true, "f": false, "z": null}"#,
+            r#"{"results": 5}"#,
+            r#"{}"#,
+            "{\"results\": [\n{\"success\": 1, \"itl\": \"12\"}\n]\n}\n",
+        ];
+        for doc in docs {
+            let slow = read_run(doc.as_bytes(), "t", true).unwrap();
+            assert_eq!(read_run_fast(doc.as_bytes(), true).unwrap(), slow, "{doc}");
+            let diffusion = read_run(doc.as_bytes(), "t", false).unwrap();
+            assert_eq!(
+                read_run_fast(doc.as_bytes(), false).unwrap(),
+                diffusion,
+                "{doc}"
+            );
+        }
+        let broken = [
+            r#"{"results": [{"success": true}"#,
+            r#"{"results": [{"success": true}]} x"#,
+            r#"[1, 2]"#,
+            r#"{"results": [1 2]}"#,
+            r#"{"a": "unterminated}"#,
+            r#"{"a": 1,}"#,
+            r#"{"a" 1}"#,
+            "",
+        ];
+        for doc in broken {
+            assert!(read_run(doc.as_bytes(), "t", true).is_err(), "{doc}");
+            assert!(read_run_fast(doc.as_bytes(), true).is_err(), "{doc}");
+        }
+    }
+
+    /// Values that straddle the window's reads.
+    #[test]
+    fn fast_path_reads_across_chunks() {
+        let mut doc = String::from(r#"{"pad": ""#);
+        doc.push_str(&"x".repeat((1 << 20) - 12));
+        doc.push_str(r#"\"", "results": ["#);
+        for i in 0..40_000 {
+            if i > 0 {
+                doc.push(',');
+            }
+            doc.push_str(&format!(
+                r#"{{"success": true, "itl": [0.0{}, 0, 0.5], "output_len": {i}}}"#,
+                i % 7 + 1
+            ));
+        }
+        doc.push_str("], \"last\": 12345}");
+        let slow = read_run(doc.as_bytes(), "t", true).unwrap();
+        let fast = read_run_fast(std::io::Cursor::new(doc.as_bytes()), true).unwrap();
+        assert_eq!(fast, slow);
+        assert_eq!(fast.success.len(), 40_000);
+        assert_eq!(fast.output_len[39_999], Some(39_999));
     }
 
     #[test]
@@ -191,7 +524,7 @@ mod tests {
         let third = 0.01 / 3.0;
         assert_eq!(
             itl_samples(&r),
-            Ok(vec![third, third, third, 0.02, 0.01, 0.01])
+            Ok(&[third, third, third, 0.02, 0.01, 0.01][..])
         );
         let none = raw(r#"{"results": [{"success": false, "itl": [0.1]}]}"#);
         assert_eq!(

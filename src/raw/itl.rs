@@ -8,11 +8,17 @@ use crate::engine::numeric::{np_mean, np_percentiles};
 /// values are dropped, other non-positive values not absorbed by a preceding positive are
 /// skipped, and a negative value does not extend a zero run. NaN and infinities pass through.
 pub fn smooth_chunked_itl(itl: &[f64]) -> Vec<f64> {
+    let mut out = Vec::with_capacity(itl.len());
+    smooth_into(itl, &mut out);
+    out
+}
+
+/// `smooth_chunked_itl`, appending to `out` (a run's pool grows request by request).
+pub fn smooth_into(itl: &[f64], out: &mut Vec<f64>) {
     let Some(first) = itl.iter().position(|&v| v > 0.0) else {
-        return Vec::new();
+        return;
     };
     let a = &itl[first..];
-    let mut out = Vec::with_capacity(a.len());
     let mut i = 0;
     while i < a.len() {
         let v = a[i];
@@ -29,7 +35,6 @@ pub fn smooth_chunked_itl(itl: &[f64]) -> Vec<f64> {
         }
         i += zeros + 1;
     }
-    out
 }
 
 /// Run-level ITL statistics in milliseconds, as the LLM row fields hold them.

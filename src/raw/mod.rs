@@ -7,6 +7,8 @@ pub mod compile;
 pub mod generate;
 pub mod itl;
 pub mod path;
+pub mod persist;
 pub mod pyjson;
 pub mod repr;
+pub mod scan;
 pub mod timeline;

@@ -145,48 +145,106 @@ pub enum RequestList {
 
 struct ItlList(Result<Vec<f64>, ()>);
 
-impl<'de> Deserialize<'de> for ItlList {
+/// One element of an `itl` list as Python's `float(x)`: numbers, booleans and numeric strings;
+/// `None` for anything else (null, lists, objects), which makes the toolkit raise. Read straight
+/// from the parser, without building a `Value`.
+pub(crate) struct PyFloat(pub Option<f64>);
+
+impl<'de> Deserialize<'de> for PyFloat {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = ItlList;
-            scalars_answer!(ItlList(Err(())));
+            type Value = PyFloat;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an itl list")
+                f.write_str("a number")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ItlList, A::Error> {
-                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(64));
-                let mut ok = true;
-                while let Some(v) = seq.next_element::<Value>()? {
-                    match safe_float(Some(&v)) {
-                        Some(x) if ok => out.push(x),
-                        _ => ok = false,
-                    }
-                }
-                Ok(ItlList(if ok { Ok(out) } else { Err(()) }))
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<PyFloat, E> {
+                Ok(PyFloat(Some(v)))
             }
-            // A string iterates as characters in Python; float() of each may still succeed.
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<ItlList, E> {
-                Ok(ItlList(
-                    s.chars()
-                        .map(|c| py_float_str(&c.to_string()).ok_or(()))
-                        .collect(),
-                ))
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<PyFloat, E> {
+                Ok(PyFloat(Some(v as f64)))
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ItlList, A::Error> {
-                // Iterating a dict yields its keys.
-                let mut out = Vec::new();
-                let mut ok = true;
-                while let Some((k, _)) = map.next_entry::<String, IgnoredAny>()? {
-                    match py_float_str(&k) {
-                        Some(x) if ok => out.push(x),
-                        _ => ok = false,
-                    }
-                }
-                Ok(ItlList(if ok { Ok(out) } else { Err(()) }))
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<PyFloat, E> {
+                Ok(PyFloat(Some(v as f64)))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<PyFloat, E> {
+                Ok(PyFloat(Some(if v { 1.0 } else { 0.0 })))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<PyFloat, E> {
+                Ok(PyFloat(py_float_str(v)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<PyFloat, E> {
+                Ok(PyFloat(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<PyFloat, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(PyFloat(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PyFloat, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(PyFloat(None))
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// Reads an `itl` value into a reused buffer: `Ok(false)` when Python's
+/// `[float(x) for x in itl]` would raise.
+pub(crate) struct ItlSeed<'a>(pub &'a mut Vec<f64>);
+
+impl<'de> de::DeserializeSeed<'de> for ItlSeed<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        struct V<'a>(&'a mut Vec<f64>);
+        impl<'de> Visitor<'de> for V<'_> {
+            type Value = bool;
+            scalars_answer!(false);
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an itl list")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+                let mut ok = true;
+                while let Some(PyFloat(v)) = seq.next_element::<PyFloat>()? {
+                    match v {
+                        Some(x) if ok => self.0.push(x),
+                        _ => ok = false,
+                    }
+                }
+                Ok(ok)
+            }
+            // A string iterates as characters in Python; float() of each may still succeed.
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<bool, E> {
+                for c in s.chars() {
+                    match py_float_str(&c.to_string()) {
+                        Some(x) => self.0.push(x),
+                        None => return Ok(false),
+                    }
+                }
+                Ok(true)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+                // Iterating a dict yields its keys.
+                let mut ok = true;
+                while let Some((k, _)) = map.next_entry::<String, IgnoredAny>()? {
+                    match py_float_str(&k) {
+                        Some(x) if ok => self.0.push(x),
+                        _ => ok = false,
+                    }
+                }
+                Ok(ok)
+            }
+        }
+        self.0.clear();
+        d.deserialize_any(V(self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for ItlList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut v = Vec::new();
+        let ok = de::DeserializeSeed::deserialize(ItlSeed(&mut v), d)?;
+        Ok(ItlList(if ok { Ok(v) } else { Err(()) }))
     }
 }
 

@@ -3,12 +3,8 @@
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
-use serde_json::Value;
-
 use super::bulk::RawError;
 use super::path::coerce_int;
-use super::pyjson::safe_float;
 use crate::engine::numeric::np_mean;
 
 /// A timeline metric the toolkit exposes.
@@ -49,11 +45,43 @@ impl Metric {
     }
 }
 
-/// Just the `timeline` object of a results file (every other key is skipped while parsing).
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct TimelineDoc {
-    pub timeline: Option<Value>,
+/// One device series as read: its points, or the toolkit's error for it (message ready).
+pub type Points = Result<Vec<(f64, f64)>, String>;
+
+/// A metric's `{gpu_id: [[t, v], ...]}` object: keys in file order (a repeated key keeps its
+/// first position and its last value, as in Python's dict), or not an object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Series {
+    NotObject,
+    Devices(Vec<(String, Points)>),
+}
+
+/// `timeline.power`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Power {
+    #[default]
+    Missing,
+    NotObject,
+    Object {
+        device_instant: Option<Series>,
+        device_average: Option<Series>,
+    },
+}
+
+/// What the toolkit reads of a results file's `timeline`: the three metric series and the
+/// steady-state bounds (`float(...)`, None when absent or not a number). Every other key is
+/// skipped while parsing.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Timeline {
+    #[default]
+    Missing,
+    NotObject,
+    Object {
+        power: Power,
+        temperature: Option<Series>,
+        steady_state_start_time: Option<f64>,
+        steady_state_end_time: Option<f64>,
+    },
 }
 
 /// One run's aligned timeline.
@@ -71,52 +99,307 @@ fn content(msg: impl Into<String>) -> RawError {
     RawError::Content(msg.into())
 }
 
-fn points(series: &Value, gpu: &str) -> Result<Vec<(f64, f64)>, RawError> {
-    let Value::Array(items) = series else {
-        return Err(content(format!(
-            "timeline series of GPU {gpu} is not a list"
-        )));
+impl Timeline {
+    /// Approximate memory, for cache weighing.
+    pub fn weight(&self) -> usize {
+        let series = |s: &Option<Series>| match s {
+            Some(Series::Devices(d)) => d
+                .iter()
+                .map(|(k, p)| k.len() + 48 + p.as_ref().map_or_else(String::len, |v| v.len() * 16))
+                .sum(),
+            _ => 0,
+        };
+        match self {
+            Timeline::Object {
+                power, temperature, ..
+            } => {
+                let p = match power {
+                    Power::Object {
+                        device_instant,
+                        device_average,
+                    } => series(device_instant) + series(device_average),
+                    _ => 0,
+                };
+                64 + p + series(temperature)
+            }
+            _ => 64,
+        }
+    }
+}
+
+/// Parsing: `Timeline` reads straight from the JSON parser (no `Value` tree of the series).
+mod parse {
+    use std::fmt;
+
+    use serde::Deserialize;
+    use serde::de::{
+        self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
     };
-    items
-        .iter()
-        .map(|p| match p {
-            Value::Array(pair) if pair.len() == 2 => {
-                match (safe_float(Some(&pair[0])), safe_float(Some(&pair[1]))) {
-                    (Some(t), Some(v)) => Ok((t, v)),
-                    _ => Err(content(format!(
-                        "timeline sample of GPU {gpu} is not [time, value]: {p}"
-                    ))),
+    use serde_json::Value;
+
+    use super::{Points, Power, Series, Timeline};
+    use crate::raw::path::coerce_int;
+    use crate::raw::pyjson::safe_float;
+
+    /// Drain the rest of a sequence.
+    fn drain<'de, A: SeqAccess<'de>>(seq: &mut A) -> Result<(), A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+
+    /// One `[t, v]` point; `Err(text of the point)` when it is not a pair of numbers.
+    struct Point(Result<(f64, f64), Value>);
+
+    impl<'de> Deserialize<'de> for Point {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Point;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a [time, value] pair")
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Point, A::Error> {
+                    let a = seq.next_element::<Value>()?;
+                    let b = if a.is_some() {
+                        seq.next_element::<Value>()?
+                    } else {
+                        None
+                    };
+                    let more = if b.is_some() {
+                        seq.next_element::<Value>()?
+                    } else {
+                        None
+                    };
+                    if let (Some(a), Some(b), None) = (&a, &b, &more)
+                        && let (Some(t), Some(v)) = (safe_float(Some(a)), safe_float(Some(b)))
+                    {
+                        return Ok(Point(Ok((t, v))));
+                    }
+                    let mut all: Vec<Value> = [a, b, more].into_iter().flatten().collect();
+                    while let Some(x) = seq.next_element::<Value>()? {
+                        all.push(x);
+                    }
+                    Ok(Point(Err(Value::Array(all))))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Point, A::Error> {
+                    let v = Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                    Ok(Point(Err(v)))
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<Point, E> {
+                    Ok(Point(Err(Value::from(v))))
+                }
+                fn visit_unit<E: de::Error>(self) -> Result<Point, E> {
+                    Ok(Point(Err(Value::Null)))
+                }
+                fn visit_bool<E: de::Error>(self, v: bool) -> Result<Point, E> {
+                    Ok(Point(Err(Value::from(v))))
+                }
+                fn visit_i64<E: de::Error>(self, v: i64) -> Result<Point, E> {
+                    Ok(Point(Err(Value::from(v))))
+                }
+                fn visit_u64<E: de::Error>(self, v: u64) -> Result<Point, E> {
+                    Ok(Point(Err(Value::from(v))))
+                }
+                fn visit_f64<E: de::Error>(self, v: f64) -> Result<Point, E> {
+                    Ok(Point(Err(Value::from(v))))
                 }
             }
-            _ => Err(content(format!(
-                "timeline sample of GPU {gpu} is not [time, value]: {p}"
-            ))),
+            d.deserialize_any(V)
+        }
+    }
+
+    /// A device's point list; `gpu` names it in messages as the toolkit does (the integer id).
+    struct PointsSeed<'a> {
+        gpu: &'a str,
+    }
+
+    impl<'de> DeserializeSeed<'de> for PointsSeed<'_> {
+        type Value = Points;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Points, D::Error> {
+            struct V<'a>(&'a str);
+            impl<'de> Visitor<'de> for V<'_> {
+                type Value = Points;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a list of points")
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Points, A::Error> {
+                    let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(1024));
+                    while let Some(Point(p)) = seq.next_element::<Point>()? {
+                        match p {
+                            Ok(p) => out.push(p),
+                            Err(bad) => {
+                                drain(&mut seq)?;
+                                return Ok(Err(format!(
+                                    "timeline sample of GPU {} is not [time, value]: {bad}",
+                                    self.0
+                                )));
+                            }
+                        }
+                    }
+                    Ok(Ok(out))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Points, A::Error> {
+                    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                    self.not_a_list()
+                }
+                fn visit_str<E: de::Error>(self, _: &str) -> Result<Points, E> {
+                    self.not_a_list()
+                }
+                fn visit_unit<E: de::Error>(self) -> Result<Points, E> {
+                    self.not_a_list()
+                }
+                fn visit_bool<E: de::Error>(self, _: bool) -> Result<Points, E> {
+                    self.not_a_list()
+                }
+                fn visit_i64<E: de::Error>(self, _: i64) -> Result<Points, E> {
+                    self.not_a_list()
+                }
+                fn visit_u64<E: de::Error>(self, _: u64) -> Result<Points, E> {
+                    self.not_a_list()
+                }
+                fn visit_f64<E: de::Error>(self, _: f64) -> Result<Points, E> {
+                    self.not_a_list()
+                }
+            }
+            impl V<'_> {
+                fn not_a_list<E>(&self) -> Result<Points, E> {
+                    Ok(Err(format!(
+                        "timeline series of GPU {} is not a list",
+                        self.0
+                    )))
+                }
+            }
+            d.deserialize_any(V(self.gpu))
+        }
+    }
+
+    /// Runs `f` for maps and answers `other` for every other JSON value (consumed).
+    macro_rules! object_or {
+        ($ty:ty, $other:expr, $expect:literal, |$map:ident| $body:block) => {
+            impl<'de> Deserialize<'de> for $ty {
+                fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                    struct V;
+                    impl<'de> Visitor<'de> for V {
+                        type Value = $ty;
+                        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                            f.write_str($expect)
+                        }
+                        fn visit_map<A: MapAccess<'de>>(self, mut $map: A) -> Result<$ty, A::Error> $body
+                        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<$ty, A::Error> {
+                            drain(&mut seq)?;
+                            Ok($other)
+                        }
+                        fn visit_str<E: de::Error>(self, _: &str) -> Result<$ty, E> {
+                            Ok($other)
+                        }
+                        fn visit_unit<E: de::Error>(self) -> Result<$ty, E> {
+                            Ok($other)
+                        }
+                        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$ty, E> {
+                            Ok($other)
+                        }
+                        fn visit_i64<E: de::Error>(self, _: i64) -> Result<$ty, E> {
+                            Ok($other)
+                        }
+                        fn visit_u64<E: de::Error>(self, _: u64) -> Result<$ty, E> {
+                            Ok($other)
+                        }
+                        fn visit_f64<E: de::Error>(self, _: f64) -> Result<$ty, E> {
+                            Ok($other)
+                        }
+                    }
+                    d.deserialize_any(V)
+                }
+            }
+        };
+    }
+
+    object_or!(Series, Series::NotObject, "a map of GPU series", |map| {
+        let mut devices: Vec<(String, Points)> = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let gpu = coerce_int(Some(&key)).map_or_else(|| key.clone(), |i| i.to_string());
+            let points = map.next_value_seed(PointsSeed { gpu: &gpu })?;
+            match devices.iter_mut().find(|(k, _)| *k == key) {
+                Some(slot) => slot.1 = points,
+                None => devices.push((key, points)),
+            }
+        }
+        Ok(Series::Devices(devices))
+    });
+
+    object_or!(Power, Power::NotObject, "the power object", |map| {
+        let (mut device_instant, mut device_average) = (None, None);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "device_instant" => device_instant = Some(map.next_value::<Series>()?),
+                "device_average" => device_average = Some(map.next_value::<Series>()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Power::Object {
+            device_instant,
+            device_average,
         })
-        .collect()
+    });
+
+    object_or!(
+        Timeline,
+        Timeline::NotObject,
+        "the timeline object",
+        |map| {
+            let mut power = Power::Missing;
+            let (mut temperature, mut start, mut end) = (None, None, None);
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    "power" => power = map.next_value::<Power>()?,
+                    "temperature" => temperature = Some(map.next_value::<Series>()?),
+                    "steady_state_start_time" => {
+                        start = safe_float(Some(&map.next_value::<Value>()?))
+                    }
+                    "steady_state_end_time" => end = safe_float(Some(&map.next_value::<Value>()?)),
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(Timeline::Object {
+                power,
+                temperature,
+                steady_state_start_time: start,
+                steady_state_end_time: end,
+            })
+        }
+    );
 }
 
 /// `extract_device_timeline`: `window` (inclusive) applies when both bounds are known.
 pub fn extract_device_timeline(
-    series: &serde_json::Map<String, Value>,
+    series: &[(String, Points)],
     window: Option<(f64, f64)>,
 ) -> Result<DeviceTimeline, RawError> {
     if series.is_empty() {
         return Err(content("device_series is empty"));
     }
     let mut ids = series
-        .keys()
-        .map(|k| {
+        .iter()
+        .map(|(k, _)| {
             coerce_int(Some(k)).ok_or_else(|| content(format!("GPU id '{k}' is not an integer")))
         })
         .collect::<Result<Vec<i64>, _>>()?;
     ids.sort_unstable();
     let inside = |t: f64| window.is_none_or(|(a, b)| a <= t && t <= b);
+    // The toolkit indexes the series by str(gpu_id).
     let lookup = |id: i64| {
-        series
-            .get(&id.to_string())
-            .ok_or_else(|| content(format!("no series under GPU id '{id}'")))
+        let key = id.to_string();
+        match series.iter().find(|(k, _)| *k == key) {
+            Some((_, Ok(p))) => Ok(p),
+            Some((_, Err(e))) => Err(content(e.clone())),
+            None => Err(content(format!("no series under GPU id '{id}'"))),
+        }
     };
-    let base = points(lookup(ids[0])?, &ids[0].to_string())?;
+    let base = lookup(ids[0])?;
     let axis: Vec<f64> = base.iter().map(|p| p.0).filter(|&t| inside(t)).collect();
     if axis.is_empty() {
         return Err(content("No timeline samples found in selected range"));
@@ -124,7 +407,7 @@ pub fn extract_device_timeline(
     let t0 = window.map_or(axis[0], |(a, _)| a);
     let mut devices = Vec::with_capacity(ids.len());
     for &id in &ids {
-        let pts = points(lookup(id)?, &id.to_string())?;
+        let pts = lookup(id)?;
         // Exact float equality of timestamps; the last duplicate wins.
         let by_time: HashMap<u64, f64> = pts
             .iter()
@@ -173,35 +456,44 @@ pub fn extract_device_timeline(
 /// A run's timeline for `metric`: LLM runs are windowed to the steady state (and require it),
 /// diffusion runs use the whole series.
 pub fn run_timeline(
-    timeline: Option<&Value>,
+    timeline: &Timeline,
     metric: Metric,
     steady_state: bool,
 ) -> Result<DeviceTimeline, RawError> {
-    let Some(Value::Object(tl)) = timeline else {
+    let Timeline::Object {
+        power,
+        temperature,
+        steady_state_start_time,
+        steady_state_end_time,
+    } = timeline
+    else {
         return Err(content("Missing required 'timeline' object"));
     };
     let series = match metric {
-        Metric::Temperature => tl.get("temperature"),
-        Metric::DeviceInstant | Metric::DeviceAverage => match tl.get("power") {
-            Some(Value::Object(p)) => p.get(if metric == Metric::DeviceInstant {
-                "device_instant"
-            } else {
-                "device_average"
-            }),
+        Metric::Temperature => temperature,
+        Metric::DeviceInstant | Metric::DeviceAverage => match power {
+            Power::Object {
+                device_instant,
+                device_average,
+            } => {
+                if metric == Metric::DeviceInstant {
+                    device_instant
+                } else {
+                    device_average
+                }
+            }
             _ => return Err(content("Missing required 'timeline.power' object")),
         },
     };
-    let Some(Value::Object(series)) = series else {
+    let Some(Series::Devices(series)) = series else {
         return Err(content(format!(
             "Missing required 'timeline.{}' object",
             metric.name()
         )));
     };
     let window = if steady_state {
-        let start = safe_float(tl.get("steady_state_start_time"));
-        let end = safe_float(tl.get("steady_state_end_time"));
-        match (start, end) {
-            (Some(a), Some(b)) => Some((a, b)),
+        match (steady_state_start_time, steady_state_end_time) {
+            (Some(a), Some(b)) => Some((*a, *b)),
             _ => {
                 return Err(content(
                     "Missing required 'timeline.steady_state_start_time'/'steady_state_end_time'",
@@ -248,13 +540,17 @@ pub fn downsample(t: &DeviceTimeline, every: f64) -> DeviceTimeline {
 mod tests {
     use super::*;
 
+    fn devices(json: &str) -> Vec<(String, Points)> {
+        match serde_json::from_str::<Series>(json).unwrap() {
+            Series::Devices(d) => d,
+            Series::NotObject => panic!("not an object"),
+        }
+    }
+
     #[test]
     fn spec_ffill_vector() {
         // toolkit-behaviour.md §14.2 test_extract_power_timeline_with_ffill.
-        let series: serde_json::Map<String, Value> = serde_json::from_str(
-            r#"{"0": [[10,100],[11,110],[12,120]], "1": [[10,200],[12,220]]}"#,
-        )
-        .unwrap();
+        let series = devices(r#"{"0": [[10,100],[11,110],[12,120]], "1": [[10,200],[12,220]]}"#);
         let t = extract_device_timeline(&series, Some((10.0, 12.0))).unwrap();
         assert_eq!(t.relative_time_s, vec![0.0, 1.0, 2.0]);
         assert_eq!(t.devices[1].1, vec![Some(200.0), Some(200.0), Some(220.0)]);
@@ -263,8 +559,7 @@ mod tests {
 
     #[test]
     fn leading_gaps_stay_empty_and_sum_as_zero() {
-        let series: serde_json::Map<String, Value> =
-            serde_json::from_str(r#"{"1": [[5,10],[6,11]], "10": [[6,3]], "2": [[4,1]]}"#).unwrap();
+        let series = devices(r#"{"1": [[5,10],[6,11]], "10": [[6,3]], "2": [[4,1]]}"#);
         let t = extract_device_timeline(&series, None).unwrap();
         assert_eq!(
             t.devices.iter().map(|d| d.0).collect::<Vec<_>>(),
@@ -283,10 +578,7 @@ mod tests {
 
     #[test]
     fn downsampling_averages_each_bucket() {
-        let series: serde_json::Map<String, Value> = serde_json::from_str(
-            r#"{"0": [[0,1],[0.4,3],[1.0,5],[2.5,7]], "1": [[0.4,10],[2.5,20]]}"#,
-        )
-        .unwrap();
+        let series = devices(r#"{"0": [[0,1],[0.4,3],[1.0,5],[2.5,7]], "1": [[0.4,10],[2.5,20]]}"#);
         let t = extract_device_timeline(&series, None).unwrap();
         let d = downsample(&t, 1.0);
         assert_eq!(d.relative_time_s, vec![0.0, 1.0, 2.5]);
@@ -297,16 +589,64 @@ mod tests {
 
     #[test]
     fn llm_timelines_need_the_steady_state() {
-        let tl: Value =
+        let tl: Timeline =
             serde_json::from_str(r#"{"power": {"device_instant": {"0": [[1, 5]]}}}"#).unwrap();
-        assert!(run_timeline(Some(&tl), Metric::DeviceInstant, true).is_err());
+        assert!(run_timeline(&tl, Metric::DeviceInstant, true).is_err());
         assert_eq!(
-            run_timeline(Some(&tl), Metric::DeviceInstant, false)
+            run_timeline(&tl, Metric::DeviceInstant, false)
                 .unwrap()
                 .total,
             vec![5.0]
         );
-        assert!(run_timeline(Some(&tl), Metric::Temperature, false).is_err());
-        assert!(run_timeline(None, Metric::Temperature, false).is_err());
+        assert!(run_timeline(&tl, Metric::Temperature, false).is_err());
+        assert!(run_timeline(&Timeline::Missing, Metric::Temperature, false).is_err());
+        assert!(run_timeline(&Timeline::NotObject, Metric::Temperature, false).is_err());
+    }
+
+    #[test]
+    fn parse_keeps_what_the_toolkit_reads() {
+        let tl: Timeline = serde_json::from_str(
+            r#"{"steady_state_start_time": "10", "steady_state_end_time": null, "other": [1, {"a": 2}],
+                "power": {"device_instant": {"0": [[1, 5], [2, "6.5"]], "0": [[3, 4]], "1": 7},
+                          "memory_average": {"0": [[1, 2]]}},
+                "temperature": {"0": [[1, 40], [2, 41, 9]], "1": [{"t": 1}]}}"#,
+        )
+        .unwrap();
+        let Timeline::Object {
+            power:
+                Power::Object {
+                    device_instant: Some(Series::Devices(di)),
+                    device_average: None,
+                },
+            temperature: Some(Series::Devices(temp)),
+            steady_state_start_time,
+            steady_state_end_time,
+        } = tl
+        else {
+            panic!("{tl:?}")
+        };
+        assert_eq!(
+            (steady_state_start_time, steady_state_end_time),
+            (Some(10.0), None)
+        );
+        // A repeated key keeps its first position and its last value.
+        assert_eq!(di[0], ("0".to_string(), Ok(vec![(3.0, 4.0)])));
+        assert_eq!(
+            di[1],
+            (
+                "1".to_string(),
+                Err("timeline series of GPU 1 is not a list".into())
+            )
+        );
+        assert_eq!(
+            temp[0].1,
+            Err("timeline sample of GPU 0 is not [time, value]: [2,41,9]".into())
+        );
+        assert_eq!(
+            temp[1].1,
+            Err(r#"timeline sample of GPU 1 is not [time, value]: {"t":1}"#.into())
+        );
+        let none: Timeline = serde_json::from_str("[1, 2]").unwrap();
+        assert_eq!(none, Timeline::NotObject);
     }
 }

@@ -184,7 +184,8 @@ impl CachedStore {
     }
 
     /// The catalog key (and cache-store location) of a source path.
-    fn key(&self, path: &str) -> String {
+    /// The cache key of `path`: the source's namespace (for the hub, repo and commit) and the path.
+    pub fn key(&self, path: &str) -> String {
         format!("{}/{}", self.inner.namespace, path.trim_start_matches('/'))
     }
 

@@ -9,6 +9,7 @@
 
 pub mod cache;
 pub mod catalog;
+pub mod derived;
 pub mod hub;
 pub mod open;
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::cache::{CacheLocation, CachedStore, sweep_staging};
 use super::catalog::Catalog;
+use super::derived::DerivedStore;
 use super::hub::{Hub, HubConfig, parse_hf_url};
 use super::{FetchError, StoreUpstream, Upstream};
 use crate::engine::load::{load_compiled, summary_context};
@@ -149,6 +150,7 @@ pub async fn load_remote(
                 root: None,
                 skipped: Vec::new(),
                 remote: Some(cached(Arc::new(hub))),
+                derived: Some(DerivedStore::new(cache_store.clone())),
             };
             let path = |p: &PathBuf| {
                 p.to_str()
@@ -177,6 +179,7 @@ pub async fn load_remote(
                 root: None,
                 skipped: Vec::new(),
                 remote: Some(cached),
+                derived: Some(DerivedStore::new(cache_store.clone())),
             };
             load_compiled(
                 ctx,
@@ -204,9 +207,16 @@ pub async fn open_dataset(spec: &str, opts: &SourceOptions) -> Result<(Dataset, 
         }
         None => {
             let location = crate::engine::load::DataLocation::detect(spec);
-            let dataset = crate::engine::load::load(&location)
+            let mut dataset = crate::engine::load::load(&location)
                 .await
                 .map_err(|e| format!("{spec}: {e}"))?;
+            // Derived data of local raw files is persisted in the cache location too.
+            match DerivedStore::open(&CacheLocation::parse(&opts.cache)) {
+                Ok(d) => dataset.source.derived = Some(d),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cache location unavailable; derived data is kept in memory only")
+                }
+            }
             let catalog = match opts.open_catalog().await {
                 Ok(c) => c,
                 Err(e) => {

@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -61,11 +62,21 @@ BINARY = os.environ.get("MLENERGY_SERVER_BIN", str(ROOT / "target" / "debug" / "
 
 
 @contextlib.contextmanager
-def running_server(data: str):
-    """The real binary serving `data` on a free port; yields its base URL."""
+def running_server(data: str, cache: str | None = None):
+    """The real binary serving `data` on a free port; yields its base URL. Its cache (where
+    derived raw data is persisted) is `cache`, or a fresh directory, so every run reads the raw
+    files itself unless a test shares a cache on purpose."""
+    with contextlib.ExitStack() as stack:
+        if cache is None:
+            cache = stack.enter_context(tempfile.TemporaryDirectory())
+        yield stack.enter_context(_serve(data, cache))
+
+
+@contextlib.contextmanager
+def _serve(data: str, cache: str):
     port = _free_port()
     proc = subprocess.Popen(
-        [BINARY, "--bind", f"127.0.0.1:{port}", "--data", data],
+        [BINARY, "--bind", f"127.0.0.1:{port}", "--data", data, "--cache", cache],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

@@ -136,3 +136,59 @@ def test_raw_passthrough(served):
     no_prom = next(i for p, i in ids.items() if "model-b" in p and "max_num_seqs+16+" in p)
     status, p = get(base, f"/v1/llm/runs/{no_prom}/raw/prometheus.json")
     assert status == 404 and p["type"] == "/problems/raw_unavailable"
+
+
+def test_arrow_answer_is_dictionary_encoded_and_equal(served):
+    import pyarrow as pa
+
+    r1, base = served
+    runs = LLMRuns.from_raw_results(r1, stable_only=False).task("gpqa")
+    want = runs.inter_token_latencies()
+    with urllib.request.urlopen(base + "/v1/llm/itl?task=gpqa&stability=all&format=arrow") as r:
+        table = pa.ipc.open_stream(r.read()).read_all()
+    assert table.column_names == ["run_id", "task", "model_id", "num_gpus", "max_num_seqs", "itl_s"]
+    for name in ["run_id", "task", "model_id", "num_gpus", "max_num_seqs"]:
+        assert pa.types.is_dictionary(table.schema.field(name).type), name
+    got = table.to_pandas()
+    assert got["itl_s"].tolist() == list(want["itl_s"])
+    assert got["model_id"].astype(str).tolist() == list(want["model_id"])
+    assert got["num_gpus"].astype(int).tolist() == [int(x) for x in want["num_gpus"]]
+
+
+def test_restart_answers_from_persisted_derived_data(tmp_path):
+    """A second server on the same cache answers from the persisted derived data: after the first
+    one, the compiled dataset's raw files are overwritten with blanks of the same size and
+    modification time (so their fingerprints are unchanged), and every answer stays the toolkit's."""
+    import os
+    import subprocess
+    import time
+
+    from conftest import BINARY
+
+    r1, _ = make_tree(tmp_path / "tree")
+    out = tmp_path / "compiled"
+    subprocess.run([BINARY, "build", str(r1), "--out", str(out)], check=True, capture_output=True)
+    cache = str(tmp_path / "cache")
+    runs = LLMRuns.from_raw_results(r1, stable_only=False).task("gpqa")
+    want = list(runs.inter_token_latencies()["itl_s"])
+    paths = ["/v1/llm/itl", "/v1/llm/output-lengths"]
+    with running_server(str(out), cache) as base:
+        first = {p: get(base, p, task="gpqa", stability="all") for p in paths}
+    assert first["/v1/llm/itl"][0] == 200
+    assert [r["itl_s"] for r in first["/v1/llm/itl"][1]] == want
+    derived = tmp_path / "cache" / "derived"
+    deadline = time.time() + 30
+    while len(list(derived.rglob("*.arrow"))) < len(runs) and time.time() < deadline:
+        time.sleep(0.1)
+    assert len(list(derived.rglob("*.arrow"))) == len(runs)
+    for p in out.rglob("results.json"):
+        st = os.stat(p)
+        with open(p, "r+b") as f:
+            f.write(b" " * st.st_size)
+        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with running_server(str(out), cache) as base:
+        for p in paths:
+            assert get(base, p, task="gpqa", stability="all") == first[p]
+        # A run never read before has nothing persisted: its blanked file is unreadable.
+        other = get(base, "/v1/llm/itl", task="lm-arena-chat", stability="all")
+        assert other[0] == 422 and other[1]["type"] == "/problems/raw_invalid"

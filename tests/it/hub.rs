@@ -425,6 +425,73 @@ async fn a_restart_serves_from_the_cache_without_upstream_gets() {
     );
 }
 
+/// Derived data (ITLs, timelines) is persisted in the cache: after a restart with every cached raw
+/// file gone, the same answers come back without a single upstream GET.
+#[tokio::test]
+async fn derived_data_survives_a_restart_without_the_raw_files() {
+    let hub = FakeHub::start().await;
+    let dirs = Dirs::new();
+    let opts = dirs.options(&hub, None, 1 << 30);
+    let app = service(&opts).await;
+    let runs = raw_runs(&app).await;
+    let mut uris = Vec::new();
+    for (domain, id, _) in &runs {
+        uris.push(format!(
+            "/v1/{domain}/runs/{id}/timeline?metric=temperature"
+        ));
+        if domain == "llm" {
+            uris.push(format!("/v1/llm/runs/{id}/itl?format=csv"));
+            uris.push(format!("/v1/llm/runs/{id}/output-lengths"));
+        }
+    }
+    let mut first = Vec::new();
+    for uri in &uris {
+        let r = app.get(uri).await;
+        assert_eq!(r.status, 200, "{uri}");
+        first.push(r.body);
+    }
+    drop(app);
+    // Persisting happens off the request path: wait for one file per run.
+    let derived = dirs.cache.join("derived");
+    let count = || {
+        walkdir::WalkDir::new(&derived)
+            .into_iter()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".arrow"))
+            .count()
+    };
+    for _ in 0..200 {
+        if count() == runs.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(count(), runs.len());
+    let raw_files: Vec<PathBuf> = walkdir::WalkDir::new(&dirs.cache)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file() && !e.path().starts_with(&derived))
+        .filter(|e| !e.file_name().to_string_lossy().starts_with("catalog.db"))
+        .map(|e| e.into_path())
+        .collect();
+    assert_eq!(raw_files.len(), runs.len(), "{raw_files:?}");
+    for f in &raw_files {
+        std::fs::remove_file(f).unwrap();
+    }
+    let before: HashMap<String, usize> = hub.state.lock().unwrap().gets.clone();
+    let app = service(&opts).await;
+    for (uri, body) in uris.iter().zip(&first) {
+        let r = app.get(uri).await;
+        assert_eq!(r.status, 200, "{uri}");
+        assert_eq!(&r.body, body, "{uri}");
+    }
+    let after: HashMap<String, usize> = hub.state.lock().unwrap().gets.clone();
+    assert_eq!(
+        before, after,
+        "no upstream GET: the derived data was persisted"
+    );
+}
+
 /// The restart scenario with the catalog in PostgreSQL (skipped without a server, see
 /// tests/catalog.rs).
 #[tokio::test]

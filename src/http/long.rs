@@ -1,0 +1,353 @@
+//! Long answers of raw-derived values (`itl_s`, `output_len`): one row per value, the run's key
+//! columns repeated. Answers reach millions of rows, so they are not built as a `Frame`: each run
+//! is a segment (its key cells, encoded once, and a borrowed slice of values) written straight to
+//! the output. In Arrow and Parquet the string keys are dictionary-encoded (one dictionary for the
+//! answer, a small integer per row).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    ArrayRef, DictionaryArray, Float64Array, Int8Array, Int16Array, Int32Array, Int64Array,
+    RecordBatch, StringArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::ipc::writer::StreamWriter;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+
+use super::encode::json_str;
+use super::negotiate::Format;
+use crate::engine::EngineError;
+use crate::engine::RunTable;
+use crate::engine::frame::Value;
+
+/// The values of one run.
+#[derive(Clone, Copy)]
+pub(super) enum Values<'a> {
+    Float(&'a [f64]),
+    Int(&'a [i64]),
+}
+
+impl Values<'_> {
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Values::Float(v) => v.len(),
+            Values::Int(v) => v.len(),
+        }
+    }
+}
+
+/// One run's rows: its table row and its values.
+pub(super) struct Segment<'a> {
+    pub row: usize,
+    pub values: Values<'a>,
+}
+
+/// Rows per Arrow record batch / Parquet write.
+const BATCH_ROWS: usize = 1 << 16;
+
+fn ryu_or_null(out: &mut Vec<u8>, x: f64, null: &[u8]) {
+    if x.is_finite() {
+        out.extend_from_slice(ryu::Buffer::new().format_finite(x).as_bytes());
+    } else {
+        out.extend_from_slice(null);
+    }
+}
+
+fn csv_cell(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
+        out.push(b'"');
+        out.extend_from_slice(s.replace('"', "\"\"").as_bytes());
+        out.push(b'"');
+    } else {
+        out.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// The text of each row's key part, per segment: `{"run_id":...,"max_num_seqs":8,"itl_s":` for
+/// JSON, `id,task,...,8,` for CSV.
+fn prefix(t: &RunTable, keys: &[usize], row: usize, value: &str, format: Format) -> Vec<u8> {
+    let mut out = Vec::new();
+    let json = format != Format::Csv;
+    if json {
+        out.push(b'{');
+    }
+    for &k in keys {
+        let name = &t.fields[k].name;
+        let cell = t.column(k).get(row);
+        if json {
+            json_str(&mut out, name);
+            out.push(b':');
+            match cell {
+                Value::Null => out.extend_from_slice(b"null"),
+                Value::Str(s) => json_str(&mut out, s),
+                Value::Int(i) => out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes()),
+                Value::Float(x) => ryu_or_null(&mut out, x, b"null"),
+                Value::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
+            }
+            out.push(b',');
+        } else {
+            match cell {
+                Value::Null => {}
+                Value::Str(s) => csv_cell(&mut out, s),
+                Value::Int(i) => out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes()),
+                Value::Float(x) if x.is_finite() => {
+                    out.extend_from_slice(ryu::Buffer::new().format_finite(x).as_bytes())
+                }
+                Value::Float(x) => out.extend_from_slice(x.to_string().as_bytes()),
+                Value::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
+            }
+            out.push(b',');
+        }
+    }
+    if json {
+        json_str(&mut out, value);
+        out.push(b':');
+    }
+    out
+}
+
+fn text(t: &RunTable, keys: &[usize], segs: &[Segment], value: &str, format: Format) -> Vec<u8> {
+    let rows: usize = segs.iter().map(|s| s.values.len()).sum();
+    let mut out = Vec::with_capacity(rows * 24 + 4096);
+    let (row_end, sep): (&[u8], &[u8]) = match format {
+        Format::Json => (b"}", b","),
+        Format::Ndjson => (b"}\n", b""),
+        _ => (b"\n", b""),
+    };
+    match format {
+        Format::Json => out.push(b'['),
+        Format::Csv => {
+            for &k in keys {
+                csv_cell(&mut out, t.fields[k].name);
+                out.push(b',');
+            }
+            csv_cell(&mut out, value);
+            out.push(b'\n');
+        }
+        _ => {}
+    }
+    let null: &[u8] = if format == Format::Csv { b"" } else { b"null" };
+    let mut first = true;
+    let mut ryu_buf = ryu::Buffer::new();
+    let mut itoa_buf = itoa::Buffer::new();
+    for seg in segs {
+        let pre = prefix(t, keys, seg.row, value, format);
+        let mut row = |out: &mut Vec<u8>| {
+            if !first {
+                out.extend_from_slice(sep);
+            }
+            first = false;
+            out.extend_from_slice(&pre);
+        };
+        match seg.values {
+            Values::Float(v) => {
+                for &x in v {
+                    row(&mut out);
+                    if x.is_finite() {
+                        out.extend_from_slice(ryu_buf.format_finite(x).as_bytes());
+                    } else if format == Format::Csv {
+                        out.extend_from_slice(x.to_string().as_bytes());
+                    } else {
+                        out.extend_from_slice(null);
+                    }
+                    out.extend_from_slice(row_end);
+                }
+            }
+            Values::Int(v) => {
+                for &x in v {
+                    row(&mut out);
+                    out.extend_from_slice(itoa_buf.format(x).as_bytes());
+                    out.extend_from_slice(row_end);
+                }
+            }
+        }
+    }
+    if format == Format::Json {
+        out.push(b']');
+    }
+    out
+}
+
+/// A key column for Arrow: a dictionary over the answer's distinct values (the narrowest index
+/// type that fits) with one index per row, whatever the column's type.
+struct KeyArrow {
+    values: ArrayRef,
+    index: Vec<usize>,
+    key_type: DataType,
+}
+
+fn key_arrow(t: &RunTable, k: usize, segs: &[Segment]) -> KeyArrow {
+    use crate::engine::fields::FieldType;
+    let col = t.column(k);
+    let mut distinct: Vec<Value> = Vec::new();
+    let index = segs
+        .iter()
+        .map(|s| {
+            let v = col.get(s.row);
+            match distinct.iter().position(|d| *d == v) {
+                Some(i) => i,
+                None => {
+                    distinct.push(v);
+                    distinct.len() - 1
+                }
+            }
+        })
+        .collect();
+    let values: ArrayRef = match t.fields[k].ty {
+        FieldType::String => Arc::new(StringArray::from(
+            distinct
+                .iter()
+                .map(|v| match v {
+                    Value::Str(s) => Some(*s),
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
+        )),
+        FieldType::Int64 | FieldType::Bool => Arc::new(Int64Array::from(
+            distinct
+                .iter()
+                .map(|v| match v {
+                    Value::Int(i) => Some(*i),
+                    Value::Bool(b) => Some(i64::from(*b)),
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
+        )),
+        FieldType::Double => Arc::new(Float64Array::from(
+            distinct.iter().map(Value::as_f64).collect::<Vec<_>>(),
+        )),
+    };
+    let key_type = if distinct.len() <= i8::MAX as usize {
+        DataType::Int8
+    } else if distinct.len() <= i16::MAX as usize {
+        DataType::Int16
+    } else {
+        DataType::Int32
+    };
+    KeyArrow {
+        values,
+        index,
+        key_type,
+    }
+}
+
+impl KeyArrow {
+    fn data_type(&self) -> DataType {
+        DataType::Dictionary(
+            Box::new(self.key_type.clone()),
+            Box::new(self.values.data_type().clone()),
+        )
+    }
+
+    /// `n` rows of segment `s`.
+    fn repeat(&self, s: usize, n: usize) -> Result<ArrayRef, EngineError> {
+        let i = self.index[s];
+        let values = self.values.clone();
+        Ok(match self.key_type {
+            DataType::Int8 => Arc::new(DictionaryArray::try_new(
+                Int8Array::from(vec![i as i8; n]),
+                values,
+            )?) as ArrayRef,
+            DataType::Int16 => Arc::new(DictionaryArray::try_new(
+                Int16Array::from(vec![i as i16; n]),
+                values,
+            )?),
+            _ => Arc::new(DictionaryArray::try_new(
+                Int32Array::from(vec![i as i32; n]),
+                values,
+            )?),
+        })
+    }
+}
+
+/// The answer's schema, and its record batches of at most `BATCH_ROWS` rows handed to `sink`
+/// one at a time (a run's rows never share a batch with another run's).
+fn schema(
+    t: &RunTable,
+    keys: &[usize],
+    cols: &[KeyArrow],
+    segs: &[Segment],
+    value: &str,
+) -> SchemaRef {
+    let value_type = match segs.first().map(|s| s.values) {
+        Some(Values::Int(_)) => DataType::Int64,
+        _ => DataType::Float64,
+    };
+    let mut fields: Vec<Field> = keys
+        .iter()
+        .zip(cols)
+        .map(|(&k, c)| {
+            let name = &t.fields[k].name;
+            Field::new(*name, c.data_type(), t.is_nullable(name))
+        })
+        .collect();
+    fields.push(Field::new(value, value_type, false));
+    Arc::new(Schema::new(fields))
+}
+
+fn for_each_batch(
+    schema: &SchemaRef,
+    cols: &[KeyArrow],
+    segs: &[Segment],
+    mut sink: impl FnMut(&RecordBatch) -> Result<(), EngineError>,
+) -> Result<(), EngineError> {
+    for (s, seg) in segs.iter().enumerate() {
+        let n = seg.values.len();
+        let mut start = 0;
+        while start < n {
+            let end = (start + BATCH_ROWS).min(n);
+            let mut arrays = cols
+                .iter()
+                .map(|c| c.repeat(s, end - start))
+                .collect::<Result<Vec<_>, _>>()?;
+            arrays.push(match seg.values {
+                Values::Float(v) => {
+                    Arc::new(Float64Array::from(v[start..end].to_vec())) as ArrayRef
+                }
+                Values::Int(v) => Arc::new(Int64Array::from(v[start..end].to_vec())),
+            });
+            sink(&RecordBatch::try_new(schema.clone(), arrays)?)?;
+            start = end;
+        }
+    }
+    Ok(())
+}
+
+/// Encode the long answer: key columns `keys` (table field indexes), then the value column.
+pub(super) fn encode_long(
+    t: &RunTable,
+    keys: &[usize],
+    segs: &[Segment],
+    value: &str,
+    format: Format,
+) -> Result<Vec<u8>, EngineError> {
+    match format {
+        Format::Json | Format::Ndjson | Format::Csv => Ok(text(t, keys, segs, value, format)),
+        Format::Arrow => {
+            let cols: Vec<KeyArrow> = keys.iter().map(|&k| key_arrow(t, k, segs)).collect();
+            let schema = schema(t, keys, &cols, segs, value);
+            let rows: usize = segs.iter().map(|s| s.values.len()).sum();
+            // Index bytes per key column plus the 8-byte value, and room for the metadata.
+            let mut out = Vec::with_capacity(rows * (keys.len() * 2 + 8) + 64 * 1024);
+            let mut w = StreamWriter::try_new(&mut out, &schema)?;
+            for_each_batch(&schema, &cols, segs, |b| Ok(w.write(b)?))?;
+            w.finish()?;
+            drop(w);
+            Ok(out)
+        }
+        Format::Parquet => {
+            let cols: Vec<KeyArrow> = keys.iter().map(|&k| key_arrow(t, k, segs)).collect();
+            let schema = schema(t, keys, &cols, segs, value);
+            let props = WriterProperties::builder()
+                .set_compression(Compression::SNAPPY)
+                .build();
+            let mut out = Vec::new();
+            let mut w = ArrowWriter::try_new(&mut out, schema.clone(), Some(props))?;
+            for_each_batch(&schema, &cols, segs, |b| Ok(w.write(b)?))?;
+            w.close()?;
+            Ok(out)
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! `RunDerived` as a compact Arrow IPC stream, persisted next to the raw cache so a restart answers
+//! from it without reading `results.json` again.
+//!
+//! The stream holds one record batch of one row whose columns are lists (each list one contiguous
+//! buffer): `success`, `output_len`, `itl_s`, and the timeline series flattened as
+//! `series_metric`, `series_key`, `series_points`, `t`, `v`. The few states and messages that are
+//! not columns (which keys were missing, the toolkit's error texts) are JSON in the schema
+//! metadata under `mlenergy.derived`, with its format version.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, ListArray, RecordBatch, StringArray,
+    UInt8Array, UInt64Array,
+};
+use arrow::buffer::OffsetBuffer;
+use arrow::datatypes::{Field, Schema};
+use arrow::ipc::reader::StreamReader;
+use arrow::ipc::writer::StreamWriter;
+use serde::{Deserialize, Serialize};
+
+use super::bulk::{ResultsList, RunDerived};
+use super::timeline::{Points, Power, Series, Timeline};
+
+/// Bumped whenever the layout or the derivation changes; older files are then ignored.
+pub const FORMAT_VERSION: u32 = 1;
+const META_KEY: &str = "mlenergy.derived";
+
+/// Whether a key was absent, not an object, or present.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Presence {
+    Missing,
+    NotObject,
+    Object,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Meta {
+    version: u32,
+    results: String,
+    non_object: bool,
+    bad_output_len: Vec<(usize, String)>,
+    itl_error: Option<String>,
+    timeline: Presence,
+    power: Presence,
+    /// Per metric (instant, average, temperature).
+    series: [Presence; 3],
+    /// Series entries (index into the series columns) whose points could not be read.
+    series_errors: Vec<(usize, String)>,
+    /// `f64::to_bits` of the steady-state bounds (they may be NaN or infinite).
+    steady_state_start_bits: Option<u64>,
+    steady_state_end_bits: Option<u64>,
+}
+
+fn list(values: ArrayRef, len: usize) -> ArrayRef {
+    let field = Arc::new(Field::new("item", values.data_type().clone(), true));
+    Arc::new(ListArray::new(
+        field,
+        OffsetBuffer::from_lengths([len]),
+        values,
+        None,
+    ))
+}
+
+/// Encode `d` as an Arrow IPC stream.
+pub fn to_ipc(d: &RunDerived) -> Result<Vec<u8>, String> {
+    let mut series_metric = Vec::new();
+    let mut series_key = Vec::new();
+    let mut series_points = Vec::new();
+    let mut series_errors = Vec::new();
+    let (mut t, mut v) = (Vec::new(), Vec::new());
+    let mut presence = [Presence::Missing; 3];
+    let (mut tl, mut power, mut start, mut end) =
+        (Presence::Missing, Presence::Missing, None, None);
+    if let Timeline::NotObject = d.timeline {
+        tl = Presence::NotObject;
+    }
+    if let Timeline::Object {
+        power: p,
+        temperature,
+        steady_state_start_time,
+        steady_state_end_time,
+    } = &d.timeline
+    {
+        tl = Presence::Object;
+        start = steady_state_start_time.map(f64::to_bits);
+        end = steady_state_end_time.map(f64::to_bits);
+        let (instant, average) = match p {
+            Power::Missing => (&None, &None),
+            Power::NotObject => {
+                power = Presence::NotObject;
+                (&None, &None)
+            }
+            Power::Object {
+                device_instant,
+                device_average,
+            } => {
+                power = Presence::Object;
+                (device_instant, device_average)
+            }
+        };
+        for (m, s) in [instant, average, temperature].into_iter().enumerate() {
+            match s {
+                None => {}
+                Some(Series::NotObject) => presence[m] = Presence::NotObject,
+                Some(Series::Devices(devs)) => {
+                    presence[m] = Presence::Object;
+                    for (key, pts) in devs {
+                        match pts {
+                            Ok(p) => {
+                                series_points.push(p.len() as u64);
+                                t.extend(p.iter().map(|x| x.0));
+                                v.extend(p.iter().map(|x| x.1));
+                            }
+                            Err(e) => {
+                                series_errors.push((series_key.len(), e.clone()));
+                                series_points.push(0);
+                            }
+                        }
+                        series_metric.push(m as u8);
+                        series_key.push(key.as_str());
+                    }
+                }
+            }
+        }
+    }
+    let meta = Meta {
+        version: FORMAT_VERSION,
+        results: match d.results {
+            ResultsList::Missing => "missing",
+            ResultsList::NotAList => "not_a_list",
+            ResultsList::List => "list",
+        }
+        .into(),
+        non_object: d.non_object,
+        bad_output_len: d.bad_output_len.clone(),
+        itl_error: d.itl.as_ref().err().cloned(),
+        timeline: tl,
+        power,
+        series: presence,
+        series_errors,
+        steady_state_start_bits: start,
+        steady_state_end_bits: end,
+    };
+    let itl: &[f64] = d.itl.as_deref().unwrap_or(&[]);
+    let columns: Vec<(&str, ArrayRef, usize)> = vec![
+        (
+            "success",
+            Arc::new(BooleanArray::from(d.success.clone())),
+            d.success.len(),
+        ),
+        (
+            "output_len",
+            Arc::new(Int64Array::from(d.output_len.clone())),
+            d.output_len.len(),
+        ),
+        (
+            "itl_s",
+            Arc::new(Float64Array::from(itl.to_vec())),
+            itl.len(),
+        ),
+        (
+            "series_metric",
+            Arc::new(UInt8Array::from(series_metric.clone())),
+            series_metric.len(),
+        ),
+        (
+            "series_key",
+            Arc::new(StringArray::from(series_key.clone())),
+            series_key.len(),
+        ),
+        (
+            "series_points",
+            Arc::new(UInt64Array::from(series_points.clone())),
+            series_points.len(),
+        ),
+        ("t", Arc::new(Float64Array::from(t.clone())), t.len()),
+        ("v", Arc::new(Float64Array::from(v.clone())), v.len()),
+    ];
+    let arrays: Vec<ArrayRef> = columns
+        .iter()
+        .map(|(_, a, n)| list(a.clone(), *n))
+        .collect();
+    let fields: Vec<Field> = columns
+        .iter()
+        .zip(&arrays)
+        .map(|((name, _, _), a)| Field::new(*name, a.data_type().clone(), false))
+        .collect();
+    let meta = serde_json::to_string(&meta).map_err(|e| e.to_string())?;
+    let schema = Arc::new(Schema::new(fields).with_metadata([(META_KEY.to_string(), meta)].into()));
+    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    let mut w = StreamWriter::try_new(&mut out, &schema).map_err(|e| e.to_string())?;
+    w.write(&batch).map_err(|e| e.to_string())?;
+    w.finish().map_err(|e| e.to_string())?;
+    drop(w);
+    Ok(out)
+}
+
+fn values<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, String> {
+    let col = batch
+        .column_by_name(name)
+        .ok_or_else(|| format!("no column {name}"))?;
+    let l = col
+        .as_any()
+        .downcast_ref::<ListArray>()
+        .ok_or_else(|| format!("{name} is not a list"))?;
+    if l.len() != 1 || l.value_offsets()[0] != 0 {
+        return Err(format!("{name} is not a single list"));
+    }
+    l.values()
+        .as_any()
+        .downcast_ref::<T>()
+        .ok_or_else(|| format!("{name} has type {}", l.values().data_type()))
+}
+
+fn float_vec(a: &Float64Array) -> Vec<f64> {
+    a.values().to_vec()
+}
+
+/// Decode what `to_ipc` wrote; `Err` for another format version or a damaged file.
+pub fn from_ipc(bytes: &[u8]) -> Result<RunDerived, String> {
+    let mut r =
+        StreamReader::try_new(std::io::Cursor::new(bytes), None).map_err(|e| e.to_string())?;
+    let meta: Meta = serde_json::from_str(
+        r.schema()
+            .metadata()
+            .get(META_KEY)
+            .ok_or("no mlenergy.derived metadata")?,
+    )
+    .map_err(|e| e.to_string())?;
+    if meta.version != FORMAT_VERSION {
+        return Err(format!(
+            "format version {} (expected {FORMAT_VERSION})",
+            meta.version
+        ));
+    }
+    let batch = r
+        .next()
+        .ok_or("no record batch")?
+        .map_err(|e| e.to_string())?;
+    let success = values::<BooleanArray>(&batch, "success")?;
+    let output_len = values::<Int64Array>(&batch, "output_len")?;
+    let itl_s = values::<Float64Array>(&batch, "itl_s")?;
+    let metric = values::<UInt8Array>(&batch, "series_metric")?;
+    let key = values::<StringArray>(&batch, "series_key")?;
+    let points = values::<UInt64Array>(&batch, "series_points")?;
+    let (t, v) = (
+        values::<Float64Array>(&batch, "t")?,
+        values::<Float64Array>(&batch, "v")?,
+    );
+    if success.len() != output_len.len()
+        || metric.len() != key.len()
+        || key.len() != points.len()
+        || t.len() != v.len()
+    {
+        return Err("column lengths disagree".into());
+    }
+    let mut devices: [Vec<(String, Points)>; 3] = Default::default();
+    let mut errors = meta.series_errors.into_iter().peekable();
+    let mut at = 0usize;
+    for i in 0..key.len() {
+        let n = points.value(i) as usize;
+        let pts = match errors.next_if(|e| e.0 == i) {
+            Some((_, e)) => Err(e),
+            None => {
+                let end = at
+                    .checked_add(n)
+                    .filter(|&e| e <= t.len())
+                    .ok_or("series points overrun")?;
+                let p = (at..end).map(|k| (t.value(k), v.value(k))).collect();
+                at = end;
+                Ok(p)
+            }
+        };
+        let m = metric.value(i) as usize;
+        devices
+            .get_mut(m)
+            .ok_or("bad series metric")?
+            .push((key.value(i).to_string(), pts));
+    }
+    let [instant, average, temperature] = devices;
+    let series = |p: Presence, d: Vec<(String, Points)>| match p {
+        Presence::Missing => None,
+        Presence::NotObject => Some(Series::NotObject),
+        Presence::Object => Some(Series::Devices(d)),
+    };
+    let timeline = match meta.timeline {
+        Presence::Missing => Timeline::Missing,
+        Presence::NotObject => Timeline::NotObject,
+        Presence::Object => Timeline::Object {
+            power: match meta.power {
+                Presence::Missing => Power::Missing,
+                Presence::NotObject => Power::NotObject,
+                Presence::Object => Power::Object {
+                    device_instant: series(meta.series[0], instant),
+                    device_average: series(meta.series[1], average),
+                },
+            },
+            temperature: series(meta.series[2], temperature),
+            steady_state_start_time: meta.steady_state_start_bits.map(f64::from_bits),
+            steady_state_end_time: meta.steady_state_end_bits.map(f64::from_bits),
+        },
+    };
+    Ok(RunDerived {
+        results: match meta.results.as_str() {
+            "missing" => ResultsList::Missing,
+            "not_a_list" => ResultsList::NotAList,
+            "list" => ResultsList::List,
+            other => return Err(format!("unknown results state {other}")),
+        },
+        non_object: meta.non_object,
+        success: success.iter().map(|b| b.unwrap_or(false)).collect(),
+        output_len: output_len.iter().collect(),
+        bad_output_len: meta.bad_output_len,
+        itl: match meta.itl_error {
+            Some(e) => Err(e),
+            None => Ok(float_vec(itl_s)),
+        },
+        timeline,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raw::bulk::read_run;
+
+    #[test]
+    fn round_trips_every_state() {
+        let docs = [
+            r#"{"timeline": {"steady_state_start_time": "nan", "steady_state_end_time": 12.5,
+                 "power": {"device_instant": {"0": [[1, 5], [2, 6]], "1": [[1, 7]], "x": [3]},
+                           "device_average": [1]},
+                 "temperature": {"0": [[1, 40]]}},
+                "results": [{"success": true, "itl": [0.01, 0, 0.02], "output_len": 3},
+                            {"success": false, "output_len": "x"}, {"success": true, "output_len": null}, 4]}"#,
+            r#"{"results": {"a": 1}, "timeline": [1]}"#,
+            r#"{"timeline": {"power": 3}}"#,
+            r#"{}"#,
+        ];
+        for doc in docs {
+            let d = read_run(doc.as_bytes(), "test", true).unwrap();
+            let back = from_ipc(&to_ipc(&d).unwrap()).unwrap();
+            // NaN != NaN: compare the steady-state bounds bit for bit, the rest as values.
+            assert_eq!(format!("{back:?}"), format!("{d:?}"), "{doc}");
+        }
+    }
+
+    #[test]
+    fn other_versions_and_damage_are_refused() {
+        let d = read_run(r#"{"results": []}"#.as_bytes(), "test", true).unwrap();
+        let bytes = to_ipc(&d).unwrap();
+        assert!(from_ipc(&bytes[..bytes.len() / 2]).is_err());
+        let mut old = bytes.clone();
+        let at = old
+            .windows(10)
+            .position(|w| w == b"\"version\":")
+            .expect("version in the metadata");
+        old[at + 10] = b'0';
+        assert!(from_ipc(&old).unwrap_err().contains("version"));
+    }
+}

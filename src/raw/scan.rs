@@ -1,0 +1,280 @@
+//! The fast path of `bulk::read_run`: serde_json parses a byte slice several times faster than a
+//! reader (its reader path goes byte by byte), but a whole 400 MB file must not be held in memory.
+//! So a small scanner walks the top-level object of `results.json` through a window of the file,
+//! finds where each top-level value and each request record ends, and hands those slices to the
+//! same serde visitors the reader path uses. Only the current request (or the `timeline` value)
+//! is held, never the request list.
+//!
+//! The scanner only finds boundaries; serde still validates every value. Anything unexpected
+//! (malformed JSON, a truncated file) makes it give up with `Fallback`, and the caller reads the
+//! file again through the reader path, whose answer (or error message) is the reference.
+
+use std::io::Read;
+
+use serde::de::DeserializeSeed;
+
+/// The fast path could not read the file; use the reader path.
+#[derive(Debug)]
+pub struct Fallback;
+
+const CHUNK: usize = 1 << 20;
+
+/// A sliding window over a reader.
+pub(super) struct Window<R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// Start of unconsumed bytes.
+    pos: usize,
+    eof: bool,
+}
+
+impl<R: Read> Window<R> {
+    pub(super) fn new(reader: R) -> Self {
+        Window {
+            reader,
+            buf: Vec::with_capacity(2 * CHUNK),
+            pos: 0,
+            eof: false,
+        }
+    }
+
+    /// Read more; `false` at the end of the file.
+    fn fill(&mut self) -> Result<bool, Fallback> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.pos > 0 && self.pos * 2 >= self.buf.len() {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        let len = self.buf.len();
+        self.buf.resize(len + CHUNK, 0);
+        let n = loop {
+            match self.reader.read(&mut self.buf[len..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return Err(Fallback),
+            }
+        };
+        self.buf.truncate(len + n);
+        if n == 0 {
+            self.eof = true;
+        }
+        Ok(n > 0)
+    }
+
+    /// The next byte after whitespace (not consumed).
+    fn peek(&mut self) -> Result<Option<u8>, Fallback> {
+        loop {
+            while self.pos < self.buf.len() {
+                match self.buf[self.pos] {
+                    b' ' | b'\n' | b'\r' | b'\t' => self.pos += 1,
+                    b => return Ok(Some(b)),
+                }
+            }
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Consume `b` (after whitespace) or give up.
+    fn expect(&mut self, b: u8) -> Result<(), Fallback> {
+        if self.peek()? == Some(b) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(Fallback)
+        }
+    }
+
+    /// Offset (from `pos`) just past the value starting at `pos`, reading more as needed.
+    fn value_end(&mut self) -> Result<usize, Fallback> {
+        // Bytes that matter outside strings: quotes and brackets (and, for a top-level scalar,
+        // its delimiters). Inside strings memchr finds the quote or backslash.
+        const fn table(scalar: bool) -> [bool; 256] {
+            let mut t = [false; 256];
+            if scalar {
+                t[b',' as usize] = true;
+                t[b'}' as usize] = true;
+                t[b']' as usize] = true;
+                t[b' ' as usize] = true;
+                t[b'\n' as usize] = true;
+                t[b'\r' as usize] = true;
+                t[b'\t' as usize] = true;
+            } else {
+                t[b'"' as usize] = true;
+                t[b'{' as usize] = true;
+                t[b'}' as usize] = true;
+                t[b'[' as usize] = true;
+                t[b']' as usize] = true;
+            }
+            t
+        }
+        static STRUCTURE: [bool; 256] = table(false);
+        static SCALAR_END: [bool; 256] = table(true);
+        let mut i = self.pos;
+        let mut depth = 0usize;
+        let mut in_str = false;
+        let scalar = !matches!(self.buf.get(i), Some(b'{' | b'[' | b'"'));
+        loop {
+            if i >= self.buf.len() {
+                let offset = i - self.pos;
+                if !self.fill()? {
+                    // A scalar may end at the end of the file; anything else is truncated.
+                    return if scalar { Ok(offset) } else { Err(Fallback) };
+                }
+                i = self.pos + offset;
+                continue;
+            }
+            if scalar {
+                match self.buf[i..].iter().position(|&b| SCALAR_END[b as usize]) {
+                    Some(k) => return Ok(i + k - self.pos),
+                    None => {
+                        i = self.buf.len();
+                        continue;
+                    }
+                }
+            }
+            if in_str {
+                match memchr::memchr2(b'"', b'\\', &self.buf[i..]) {
+                    None => i = self.buf.len(),
+                    Some(k) if self.buf[i + k] == b'\\' => {
+                        // Skip the escaped byte, which may be in the next read.
+                        if i + k + 1 >= self.buf.len() {
+                            let offset = i + k - self.pos;
+                            if !self.fill()? {
+                                return Err(Fallback);
+                            }
+                            i = self.pos + offset;
+                        } else {
+                            i += k + 2;
+                        }
+                    }
+                    Some(k) => {
+                        in_str = false;
+                        i += k + 1;
+                        if depth == 0 {
+                            return Ok(i - self.pos);
+                        }
+                    }
+                }
+                continue;
+            }
+            let Some(k) = self.buf[i..].iter().position(|&b| STRUCTURE[b as usize]) else {
+                i = self.buf.len();
+                continue;
+            };
+            i += k;
+            match self.buf[i] {
+                b'"' => in_str = true,
+                b'{' | b'[' => depth += 1,
+                _ => {
+                    depth = depth.checked_sub(1).ok_or(Fallback)?;
+                    if depth == 0 {
+                        return Ok(i + 1 - self.pos);
+                    }
+                }
+            }
+            i += 1;
+        }
+    }
+
+    /// Parse the next value with `seed` from a slice, and consume it.
+    fn parse<S, T>(&mut self, seed: S) -> Result<T, Fallback>
+    where
+        S: for<'de> DeserializeSeed<'de, Value = T>,
+    {
+        if self.peek()?.is_none() {
+            return Err(Fallback);
+        }
+        let n = self.value_end()?;
+        let slice = &self.buf[self.pos..self.pos + n];
+        let mut de = serde_json::Deserializer::from_slice(slice);
+        let v = seed.deserialize(&mut de).map_err(|_| Fallback)?;
+        de.end().map_err(|_| Fallback)?;
+        self.pos += n;
+        Ok(v)
+    }
+
+    /// Skip the next value.
+    fn skip(&mut self) -> Result<(), Fallback> {
+        self.parse(std::marker::PhantomData::<serde::de::IgnoredAny>)
+            .map(|_| ())
+    }
+
+    /// Walk a top-level object: `on_key` is called with each key and this window positioned at
+    /// its value, which it must consume.
+    pub(super) fn object(
+        &mut self,
+        mut on_key: impl FnMut(&str, &mut Self) -> Result<(), Fallback>,
+    ) -> Result<(), Fallback> {
+        self.expect(b'{')?;
+        if self.peek()? == Some(b'}') {
+            self.pos += 1;
+        } else {
+            loop {
+                let key: String = self.parse(std::marker::PhantomData::<String>)?;
+                self.expect(b':')?;
+                on_key(&key, self)?;
+                match self.peek()? {
+                    Some(b',') => self.pos += 1,
+                    Some(b'}') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return Err(Fallback),
+                }
+            }
+        }
+        match self.peek()? {
+            None => Ok(()),
+            Some(_) => Err(Fallback),
+        }
+    }
+
+    /// An array value, element by element through `on_item` (which must consume each); `Ok(false)`
+    /// without consuming anything when the value is not an array.
+    pub(super) fn array(
+        &mut self,
+        mut on_item: impl FnMut(&mut Self) -> Result<(), Fallback>,
+    ) -> Result<bool, Fallback> {
+        if self.peek()? != Some(b'[') {
+            return Ok(false);
+        }
+        self.pos += 1;
+        if self.peek()? == Some(b']') {
+            self.pos += 1;
+            return Ok(true);
+        }
+        loop {
+            on_item(self)?;
+            match self.peek()? {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(true);
+                }
+                _ => return Err(Fallback),
+            }
+        }
+    }
+
+    /// Parse the next value as `T`.
+    pub(super) fn value<T: serde::de::DeserializeOwned>(&mut self) -> Result<T, Fallback> {
+        self.parse(std::marker::PhantomData::<T>)
+    }
+
+    /// Parse the next value with a seed.
+    pub(super) fn seeded<S, T>(&mut self, seed: S) -> Result<T, Fallback>
+    where
+        S: for<'de> DeserializeSeed<'de, Value = T>,
+    {
+        self.parse(seed)
+    }
+
+    /// Skip the next value.
+    pub(super) fn ignore(&mut self) -> Result<(), Fallback> {
+        self.skip()
+    }
+}
