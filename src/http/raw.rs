@@ -365,7 +365,7 @@ async fn answer(
                 row,
                 values: match kind {
                     Kind::OutputLengths => Values::Int(&lengths[i]),
-                    Kind::Itl => Values::Float(derived[i].itl.as_deref().unwrap_or(&[])),
+                    Kind::Itl => Values::Float(derived[i].itl.as_ref().map_or(&[], |b| &b[..])),
                 },
             })
             .collect();

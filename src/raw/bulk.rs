@@ -49,7 +49,8 @@ pub struct RunDerived {
     /// Requests whose `output_len` is not an integer: (index, its JSON text), ascending.
     pub bad_output_len: Vec<(usize, String)>,
     /// `inter_token_latencies()`: positive finite smoothed samples, or why the toolkit raises.
-    pub itl: Result<Vec<f64>, String>,
+    /// (An Arrow buffer, so persisting and loading it copies nothing.)
+    pub itl: Result<arrow::buffer::ScalarBuffer<f64>, String>,
     pub timeline: Timeline,
 }
 
@@ -175,7 +176,7 @@ mod runfile {
                     Err("No valid ITL samples in run".to_string())
                 } else {
                     pool.shrink_to_fit();
-                    Ok(pool)
+                    Ok(pool.into())
                 }
             }
         };
@@ -190,31 +191,44 @@ mod runfile {
         }
     }
 
-    /// The same reading through `scan::Window` (slices instead of a reader).
+    /// The same reading through `scan::Window` (slices instead of a reader). The `timeline` value
+    /// (which comes before the long request list) is parsed on a second thread meanwhile.
     pub(super) fn read_fast(reader: impl std::io::Read, llm: bool) -> Result<RunDerived, Fallback> {
         let mut w = Window::new(reader);
         let mut acc = Acc::default();
         let mut results = ResultsList::Missing;
-        let mut timeline = Timeline::Missing;
-        w.object(|key, w| {
-            match key {
-                "results" if llm => {
-                    acc = Acc {
-                        scratch: std::mem::take(&mut acc.scratch),
-                        ..Acc::default()
-                    };
-                    results = if w.array(|w| w.seeded(RequestSeed(&mut acc)))? {
-                        ResultsList::List
-                    } else {
-                        w.seeded(RequestsSeed(&mut acc))?
-                    };
+        std::thread::scope(|scope| {
+            let mut timeline = None;
+            w.object(|key, w| {
+                match key {
+                    "results" if llm => {
+                        acc = Acc {
+                            scratch: std::mem::take(&mut acc.scratch),
+                            ..Acc::default()
+                        };
+                        results = if w.array(|w| w.seeded(RequestSeed(&mut acc)))? {
+                            ResultsList::List
+                        } else {
+                            w.seeded(RequestsSeed(&mut acc))?
+                        };
+                    }
+                    "timeline" => {
+                        // A repeated key: the last one counts.
+                        let bytes = w.copy_value()?;
+                        timeline = Some(scope.spawn(move || {
+                            serde_json::from_slice::<Timeline>(&bytes).map_err(|_| Fallback)
+                        }));
+                    }
+                    _ => w.ignore()?,
                 }
-                "timeline" => timeline = w.value::<Timeline>()?,
-                _ => w.ignore()?,
-            }
-            Ok(())
-        })?;
-        Ok(finish(acc, results, timeline))
+                Ok(())
+            })?;
+            let timeline = match timeline {
+                Some(t) => t.join().map_err(|_| Fallback)??,
+                None => Timeline::Missing,
+            };
+            Ok(finish(acc, results, timeline))
+        })
     }
 
     struct RequestsSeed<'a>(&'a mut Acc);
@@ -424,7 +438,10 @@ pub fn output_lengths(raw: &RunDerived, include_unsuccessful: bool) -> Result<Ve
 
 /// `LLMRun.inter_token_latencies()` (§11.2): the smoothed pool, positive and finite values only.
 pub fn itl_samples(raw: &RunDerived) -> Result<&[f64], RawError> {
-    raw.itl.as_deref().map_err(|e| RawError::Content(e.clone()))
+    raw.itl
+        .as_ref()
+        .map(|b| &b[..])
+        .map_err(|e| RawError::Content(e.clone()))
 }
 
 #[cfg(test)]

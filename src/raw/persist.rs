@@ -143,7 +143,7 @@ pub fn to_ipc(d: &RunDerived) -> Result<Vec<u8>, String> {
         steady_state_start_bits: start,
         steady_state_end_bits: end,
     };
-    let itl: &[f64] = d.itl.as_deref().unwrap_or(&[]);
+    let itl = d.itl.clone().unwrap_or_default();
     let columns: Vec<(&str, ArrayRef, usize)> = vec![
         (
             "success",
@@ -157,7 +157,7 @@ pub fn to_ipc(d: &RunDerived) -> Result<Vec<u8>, String> {
         ),
         (
             "itl_s",
-            Arc::new(Float64Array::from(itl.to_vec())),
+            Arc::new(Float64Array::new(itl.clone(), None)),
             itl.len(),
         ),
         (
@@ -190,7 +190,7 @@ pub fn to_ipc(d: &RunDerived) -> Result<Vec<u8>, String> {
     let meta = serde_json::to_string(&meta).map_err(|e| e.to_string())?;
     let schema = Arc::new(Schema::new(fields).with_metadata([(META_KEY.to_string(), meta)].into()));
     let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(batch.get_array_memory_size() + 64 * 1024);
     let mut w = StreamWriter::try_new(&mut out, &schema).map_err(|e| e.to_string())?;
     w.write(&batch).map_err(|e| e.to_string())?;
     w.finish().map_err(|e| e.to_string())?;
@@ -213,10 +213,6 @@ fn values<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, S
         .as_any()
         .downcast_ref::<T>()
         .ok_or_else(|| format!("{name} has type {}", l.values().data_type()))
-}
-
-fn float_vec(a: &Float64Array) -> Vec<f64> {
-    a.values().to_vec()
 }
 
 /// Decode what `to_ipc` wrote; `Err` for another format version or a damaged file.
@@ -316,7 +312,7 @@ pub fn from_ipc(bytes: &[u8]) -> Result<RunDerived, String> {
         bad_output_len: meta.bad_output_len,
         itl: match meta.itl_error {
             Some(e) => Err(e),
-            None => Ok(float_vec(itl_s)),
+            None => Ok(itl_s.values().clone()),
         },
         timeline,
     })

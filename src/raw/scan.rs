@@ -47,16 +47,18 @@ impl<R: Read> Window<R> {
             self.buf.drain(..self.pos);
             self.pos = 0;
         }
-        let len = self.buf.len();
-        self.buf.resize(len + CHUNK, 0);
+        // Read into spare capacity (no zero-filling first).
+        self.buf.reserve(CHUNK);
         let n = loop {
-            match self.reader.read(&mut self.buf[len..]) {
+            match (&mut self.reader)
+                .take(CHUNK as u64)
+                .read_to_end(&mut self.buf)
+            {
                 Ok(n) => break n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => return Err(Fallback),
             }
         };
-        self.buf.truncate(len + n);
         if n == 0 {
             self.eof = true;
         }
@@ -260,17 +262,23 @@ impl<R: Read> Window<R> {
         }
     }
 
-    /// Parse the next value as `T`.
-    pub(super) fn value<T: serde::de::DeserializeOwned>(&mut self) -> Result<T, Fallback> {
-        self.parse(std::marker::PhantomData::<T>)
-    }
-
     /// Parse the next value with a seed.
     pub(super) fn seeded<S, T>(&mut self, seed: S) -> Result<T, Fallback>
     where
         S: for<'de> DeserializeSeed<'de, Value = T>,
     {
         self.parse(seed)
+    }
+
+    /// A copy of the next value's bytes, consumed.
+    pub(super) fn copy_value(&mut self) -> Result<Vec<u8>, Fallback> {
+        if self.peek()?.is_none() {
+            return Err(Fallback);
+        }
+        let n = self.value_end()?;
+        let bytes = self.buf[self.pos..self.pos + n].to_vec();
+        self.pos += n;
+        Ok(bytes)
     }
 
     /// Skip the next value.

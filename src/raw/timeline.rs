@@ -374,6 +374,38 @@ mod parse {
     );
 }
 
+/// A device's values at the axis timestamps: exact float equality of timestamps, the last
+/// duplicate winning. Sorted series (the usual case) are merged in one pass; anything else goes
+/// through a hash map of the timestamps' bits.
+fn join_on_axis(
+    axis: &[f64],
+    pts: &[(f64, f64)],
+    inside: &dyn Fn(f64) -> bool,
+) -> Vec<Option<f64>> {
+    let axis_sorted = axis.windows(2).all(|w| w[0] <= w[1]);
+    let pts_increasing = pts.windows(2).all(|w| w[0].0 < w[1].0);
+    if axis_sorted && pts_increasing {
+        let mut j = 0;
+        return axis
+            .iter()
+            .map(|&t| {
+                while j < pts.len() && pts[j].0 < t {
+                    j += 1;
+                }
+                (j < pts.len() && pts[j].0 == t && inside(pts[j].0)).then(|| pts[j].1)
+            })
+            .collect();
+    }
+    let by_time: HashMap<u64, f64> = pts
+        .iter()
+        .filter(|p| inside(p.0))
+        .map(|&(t, v)| ((t + 0.0).to_bits(), v))
+        .collect();
+    axis.iter()
+        .map(|t| by_time.get(&(t + 0.0).to_bits()).copied())
+        .collect()
+}
+
 /// `extract_device_timeline`: `window` (inclusive) applies when both bounds are known.
 pub fn extract_device_timeline(
     series: &[(String, Points)],
@@ -408,18 +440,7 @@ pub fn extract_device_timeline(
     let mut devices = Vec::with_capacity(ids.len());
     for &id in &ids {
         let pts = lookup(id)?;
-        // Exact float equality of timestamps; the last duplicate wins.
-        let by_time: HashMap<u64, f64> = pts
-            .iter()
-            .filter(|p| inside(p.0))
-            .map(|&(t, v)| ((t + 0.0).to_bits(), v))
-            .collect();
-        devices.push((
-            id,
-            axis.iter()
-                .map(|t| by_time.get(&(t + 0.0).to_bits()).copied())
-                .collect::<Vec<_>>(),
-        ));
+        devices.push((id, join_on_axis(&axis, pts, &inside)));
     }
     // Sort rows by relative time (stable), then forward-fill each device.
     let mut order: Vec<usize> = (0..axis.len()).collect();
@@ -555,6 +576,30 @@ mod tests {
         assert_eq!(t.relative_time_s, vec![0.0, 1.0, 2.0]);
         assert_eq!(t.devices[1].1, vec![Some(200.0), Some(200.0), Some(220.0)]);
         assert_eq!(t.total, vec![300.0, 310.0, 340.0]);
+    }
+
+    #[test]
+    fn merge_and_hash_joins_agree() {
+        let inside = |t: f64| (1.0..=9.0).contains(&t);
+        let axis = [1.0, 2.0, 2.0, 3.5, 5.0, 9.0];
+        let sorted = [
+            (0.5, 1.0),
+            (2.0, 2.0),
+            (3.5, 3.0),
+            (4.0, 4.0),
+            (9.0, 5.0),
+            (10.0, 6.0),
+        ];
+        let want = vec![None, Some(2.0), Some(2.0), Some(3.0), None, Some(5.0)];
+        assert_eq!(join_on_axis(&axis, &sorted, &inside), want);
+        // Unsorted, with a duplicate timestamp (the last wins) and -0.0 equal to 0.0.
+        let shuffled = [(9.0, 5.0), (2.0, 7.0), (3.5, 3.0), (2.0, 2.0), (-0.0, 8.0)];
+        assert_eq!(join_on_axis(&axis, &shuffled, &inside), want);
+        assert_eq!(join_on_axis(&[0.0], &shuffled, &|_| true), vec![Some(8.0)]);
+        assert_eq!(
+            join_on_axis(&[0.0], &[(-0.0, 8.0)], &|_| true),
+            vec![Some(8.0)]
+        );
     }
 
     #[test]
