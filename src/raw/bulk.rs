@@ -110,7 +110,7 @@ mod runfile {
 
     use super::{ResultsList, RunDerived};
     use crate::raw::itl::smooth_into;
-    use crate::raw::pyjson::{ItlSeed, py_int, truthy};
+    use crate::raw::pyjson::{ItlSeed, py_int, scalars_answer, truthy};
     use crate::raw::scan::{Fallback, Window};
     use crate::raw::timeline::Timeline;
 
@@ -256,21 +256,7 @@ mod runfile {
         fn visit_str<E: de::Error>(self, _: &str) -> Result<ResultsList, E> {
             Ok(ResultsList::NotAList)
         }
-        fn visit_unit<E: de::Error>(self) -> Result<ResultsList, E> {
-            Ok(ResultsList::NotAList)
-        }
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<ResultsList, E> {
-            Ok(ResultsList::NotAList)
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<ResultsList, E> {
-            Ok(ResultsList::NotAList)
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<ResultsList, E> {
-            Ok(ResultsList::NotAList)
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<ResultsList, E> {
-            Ok(ResultsList::NotAList)
-        }
+        scalars_answer!(ResultsList::NotAList);
     }
 
     /// One request record, folded into the accumulator.
@@ -347,26 +333,7 @@ mod runfile {
             self.not_object();
             Ok(())
         }
-        fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-            self.not_object();
-            Ok(())
-        }
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
-            self.not_object();
-            Ok(())
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
-            self.not_object();
-            Ok(())
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
-            self.not_object();
-            Ok(())
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
-            self.not_object();
-            Ok(())
-        }
+        scalars_answer!(|s| s.not_object());
     }
 }
 

@@ -100,24 +100,33 @@ pub fn itl_pool(results: &RequestList) -> Result<Vec<f64>, String> {
 /// Visitor methods answering `$value` for every JSON scalar other than a string: what iterating or
 /// indexing such a value in Python would raise on.
 macro_rules! scalars_answer {
-    ($value:expr) => {
+    (|$s:ident| $value:expr) => {
         fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            let $s = self;
             Ok($value)
         }
         fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            let $s = self;
             Ok($value)
         }
         fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            let $s = self;
             Ok($value)
         }
         fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            let $s = self;
             Ok($value)
         }
         fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            let $s = self;
             Ok($value)
         }
     };
+    ($value:expr) => {
+        $crate::raw::pyjson::scalars_answer!(|_visitor| $value);
+    };
 }
+pub(crate) use scalars_answer;
 
 /// One request record: what the toolkit reads of it.
 #[derive(Debug, Clone, PartialEq)]

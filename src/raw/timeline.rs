@@ -139,7 +139,7 @@ mod parse {
 
     use super::{Points, Power, Series, Timeline};
     use crate::raw::path::coerce_int;
-    use crate::raw::pyjson::safe_float;
+    use crate::raw::pyjson::{safe_float, scalars_answer};
 
     /// Drain the rest of a sequence.
     fn drain<'de, A: SeqAccess<'de>>(seq: &mut A) -> Result<(), A::Error> {
@@ -240,33 +240,16 @@ mod parse {
                 }
                 fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Points, A::Error> {
                     while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                    self.not_a_list()
+                    Ok(self.not_a_list())
                 }
                 fn visit_str<E: de::Error>(self, _: &str) -> Result<Points, E> {
-                    self.not_a_list()
+                    Ok(self.not_a_list())
                 }
-                fn visit_unit<E: de::Error>(self) -> Result<Points, E> {
-                    self.not_a_list()
-                }
-                fn visit_bool<E: de::Error>(self, _: bool) -> Result<Points, E> {
-                    self.not_a_list()
-                }
-                fn visit_i64<E: de::Error>(self, _: i64) -> Result<Points, E> {
-                    self.not_a_list()
-                }
-                fn visit_u64<E: de::Error>(self, _: u64) -> Result<Points, E> {
-                    self.not_a_list()
-                }
-                fn visit_f64<E: de::Error>(self, _: f64) -> Result<Points, E> {
-                    self.not_a_list()
-                }
+                scalars_answer!(|v| v.not_a_list());
             }
             impl V<'_> {
-                fn not_a_list<E>(&self) -> Result<Points, E> {
-                    Ok(Err(format!(
-                        "timeline series of GPU {} is not a list",
-                        self.0
-                    )))
+                fn not_a_list(&self) -> Points {
+                    Err(format!("timeline series of GPU {} is not a list", self.0))
                 }
             }
             d.deserialize_any(V(self.gpu))
@@ -292,21 +275,7 @@ mod parse {
                         fn visit_str<E: de::Error>(self, _: &str) -> Result<$ty, E> {
                             Ok($other)
                         }
-                        fn visit_unit<E: de::Error>(self) -> Result<$ty, E> {
-                            Ok($other)
-                        }
-                        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$ty, E> {
-                            Ok($other)
-                        }
-                        fn visit_i64<E: de::Error>(self, _: i64) -> Result<$ty, E> {
-                            Ok($other)
-                        }
-                        fn visit_u64<E: de::Error>(self, _: u64) -> Result<$ty, E> {
-                            Ok($other)
-                        }
-                        fn visit_f64<E: de::Error>(self, _: f64) -> Result<$ty, E> {
-                            Ok($other)
-                        }
+                        scalars_answer!($other);
                     }
                     d.deserialize_any(V)
                 }
