@@ -378,7 +378,15 @@ async fn answer(
             Kind::Itl => "itl_s",
         };
         let total = segments.iter().map(|s| s.values.len()).sum();
+        let started = std::time::Instant::now();
         let body = encode_long(t, &keys, &segments, value, format)?;
+        tracing::debug!(
+            rows = total,
+            bytes = body.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            format = format.name(),
+            "encoded"
+        );
         Ok(Encoded {
             content_type: format.content_type(),
             body: body.into(),
