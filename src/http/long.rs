@@ -10,6 +10,7 @@ use datafusion::arrow::array::{
     ArrayRef, DictionaryArray, Float64Array, Int8Array, Int16Array, Int32Array, Int64Array,
     RecordBatch, StringArray,
 };
+use datafusion::arrow::buffer::ScalarBuffer;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::writer::StreamWriter;
 use parquet::arrow::ArrowWriter;
@@ -22,14 +23,14 @@ use crate::engine::EngineError;
 use crate::engine::RunTable;
 use crate::engine::frame::Value;
 
-/// The values of one run.
-#[derive(Clone, Copy)]
-pub(super) enum Values<'a> {
-    Float(&'a [f64]),
-    Int(&'a [i64]),
+/// The values of one run (Arrow buffers: batches slice them without copying).
+#[derive(Clone)]
+pub(super) enum Values {
+    Float(ScalarBuffer<f64>),
+    Int(ScalarBuffer<i64>),
 }
 
-impl Values<'_> {
+impl Values {
     pub(super) fn len(&self) -> usize {
         match self {
             Values::Float(v) => v.len(),
@@ -39,9 +40,9 @@ impl Values<'_> {
 }
 
 /// One run's rows: its table row and its values.
-pub(super) struct Segment<'a> {
+pub(super) struct Segment {
     pub row: usize,
-    pub values: Values<'a>,
+    pub values: Values,
 }
 
 /// Rows per Arrow record batch / Parquet write.
@@ -141,9 +142,9 @@ fn text(t: &RunTable, keys: &[usize], segs: &[Segment], value: &str, format: For
             first = false;
             out.extend_from_slice(&pre);
         };
-        match seg.values {
+        match &seg.values {
             Values::Float(v) => {
-                for &x in v {
+                for &x in v.iter() {
                     row(&mut out);
                     if x.is_finite() {
                         out.extend_from_slice(ryu_buf.format_finite(x).as_bytes());
@@ -156,7 +157,7 @@ fn text(t: &RunTable, keys: &[usize], segs: &[Segment], value: &str, format: For
                 }
             }
             Values::Int(v) => {
-                for &x in v {
+                for &x in v.iter() {
                     row(&mut out);
                     out.extend_from_slice(itoa_buf.format(x).as_bytes());
                     out.extend_from_slice(row_end);
@@ -271,7 +272,7 @@ fn schema(
     segs: &[Segment],
     value: &str,
 ) -> SchemaRef {
-    let value_type = match segs.first().map(|s| s.values) {
+    let value_type = match segs.first().map(|s| &s.values) {
         Some(Values::Int(_)) => DataType::Int64,
         _ => DataType::Float64,
     };
@@ -295,21 +296,21 @@ fn for_each_batch(
 ) -> Result<(), EngineError> {
     for (s, seg) in segs.iter().enumerate() {
         let n = seg.values.len();
+        // The segment's constant key columns, built once and sliced per batch.
+        let keys = cols
+            .iter()
+            .map(|c| c.repeat(s, n.min(BATCH_ROWS)))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut start = 0;
         while start < n {
-            let end = (start + BATCH_ROWS).min(n);
-            let mut arrays = cols
-                .iter()
-                .map(|c| c.repeat(s, end - start))
-                .collect::<Result<Vec<_>, _>>()?;
-            arrays.push(match seg.values {
-                Values::Float(v) => {
-                    Arc::new(Float64Array::from(v[start..end].to_vec())) as ArrayRef
-                }
-                Values::Int(v) => Arc::new(Int64Array::from(v[start..end].to_vec())),
+            let len = (n - start).min(BATCH_ROWS);
+            let mut arrays: Vec<ArrayRef> = keys.iter().map(|k| k.slice(0, len)).collect();
+            arrays.push(match &seg.values {
+                Values::Float(v) => Arc::new(Float64Array::new(v.slice(start, len), None)),
+                Values::Int(v) => Arc::new(Int64Array::new(v.slice(start, len), None)),
             });
             sink(&RecordBatch::try_new(schema.clone(), arrays)?)?;
-            start = end;
+            start += len;
         }
     }
     Ok(())

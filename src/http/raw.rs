@@ -344,12 +344,12 @@ async fn answer(
     let snapshot = p.snapshot.clone();
     let t = &snapshot.llm;
     let mut derived = Vec::with_capacity(rows.len());
-    let mut lengths = Vec::new();
+    let mut lengths: Vec<datafusion::arrow::buffer::ScalarBuffer<i64>> = Vec::new();
     for &row in &rows {
         let raw = run_derived(&state, &snapshot, Domain::Llm, row).await?;
         let checked = match kind {
             Kind::OutputLengths => {
-                bulk::output_lengths(&raw, include_unsuccessful).map(|v| lengths.push(v))
+                bulk::output_lengths(&raw, include_unsuccessful).map(|v| lengths.push(v.into()))
             }
             Kind::Itl => bulk::itl_samples(&raw).map(|_| ()),
         };
@@ -364,8 +364,8 @@ async fn answer(
             .map(|(i, &row)| Segment {
                 row,
                 values: match kind {
-                    Kind::OutputLengths => Values::Int(&lengths[i]),
-                    Kind::Itl => Values::Float(derived[i].itl.as_ref().map_or(&[], |b| &b[..])),
+                    Kind::OutputLengths => Values::Int(lengths[i].clone()),
+                    Kind::Itl => Values::Float(derived[i].itl.clone().unwrap_or_default()),
                 },
             })
             .collect();
