@@ -82,7 +82,8 @@ pub struct ServeArgs {
     /// data/sample (next to the working directory or the crate).
     #[arg(long, env = "MLENERGY_DATA")]
     pub data: Option<String>,
-    /// Raw cache for remote sources: a directory, or an object_store URL shared by replicas.
+    /// Raw cache for remote sources, and persisted derived data (ITLs, output lengths, timelines)
+    /// for every source: a directory, or an object_store URL shared by replicas.
     /// Default: $XDG_CACHE_HOME/mlenergy-server (~/.cache/mlenergy-server).
     #[arg(long, env = "MLENERGY_CACHE")]
     pub cache: Option<String>,
