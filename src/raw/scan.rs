@@ -270,6 +270,17 @@ impl<R: Read> Window<R> {
         self.parse(seed)
     }
 
+    /// Hand the bytes of the next value to `f`, and consume it.
+    pub(super) fn take_raw(&mut self, f: impl FnOnce(&[u8])) -> Result<(), Fallback> {
+        if self.peek()?.is_none() {
+            return Err(Fallback);
+        }
+        let n = self.value_end()?;
+        f(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(())
+    }
+
     /// A copy of the next value's bytes, consumed.
     pub(super) fn copy_value(&mut self) -> Result<Vec<u8>, Fallback> {
         if self.peek()?.is_none() {
