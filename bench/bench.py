@@ -24,6 +24,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+SERVER = ROOT / "target" / "release" / "mlenergy-server"
 OUT = ROOT / "bench" / "out"
 LUA = ROOT / "bench" / "report.lua"
 BEST_RUN = "gpqa~openai--gpt-oss-20b~B200~g1~b4096~r21"
@@ -42,6 +43,20 @@ def free_port():
 def sh(*cmd, **kw):
     print("+", " ".join(map(str, cmd)), flush=True)
     subprocess.run(cmd, check=True, **kw)
+
+
+def bench_args(description):
+    """The common argument parser of the bench scripts (`--skip-build`); `build_release` honours it."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--skip-build", action="store_true", help="use the existing target/release binary")
+    return ap
+
+
+def build_release(args):
+    """Build the release binary unless --skip-build; returns its path."""
+    if not args.skip_build:
+        sh("cargo", "build", "--release", "--locked", cwd=ROOT)
+    return SERVER
 
 
 def ensure_tools():
@@ -151,27 +166,25 @@ def run_wrk(url, body, headers, duration, connections):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_args(__doc__.splitlines()[0])
     ap.add_argument("--duration", type=int, default=10, help="seconds per (server, query)")
     ap.add_argument("--connections", type=int, default=16)
-    ap.add_argument("--skip-build", action="store_true")
     args = ap.parse_args()
 
     ensure_tools()
-    if not args.skip_build:
-        sh("cargo", "build", "--release", "--locked", cwd=ROOT)
+    build_release(args)
     procs = []
     try:
         port = free_port()
         ours = f"http://127.0.0.1:{port}"
-        p = subprocess.Popen([ROOT / "target/release/mlenergy-server", "--bind", f"127.0.0.1:{port}",
+        p = subprocess.Popen([SERVER, "--bind", f"127.0.0.1:{port}",
                               "--data", ROOT / "data/sample"], stdout=subprocess.DEVNULL)
         procs.append(p)
         ready_s = wait_ready(f"{ours}/readyz", p)
         # The same binary with the encoded-response cache off, to show the uncached cost too.
         nport = free_port()
         nocache = f"http://127.0.0.1:{nport}"
-        procs.append(subprocess.Popen([ROOT / "target/release/mlenergy-server", "--bind", f"127.0.0.1:{nport}",
+        procs.append(subprocess.Popen([SERVER, "--bind", f"127.0.0.1:{nport}",
                                        "--data", ROOT / "data/sample", "--response-cache-bytes", "0"],
                                       stdout=subprocess.DEVNULL))
         wait_ready(f"{nocache}/readyz", procs[-1])

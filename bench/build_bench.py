@@ -8,7 +8,6 @@ Prints wall time of each, the speed-up, our peak RSS, and checks both produced t
 of rows. It measures; it asserts nothing about speed.
 """
 
-import argparse
 import os
 import subprocess
 import sys
@@ -18,7 +17,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+sys.path.insert(0, str(ROOT / "bench"))
 import rawgen as g  # noqa: E402
+from bench import SERVER, bench_args, build_release  # noqa: E402
 
 
 def generate(root: Path, llm_runs: int, diffusion_runs: int, n_requests: int) -> None:
@@ -43,7 +44,7 @@ def generate(root: Path, llm_runs: int, diffusion_runs: int, n_requests: int) ->
 
 def run_ours(root: Path, out: Path) -> tuple[float, int]:
     start = time.perf_counter()
-    proc = subprocess.Popen([ROOT / "target/release/mlenergy-server", "build", str(root), "--out", str(out), "--skip-raw"],
+    proc = subprocess.Popen([SERVER, "build", str(root), "--out", str(out), "--skip-raw"],
                             stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
@@ -63,14 +64,12 @@ print(time.perf_counter() - start, len(llm), len(diff))
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_args(__doc__.splitlines()[0])
     ap.add_argument("--llm-runs", type=int, default=160)
     ap.add_argument("--diffusion-runs", type=int, default=40)
     ap.add_argument("--requests", type=int, default=512)
-    ap.add_argument("--skip-build", action="store_true")
     args = ap.parse_args()
-    if not args.skip_build:
-        subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
+    build_release(args)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "raw"
         t0 = time.perf_counter()

@@ -9,7 +9,6 @@ in-process, plus the server's peak RSS; then again after a restart on the same c
 It measures; it asserts nothing about speed.
 """
 
-import argparse
 import json
 import random
 import subprocess
@@ -23,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "conformance"))
 sys.path.insert(0, str(ROOT / "bench"))
 import rawgen as g  # noqa: E402
-from bench import free_port, wait_ready  # noqa: E402
+from bench import SERVER, bench_args, build_release, free_port, wait_ready  # noqa: E402
 
 TOOLKIT = """
 import sys, time, warnings
@@ -45,12 +44,10 @@ def peak_rss(pid: int) -> int:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_args(__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=13000)
-    ap.add_argument("--skip-build", action="store_true")
     args = ap.parse_args()
-    if not args.skip_build:
-        subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, check=True)
+    build_release(args)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "raw"
         g.llm_config(root / "configs" / "vllm", "lm-arena-chat", "org/big", "H100")
@@ -62,12 +59,12 @@ def main():
         cache = Path(tmp) / "cache"
         # Serve it the way the published dataset is served: compiled summaries, raw files on demand.
         compiled = Path(tmp) / "compiled"
-        subprocess.run([ROOT / "target/release/mlenergy-server", "build", str(root), "--out", str(compiled)],
+        subprocess.run([SERVER, "build", str(root), "--out", str(compiled)],
                        check=True, capture_output=True)
 
         def serve(label):
             port = free_port()
-            proc = subprocess.Popen([ROOT / "target/release/mlenergy-server", "--bind", f"127.0.0.1:{port}",
+            proc = subprocess.Popen([SERVER, "--bind", f"127.0.0.1:{port}",
                                      "--data", str(compiled), "--cache", str(cache)],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             base = f"http://127.0.0.1:{port}"

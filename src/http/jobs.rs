@@ -139,11 +139,7 @@ pub async fn prefetch(
         query.as_deref(),
         &headers,
     )?;
-    let q = p.params.run_filters(p.domain)?;
-    let rows = p
-        .snapshot
-        .table(p.domain)
-        .filter_rows(&q.filters, q.stability)?;
+    let rows = p.filtered_rows()?;
     let targets = targets(&p.snapshot, p.domain, &rows);
     let now = u64::try_from(now_ms()).unwrap_or(0);
     let row = JobRow {

@@ -114,66 +114,70 @@ pub(super) async fn run_derived(
     let cache = state.derived.clone();
     let snapshot = snapshot.clone();
     let handle = tokio::runtime::Handle::current();
-    let (derived, parsed) = tokio::task::spawn_blocking(move || {
-        let mut parsed = false;
+    let (derived, fresh) = tokio::task::spawn_blocking(move || {
+        let mut fresh = None;
         let got = cache.try_get_with(key, || {
-            let (d, p) = handle.block_on(load_derived(&snapshot, domain, row))?;
-            parsed = p;
+            let (d, persist_as) = handle.block_on(load_derived(&snapshot, domain, row))?;
+            fresh = persist_as.map(|fp| (snapshot, fp));
             Ok::<_, AppError>(Arc::new(d))
         });
-        got.map(|d| (d, parsed.then_some(snapshot)))
+        got.map(|d| (d, fresh))
     })
     .await
     .map_err(|e| AppError::Internal(format!("raw reader task failed: {e}")))?
     .map_err(|e| (*e).clone())?;
-    if let Some(snapshot) = parsed {
+    if let Some((snapshot, fingerprint)) = fresh {
         // Persist off the request path; a failure only costs a re-read after a restart.
         let d = derived.clone();
-        tokio::task::spawn_blocking(move || persist_derived(&snapshot, domain, row, &d));
+        tokio::task::spawn_blocking(move || {
+            persist_derived(&snapshot, domain, row, &fingerprint, &d)
+        });
     }
     Ok(derived)
 }
 
-/// Write a run's derived data to the snapshot's derived store, if it has one.
-fn persist_derived(snapshot: &Dataset, domain: Domain, row: usize, d: &RunDerived) {
+/// Write a run's derived data to the snapshot's derived store under `fingerprint`.
+fn persist_derived(
+    snapshot: &Dataset,
+    domain: Domain,
+    row: usize,
+    fingerprint: &str,
+    d: &RunDerived,
+) {
     let Some(store) = snapshot.source.derived.as_ref() else {
         return;
     };
-    let Some(fp) = snapshot
-        .raw_location(domain, row, RawFile::Results)
-        .as_ref()
-        .and_then(crate::store::derived::fingerprint)
-    else {
-        return;
-    };
-    let id = snapshot.table(domain).run_id(row);
-    let written = persist::to_ipc(d)
-        .and_then(|bytes| tokio::runtime::Handle::current().block_on(store.put(&fp, bytes)));
+    let written = persist::to_ipc(d).and_then(|bytes| {
+        tokio::runtime::Handle::current().block_on(store.put(fingerprint, bytes))
+    });
     if let Err(e) = written {
+        let id = snapshot.table(domain).run_id(row);
         tracing::warn!(run_id = %id, error = %e, "cannot persist derived data");
     }
 }
 
 /// `run_derived` without the memory cache (on the blocking pool): the persisted copy, else the
-/// raw file; `true` when the raw file was read.
+/// raw file. With the data comes the fingerprint to persist it under, when it was read from the raw
+/// file and the snapshot has a derived store.
 async fn load_derived(
     snapshot: &Dataset,
     domain: Domain,
     row: usize,
-) -> Result<(RunDerived, bool), AppError> {
+) -> Result<(RunDerived, Option<String>), AppError> {
     let id = snapshot.table(domain).run_id(row).to_string();
-    if let Some(store) = snapshot.source.derived.as_ref()
-        && let Some(fp) = snapshot
-            .raw_location(domain, row, RawFile::Results)
-            .as_ref()
-            .and_then(crate::store::derived::fingerprint)
-        && let Some(bytes) = store.get(&fp).await
+    let store = snapshot.source.derived.as_ref();
+    let fingerprint = store
+        .and(snapshot.raw_location(domain, row, RawFile::Results))
+        .as_ref()
+        .and_then(crate::store::derived::fingerprint);
+    if let (Some(store), Some(fp)) = (store, &fingerprint)
+        && let Some(bytes) = store.get(fp).await
     {
         match persist::from_ipc(&bytes) {
-            Ok(d) => return Ok((d, false)),
+            Ok(d) => return Ok((d, None)),
             Err(e) => {
                 tracing::warn!(run_id = %id, error = %e, "persisted derived data unusable; reading the raw file");
-                store.remove(&fp).await;
+                store.remove(fp).await;
             }
         }
     }
@@ -190,7 +194,7 @@ async fn load_derived(
         }
     };
     tracing::debug!(run_id = %id, bytes = len, elapsed_ms = started.elapsed().as_millis() as u64, "read results.json");
-    Ok((derived, true))
+    Ok((derived, fingerprint))
 }
 
 pub(super) fn raw_error(run_id: &str, e: &RawError) -> AppError {
@@ -234,10 +238,7 @@ fn target_rows(p: &Prepared, run: Option<&str>) -> Result<Vec<usize>, AppError> 
             domain: "llm".into(),
             run_id: id.into(),
         })?]),
-        None => {
-            let q = p.params.run_filters(Domain::Llm)?;
-            Ok(t.filter_rows(&q.filters, q.stability)?)
-        }
+        None => p.filtered_rows(),
     }
 }
 

@@ -22,6 +22,17 @@ pub struct Prepared {
     pub snapshot: Arc<Dataset>,
 }
 
+impl Prepared {
+    /// The rows of the request's domain that its run filters select, in default order.
+    pub fn filtered_rows(&self) -> Result<Vec<usize>, AppError> {
+        let q = self.params.run_filters(self.domain)?;
+        Ok(self
+            .snapshot
+            .table(self.domain)
+            .filter_rows(&q.filters, q.stability)?)
+    }
+}
+
 pub fn prepare(
     state: &AppState,
     domain: &str,

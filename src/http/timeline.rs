@@ -294,11 +294,7 @@ pub async fn timelines(
         return Ok(hit);
     }
     let domain = p.domain;
-    let q = p.params.run_filters(domain)?;
-    let rows = p
-        .snapshot
-        .table(domain)
-        .filter_rows(&q.filters, q.stability)?;
+    let rows = p.filtered_rows()?;
     let runs = collect(&state, &p, domain, &rows, m).await?;
     let frame = long_frame(&p.snapshot, domain, &runs, m, true);
     encoded(&state, &p, &uri, frame)

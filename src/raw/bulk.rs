@@ -566,7 +566,7 @@ mod tests {
             match i {
                 // In later batches than the first (the batches are parsed on two threads).
                 35_000 => doc.push_str(r#"{"success": true, "itl": [0.1], "output_len": "x"}"#),
-                36_000 => doc.push_str("7"),
+                36_000 => doc.push('7'),
                 37_000 => doc.push_str(r#"{"success": true, "itl": [null], "output_len": 1}"#),
                 _ => doc.push_str(&format!(
                     r#"{{"success": true, "itl": [0.0{}, 0, 0.5], "output_len": {i}}}"#,
