@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Raw-derived data speed: ITL + timeline of one large generated LLM run (~2 M output tokens,
-~44 MB results.json, 8 GPUs), cold and warm through mlenergy-server serving the compiled tree (as
-the published dataset is served), next to mlenergy-data's inter_token_latencies() + timelines()
-in-process, plus the server's peak RSS; then again after a restart on the same cache.
+8 GPUs, written with indent=2 like the real files: ~76 MB results.json), cold and warm through
+mlenergy-server serving the compiled tree (as the published dataset is served), next to
+mlenergy-data's inter_token_latencies() + timelines() in-process, plus the server's peak RSS;
+then again after a restart on the same cache.
 
     python3 bench/raw_bench.py [--requests 13000]
 
@@ -54,7 +55,8 @@ def main():
         start = 1_700_000_000.0
         tl = g.timeline(random.Random(1), 8, start, start + 1800, steady=(start + 60.0, start + 1740.0))
         d = g.llm_run(root, task="lm-arena-chat", model_id="org/big", num_gpus="8", max_num_seqs="256",
-                      n_requests=args.requests, tokens=(50, 250), prometheus=g.prom(250.0), timeline=tl)
+                      n_requests=args.requests, tokens=(50, 250), prometheus=g.prom(250.0), timeline=tl,
+                      indent=2)
         size = (d / "results.json").stat().st_size
         cache = Path(tmp) / "cache"
         # Serve it the way the published dataset is served: compiled summaries, raw files on demand.

@@ -1,7 +1,9 @@
 //! Parse speed of one raw `results.json`: the fast path (window + slices) and the reader path,
 //! min and median of N runs each. Measures only; asserts nothing.
 //!
-//!     cargo bench --bench parse_raw -- PATH/results.json [N]
+//!     cargo bench --bench parse_raw -- PATH/results.json [N] [fast]
+//!
+//! With `fast`, only the fast path is timed (for profiling it).
 
 use std::time::{Duration, Instant};
 
@@ -22,7 +24,7 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .collect();
     let Some(path) = args.first() else {
-        eprintln!("usage: cargo bench --bench parse_raw -- PATH/results.json [N]");
+        eprintln!("usage: cargo bench --bench parse_raw -- PATH/results.json [N] [fast]");
         return;
     };
     let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10);
@@ -37,7 +39,12 @@ fn main() {
         samples = d.itl.as_ref().map_or(0, |b| b.len());
     }
     let mut slow = Vec::new();
-    for _ in 0..n.min(3) {
+    let reader_runs = if args.get(2).is_some_and(|a| a == "fast") {
+        0
+    } else {
+        n.min(3)
+    };
+    for _ in 0..reader_runs {
         let f = std::fs::File::open(path).expect("open");
         let t = Instant::now();
         std::hint::black_box(read_run(f, path, true).expect("the reader path reads it"));
@@ -45,5 +52,7 @@ fn main() {
     }
     println!("{path}: {:.1} MB, {samples} ITL samples", size as f64 / 1e6);
     println!("fast path:   {}", stats(fast));
-    println!("reader path: {}", stats(slow));
+    if !slow.is_empty() {
+        println!("reader path: {}", stats(slow));
+    }
 }

@@ -111,6 +111,7 @@ mod runfile {
     use super::{ResultsList, RunDerived};
     use crate::raw::itl::smooth_into;
     use crate::raw::pyjson::{ItlSeed, py_int, scalars_answer, truthy};
+    use crate::raw::record;
     use crate::raw::scan::{Fallback, Window};
     use crate::raw::timeline::Timeline;
 
@@ -205,11 +206,16 @@ mod runfile {
         let mut acc = Acc::default();
         let mut start = 0;
         for &end in &b.ends {
-            let mut de = serde_json::Deserializer::from_slice(&b.bytes[start..end]);
-            RequestSeed(&mut acc)
-                .deserialize(&mut de)
-                .map_err(|_| Fallback)?;
-            de.end().map_err(|_| Fallback)?;
+            let rec = &b.bytes[start..end];
+            if let Some(f) = record::read(rec, &mut acc.scratch) {
+                fold(&mut acc, f.success, true, Ok(f.output_len));
+            } else {
+                let mut de = serde_json::Deserializer::from_slice(rec);
+                RequestSeed(&mut acc)
+                    .deserialize(&mut de)
+                    .map_err(|_| Fallback)?;
+                de.end().map_err(|_| Fallback)?;
+            }
             start = end;
         }
         acc.scratch = Vec::new();
@@ -354,6 +360,25 @@ mod runfile {
         scalars_answer!(ResultsList::NotAList);
     }
 
+    /// Fold one request into the accumulator, its `itl` values being in `acc.scratch`: `itl_ok`
+    /// false where `float()` of one raises; `output_len` as `int()` of it, or its JSON text where
+    /// that raises.
+    fn fold(acc: &mut Acc, success: bool, itl_ok: bool, output_len: Result<Option<i64>, String>) {
+        if success && acc.itl_error.is_none() {
+            if itl_ok {
+                smooth_into(&acc.scratch, &mut acc.pool);
+            } else {
+                acc.itl_error = Some("a request's itl holds a value that is not a number".into());
+            }
+        }
+        let index = acc.success.len();
+        acc.success.push(success);
+        acc.output_len.push(output_len.unwrap_or_else(|text| {
+            acc.bad_output_len.push((index, text));
+            None
+        }));
+    }
+
     /// One request record, folded into the accumulator.
     struct RequestSeed<'a>(&'a mut Acc);
 
@@ -395,28 +420,11 @@ mod runfile {
                     }
                 }
             }
-            let success = truthy(success.as_ref());
-            if success && acc.itl_error.is_none() {
-                if itl_ok {
-                    smooth_into(&acc.scratch, &mut acc.pool);
-                } else {
-                    acc.itl_error =
-                        Some("a request's itl holds a value that is not a number".into());
-                }
-            }
-            let index = acc.success.len();
-            acc.success.push(success);
-            acc.output_len
-                .push(match output_len.filter(|v| !v.is_null()) {
-                    None => None,
-                    Some(v) => match py_int(&v) {
-                        Ok(i) => Some(i),
-                        Err(_) => {
-                            acc.bad_output_len.push((index, v.to_string()));
-                            None
-                        }
-                    },
-                });
+            let output_len = match output_len.filter(|v| !v.is_null()) {
+                None => Ok(None),
+                Some(v) => py_int(&v).map(Some).map_err(|_| v.to_string()),
+            };
+            fold(acc, truthy(success.as_ref()), itl_ok, output_len);
             Ok(())
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {

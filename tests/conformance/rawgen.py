@@ -10,9 +10,9 @@ import random
 from pathlib import Path
 
 
-def _write_json(path: Path, obj) -> None:
+def _write_json(path: Path, obj, indent: int | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj))
+    path.write_text(json.dumps(obj, indent=indent))
 
 
 def llm_config(cfg: Path, task: str, model_id: str, sku: str, *, model_info: dict | None = None,
@@ -51,7 +51,7 @@ def llm_run(root: Path, *, gpu: str = "h100", sku: str = "H100", suite: str = "l
             model_id: str = "org/model-a", num_gpus="1", max_num_seqs="16", repeats="1", seed="48105",
             results: dict | None = None, prometheus: dict | None = None, n_requests: int = 30,
             failed: int = 0, rng_seed: int = 0, dirname: str | None = None,
-            tokens: tuple[int, int] = (2, 40), **overrides) -> Path:
+            tokens: tuple[int, int] = (2, 40), indent: int | None = None, **overrides) -> Path:
     org, model = model_id.split("/")
     cfg_name = dirname or (
         f"num_gpus+{num_gpus}+max_num_seqs+{max_num_seqs}+num_request_repeats+{repeats}"
@@ -75,7 +75,7 @@ def llm_run(root: Path, *, gpu: str = "h100", sku: str = "H100", suite: str = "l
     body.update(overrides)
     if results is not None:
         body = results
-    _write_json(d / "results.json", body)
+    _write_json(d / "results.json", body, indent)
     if prometheus is not None:
         _write_json(d / "prometheus.json", prometheus)
     return d
