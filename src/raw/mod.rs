@@ -9,7 +9,7 @@ pub mod itl;
 pub mod path;
 pub mod persist;
 pub mod pyjson;
-mod record;
 pub mod repr;
 pub mod scan;
 pub mod timeline;
+mod usual;

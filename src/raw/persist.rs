@@ -69,7 +69,8 @@ pub fn to_ipc(d: &RunDerived) -> Result<Vec<u8>, String> {
     let mut series_key = Vec::new();
     let mut series_points = Vec::new();
     let mut series_errors = Vec::new();
-    let (mut t, mut v) = (Vec::new(), Vec::new());
+    let points = d.timeline.weight() / 16;
+    let (mut t, mut v) = (Vec::with_capacity(points), Vec::with_capacity(points));
     let mut presence = [Presence::Missing; 3];
     let (mut tl, mut power, mut start, mut end) =
         (Presence::Missing, Presence::Missing, None, None);
@@ -144,6 +145,7 @@ pub fn to_ipc(d: &RunDerived) -> Result<Vec<u8>, String> {
         steady_state_end_bits: end,
     };
     let itl = d.itl.clone().unwrap_or_default();
+    let n_points = t.len();
     let columns: Vec<(&str, ArrayRef, usize)> = vec![
         (
             "success",
@@ -175,8 +177,8 @@ pub fn to_ipc(d: &RunDerived) -> Result<Vec<u8>, String> {
             Arc::new(UInt64Array::from(series_points.clone())),
             series_points.len(),
         ),
-        ("t", Arc::new(Float64Array::from(t.clone())), t.len()),
-        ("v", Arc::new(Float64Array::from(v.clone())), v.len()),
+        ("t", Arc::new(Float64Array::from(t)), n_points),
+        ("v", Arc::new(Float64Array::from(v)), n_points),
     ];
     let arrays: Vec<ArrayRef> = columns
         .iter()

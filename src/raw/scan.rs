@@ -19,6 +19,36 @@ pub struct Fallback;
 
 const CHUNK: usize = 1 << 20;
 
+/// Index of the first byte of `s` that `table` marks (quotes and brackets), skipping eight bytes at
+/// a time while none of them can be one: numbers, whitespace and commas are most of a raw file.
+fn structure_pos(s: &[u8], table: &[bool; 256]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let has_zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS != 0;
+    let mut i = 0;
+    loop {
+        while let Some(w) = s.get(i..i + 8) {
+            let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
+            // `"`, or one of `[ ] { }` (which `(b | 0x20) & 0xF9` maps to 0x79, as it does
+            // `Y _ y` and DEL; those are then passed over below).
+            let quote = has_zero_byte(w ^ (ONES * u64::from(b'"')));
+            let bracket = has_zero_byte(((w | (ONES * 0x20)) & (ONES * 0xF9)) ^ (ONES * 0x79));
+            if quote || bracket {
+                break;
+            }
+            i += 8;
+        }
+        let end = (i + 8).min(s.len());
+        if let Some(k) = s[i..end].iter().position(|&b| table[b as usize]) {
+            return Some(i + k);
+        }
+        if end == s.len() {
+            return None;
+        }
+        i = end;
+    }
+}
+
 /// A sliding window over a reader.
 pub(super) struct Window<R> {
     reader: R,
@@ -163,7 +193,7 @@ impl<R: Read> Window<R> {
                 }
                 continue;
             }
-            let Some(k) = self.buf[i..].iter().position(|&b| STRUCTURE[b as usize]) else {
+            let Some(k) = structure_pos(&self.buf[i..], &STRUCTURE) else {
                 i = self.buf.len();
                 continue;
             };
@@ -281,15 +311,19 @@ impl<R: Read> Window<R> {
         Ok(())
     }
 
-    /// A copy of the next value's bytes, consumed.
-    pub(super) fn copy_value(&mut self) -> Result<Vec<u8>, Fallback> {
+    /// The next value's bytes, consumed: the window's own buffer is handed over with the value's
+    /// range in it (a large value is not copied again), and the window goes on in a new buffer.
+    pub(super) fn take_value(&mut self) -> Result<(Vec<u8>, std::ops::Range<usize>), Fallback> {
         if self.peek()?.is_none() {
             return Err(Fallback);
         }
         let n = self.value_end()?;
-        let bytes = self.buf[self.pos..self.pos + n].to_vec();
-        self.pos += n;
-        Ok(bytes)
+        let range = self.pos..self.pos + n;
+        let mut rest = Vec::with_capacity(2 * CHUNK);
+        rest.extend_from_slice(&self.buf[range.end..]);
+        let taken = std::mem::replace(&mut self.buf, rest);
+        self.pos = 0;
+        Ok((taken, range))
     }
 
     /// Skip the next value.

@@ -1,0 +1,593 @@
+//! Hand-written readers for the usual shapes of the two big values of an LLM `results.json`, in
+//! one pass each, where serde_json's generic path spends most of its time:
+//! - a request record whose `success` is `true`/`false`, whose `output_len` is an integer or
+//!   `null` and whose `itl` is a list of numbers (the `itl` numbers are most of a large file);
+//! - the `timeline` object whose power and temperature series are `{gpu: [[t, v], ...]}` of
+//!   numbers.
+//!
+//! Every other value is skipped by serde_json, which validates it as before. Anything else
+//! (another type for a key that is read, a repeated key, an escaped key, a number out of range,
+//! malformed JSON) answers `None`, and the caller reads the value through the serde visitors,
+//! whose answer or error is the reference. So these readers never decide an edge case; they only
+//! make the common case fast.
+
+use serde::de::IgnoredAny;
+
+use crate::raw::timeline::{Power, Series, Timeline};
+
+/// What the toolkit reads of a request record in the usual shape (the `itl` numbers go to a
+/// buffer).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Fields {
+    /// `bool(req.get("success", False))`.
+    pub success: bool,
+    /// `req.get("output_len")` when an integer; `None` when missing or `null`.
+    pub output_len: Option<i64>,
+}
+
+/// Read a request record `rec` (exactly one JSON value, possibly with surrounding whitespace),
+/// putting its `itl` numbers into `itl` (cleared first; left empty when the key is missing).
+/// `None`: not the usual shape, or not valid JSON; read it with serde instead.
+pub(super) fn request(rec: &[u8], itl: &mut Vec<f64>) -> Option<Fields> {
+    itl.clear();
+    let mut fields = Fields {
+        success: false,
+        output_len: None,
+    };
+    let mut seen = Seen::default();
+    whole(rec, |c| {
+        c.object(|key, c| {
+            match key {
+                b"success" => {
+                    seen.first(0)?;
+                    fields.success = c.boolean()?;
+                }
+                b"itl" => {
+                    seen.first(1)?;
+                    c.numbers(itl)?;
+                }
+                b"output_len" => {
+                    seen.first(2)?;
+                    fields.output_len = c.int_or_null()?;
+                }
+                _ => c.skip_value()?,
+            }
+            Some(())
+        })
+    })?;
+    Some(fields)
+}
+
+/// Read a `timeline` value in the usual shape: an object whose `power` object holds
+/// `device_instant`/`device_average` series, whose `temperature` is a series, whose steady-state
+/// bounds are numbers or `null`; every series is `{gpu: [[t, v], ...]}` of numbers.
+pub(super) fn timeline(bytes: &[u8]) -> Option<Timeline> {
+    let mut power = Power::Missing;
+    let (mut temperature, mut start, mut end) = (None, None, None);
+    let mut seen = Seen::default();
+    whole(bytes, |c| {
+        c.object(|key, c| {
+            match key {
+                b"power" => {
+                    seen.first(0)?;
+                    power = c.power()?;
+                }
+                b"temperature" => {
+                    seen.first(1)?;
+                    temperature = Some(c.series()?);
+                }
+                b"steady_state_start_time" => {
+                    seen.first(2)?;
+                    start = c.number_or_null()?;
+                }
+                b"steady_state_end_time" => {
+                    seen.first(3)?;
+                    end = c.number_or_null()?;
+                }
+                _ => c.skip_value()?,
+            }
+            Some(())
+        })
+    })?;
+    Some(Timeline::Object {
+        power,
+        temperature,
+        steady_state_start_time: start,
+        steady_state_end_time: end,
+    })
+}
+
+/// `read` over all of `bytes`: only whitespace may surround the value.
+fn whole<'a>(bytes: &'a [u8], read: impl FnOnce(&mut Cursor<'a>) -> Option<()>) -> Option<()> {
+    let mut c = Cursor { b: bytes, i: 0 };
+    c.ws();
+    read(&mut c)?;
+    c.ws();
+    (c.i == bytes.len()).then_some(())
+}
+
+/// Which of up to eight read keys have been met; a repeat is left to serde (the last one counts).
+#[derive(Default)]
+struct Seen(u8);
+
+impl Seen {
+    fn first(&mut self, key: u8) -> Option<()> {
+        let bit = 1 << key;
+        let first = self.0 & bit == 0;
+        self.0 |= bit;
+        first.then_some(())
+    }
+}
+
+/// Whether all eight bytes of `w` are ASCII digits.
+fn eight_digits(w: u64) -> bool {
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    // Each byte is 0x30..=0x3F, and adding 6 keeps it below 0x40 only for 0x30..=0x39.
+    w & HIGH == ZEROS && w.wrapping_add(0x0606_0606_0606_0606) & HIGH == ZEROS
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.i += 1;
+        Some(b)
+    }
+
+    fn eat(&mut self, want: u8) -> Option<()> {
+        (self.next()? == want).then_some(())
+    }
+
+    /// An object, each key handed to `on_key` with the cursor at its value (which it consumes).
+    fn object(&mut self, mut on_key: impl FnMut(&'a [u8], &mut Self) -> Option<()>) -> Option<()> {
+        self.eat(b'{')?;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.key()?;
+            self.ws();
+            self.eat(b':')?;
+            self.ws();
+            on_key(key, self)?;
+            self.ws();
+            match self.next()? {
+                b',' => self.ws(),
+                b'}' => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    /// `timeline.power`: its two series read, other keys skipped.
+    fn power(&mut self) -> Option<Power> {
+        let (mut device_instant, mut device_average) = (None, None);
+        let mut seen = Seen::default();
+        self.object(|key, c| {
+            match key {
+                b"device_instant" => {
+                    seen.first(0)?;
+                    device_instant = Some(c.series()?);
+                }
+                b"device_average" => {
+                    seen.first(1)?;
+                    device_average = Some(c.series()?);
+                }
+                _ => c.skip_value()?,
+            }
+            Some(())
+        })?;
+        Some(Power::Object {
+            device_instant,
+            device_average,
+        })
+    }
+
+    /// `{gpu: [[t, v], ...], ...}` with distinct keys and every point a pair of numbers.
+    fn series(&mut self) -> Option<Series> {
+        let mut devices: Vec<(String, crate::raw::timeline::Points)> = Vec::new();
+        self.object(|key, c| {
+            // Keys are valid UTF-8 (checked by `key`).
+            let key = std::str::from_utf8(key).ok()?;
+            if devices.iter().any(|(k, _)| k == key) {
+                return None;
+            }
+            let points = c.points()?;
+            devices.push((key.to_string(), Ok(points)));
+            Some(())
+        })?;
+        Some(Series::Devices(devices))
+    }
+
+    /// `[[t, v], ...]`.
+    fn points(&mut self) -> Option<Vec<(f64, f64)>> {
+        let mut out = Vec::new();
+        self.eat(b'[')?;
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            return Some(out);
+        }
+        loop {
+            self.eat(b'[')?;
+            self.ws();
+            let t = self.number()?;
+            self.ws();
+            self.eat(b',')?;
+            self.ws();
+            let v = self.number()?;
+            self.ws();
+            self.eat(b']')?;
+            out.push((t, v));
+            self.ws();
+            match self.next()? {
+                b',' => self.ws(),
+                b']' => return Some(out),
+                _ => return None,
+            }
+        }
+    }
+
+    /// A number (as `float()`), or `null`.
+    fn number_or_null(&mut self) -> Option<Option<f64>> {
+        if self.literal(b"null") {
+            Some(None)
+        } else {
+            self.number().map(Some)
+        }
+    }
+
+    /// JSON whitespace (runs of indentation spaces eight bytes at a time).
+    fn ws(&mut self) {
+        const SPACES: u64 = u64::from_le_bytes(*b"        ");
+        while let Some(&b) = self.b.get(self.i) {
+            match b {
+                b' ' => {
+                    self.i += match self.b.get(self.i..self.i + 8) {
+                        Some(w) => {
+                            // The first byte is a space, so this advances by at least one.
+                            let x = u64::from_le_bytes(w.try_into().unwrap_or_default()) ^ SPACES;
+                            if x == 0 {
+                                8
+                            } else {
+                                (x.trailing_zeros() / 8) as usize
+                            }
+                        }
+                        None => 1,
+                    }
+                }
+                b'\n' | b'\r' | b'\t' => self.i += 1,
+                _ => return,
+            }
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> bool {
+        let hit = self.b[self.i..].starts_with(word);
+        if hit {
+            self.i += word.len();
+        }
+        hit
+    }
+
+    /// A key without escapes or control characters, in valid UTF-8 (as serde_json requires).
+    fn key(&mut self) -> Option<&'a [u8]> {
+        self.eat(b'"')?;
+        let start = self.i;
+        let len = memchr::memchr2(b'"', b'\\', &self.b[start..])?;
+        let key = &self.b[start..start + len];
+        if self.b[start + len] != b'"' || key.iter().any(|&b| b < 0x20) {
+            return None;
+        }
+        if !key.is_ascii() {
+            std::str::from_utf8(key).ok()?;
+        }
+        self.i = start + len + 1;
+        Some(key)
+    }
+
+    fn boolean(&mut self) -> Option<bool> {
+        if self.literal(b"true") {
+            Some(true)
+        } else if self.literal(b"false") {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// The end of a JSON number starting here, and whether it is an integer (no fraction or
+    /// exponent); `None` where the grammar is broken (`01` reads as `0`, and the caller then
+    /// finds no delimiter).
+    fn number_end(&self) -> Option<(usize, bool)> {
+        let b = self.b;
+        let digits = |mut i: usize| {
+            while let Some(w) = b.get(i..i + 8) {
+                let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
+                if !eight_digits(w) {
+                    break;
+                }
+                i += 8;
+            }
+            while let Some(b'0'..=b'9') = b.get(i) {
+                i += 1;
+            }
+            i
+        };
+        let mut i = self.i;
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        i = match b.get(i)? {
+            b'0' => i + 1,
+            b'1'..=b'9' => digits(i + 1),
+            _ => return None,
+        };
+        let mut integer = true;
+        if b.get(i) == Some(&b'.') {
+            integer = false;
+            let end = digits(i + 1);
+            if end == i + 1 {
+                return None;
+            }
+            i = end;
+        }
+        if let Some(b'e' | b'E') = b.get(i) {
+            integer = false;
+            i += 1;
+            if let Some(b'+' | b'-') = b.get(i) {
+                i += 1;
+            }
+            let end = digits(i);
+            if end == i {
+                return None;
+            }
+            i = end;
+        }
+        Some((i, integer))
+    }
+
+    /// A number as Python's `float()` of what `json` parsed: the correctly rounded double (an
+    /// integer too converts with one rounding), read in one pass with the JSON number grammar
+    /// (no `+`, `.5`, `1.`, `01`, `NaN`). Out of range (serde_json refuses it): `None`.
+    fn number(&mut self) -> Option<f64> {
+        const OPTIONS: lexical_core::ParseFloatOptions = lexical_core::ParseFloatOptions::new();
+        let (v, n) =
+            lexical_core::parse_partial_with_options::<f64, { lexical_core::format::JSON }>(
+                &self.b[self.i..],
+                &OPTIONS,
+            )
+            .ok()?;
+        self.i += n;
+        v.is_finite().then_some(v)
+    }
+
+    /// `[number, ...]` into `out`.
+    fn numbers(&mut self, out: &mut Vec<f64>) -> Option<()> {
+        self.eat(b'[')?;
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            out.push(self.number()?);
+            self.ws();
+            match self.next()? {
+                b',' => self.ws(),
+                b']' => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    /// `null`, or an integer token that fits an i64.
+    fn int_or_null(&mut self) -> Option<Option<i64>> {
+        if self.literal(b"null") {
+            return Some(None);
+        }
+        let (end, integer) = self.number_end()?;
+        if !integer {
+            return None;
+        }
+        let v = std::str::from_utf8(&self.b[self.i..end])
+            .ok()?
+            .parse()
+            .ok()?;
+        self.i = end;
+        Some(Some(v))
+    }
+
+    /// Any other value, skipped (and validated) by serde_json.
+    fn skip_value(&mut self) -> Option<()> {
+        let mut values =
+            serde_json::Deserializer::from_slice(&self.b[self.i..]).into_iter::<IgnoredAny>();
+        values.next()?.ok()?;
+        self.i += values.byte_offset();
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(s: &str) -> Option<(Fields, Vec<f64>)> {
+        let mut itl = vec![9.0];
+        request(s.as_bytes(), &mut itl).map(|f| (f, itl))
+    }
+
+    #[test]
+    fn the_usual_shape() {
+        let (f, itl) = read_all(
+            "{\n  \"prompt\": \"a \\\"quoted\\\" [prompt] {x}\",\n  \"success\": true,\n  \"itl\": [\n    0,\n    \
+             0.041204837895929813,\n    1.2e-05,\n    -0,\n    3\n  ],\n  \"output_len\": 5,\n  \
+             \"latency\": 12.5, \"extra\": {\"a\": [1, null, \"]\"]}\n}\n",
+        )
+        .expect("usual shape");
+        assert_eq!(
+            f,
+            Fields {
+                success: true,
+                output_len: Some(5)
+            }
+        );
+        let long: f64 = "0.041204837895929813".parse().unwrap();
+        assert_eq!(itl, vec![0.0, long, 1.2e-05, -0.0, 3.0]);
+        assert!(itl[3].is_sign_negative());
+        let (f, itl) = read_all(r#"{"success": false, "output_len": null}"#).unwrap();
+        assert_eq!(
+            f,
+            Fields {
+                success: false,
+                output_len: None
+            }
+        );
+        assert!(itl.is_empty());
+        assert_eq!(
+            read_all("{}").unwrap().0,
+            Fields {
+                success: false,
+                output_len: None
+            }
+        );
+    }
+
+    #[test]
+    fn every_float_is_the_correctly_rounded_double() {
+        // Long mantissas, exponents, subnormals, integers beyond 2^53 and beyond u64.
+        let texts = [
+            "0.1",
+            "0.041204837895929813",
+            "1.7976931348623157e308",
+            "2.2250738585072011e-308",
+            "4.9e-324",
+            "9007199254740993",
+            "123456789012345678901234567890",
+            "0.30000000000000004441",
+            "1E+2",
+            "-12.5e-3",
+        ];
+        let list = format!("{{\"itl\": [{}]}}", texts.join(", "));
+        let (_, itl) = read_all(&list).unwrap();
+        let want: Vec<f64> = texts.iter().map(|t| t.parse().unwrap()).collect();
+        assert_eq!(itl.len(), want.len());
+        for (got, want) in itl.iter().zip(&want) {
+            assert_eq!(got.to_bits(), want.to_bits());
+        }
+    }
+
+    #[test]
+    fn anything_else_is_left_to_serde() {
+        for s in [
+            // Other types for the three keys.
+            r#"{"success": 1}"#,
+            r#"{"success": "yes"}"#,
+            r#"{"output_len": 3.0}"#,
+            r#"{"output_len": "3"}"#,
+            r#"{"output_len": 99999999999999999999}"#,
+            r#"{"itl": [0.1, "0.2"]}"#,
+            r#"{"itl": [0.1, null]}"#,
+            r#"{"itl": "0.1"}"#,
+            // Repeated or escaped keys.
+            r#"{"itl": [1], "itl": [2]}"#,
+            r#"{"succ\u0065ss": true}"#,
+            // Out of range, and not JSON.
+            r#"{"itl": [1e400]}"#,
+            r#"{"itl": [01]}"#,
+            r#"{"itl": [1.]}"#,
+            r#"{"itl": [.5]}"#,
+            r#"{"itl": [+1]}"#,
+            r#"{"itl": [NaN]}"#,
+            r#"{"itl": [1,]}"#,
+            r#"{"itl": [1] "success": true}"#,
+            r#"{"prompt": "unterminated}"#,
+            r#"{"prompt": "bad \q escape"}"#,
+            "{\"prompt\": \"raw\ncontrol\"}",
+            r#"{"a": 1,}"#,
+            r#"{"a": 1} x"#,
+            r#"[1, 2]"#,
+            "7",
+        ] {
+            assert_eq!(read_all(s), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn timeline_in_the_usual_shape_reads_as_serde_does() {
+        let text = r#"{
+          "benchmark_start_time": 1700000000.0,
+          "power": {
+            "device_instant": {"0": [[1700000000.5, 300], [1700000001.0, 310.25]], "1": []},
+            "device_energy": {"0": [[1, 2]]},
+            "device_average": {"1": [
+              [
+                1700000000.5,
+                2.5e2
+              ]
+            ]}
+          },
+          "temperature": {"0": [[1700000000.0, 41]]},
+          "steady_state_start_time": 1700000000.25,
+          "steady_state_end_time": null,
+          "other": [{"x": "]"}]
+        }"#;
+        let fast = timeline(text.as_bytes()).expect("usual shape");
+        let reference: Timeline = serde_json::from_str(text).unwrap();
+        assert_eq!(fast, reference);
+        let Timeline::Object {
+            power:
+                Power::Object {
+                    device_instant: Some(Series::Devices(devices)),
+                    ..
+                },
+            steady_state_start_time,
+            ..
+        } = &fast
+        else {
+            panic!("power read");
+        };
+        assert_eq!(
+            devices[0],
+            (
+                "0".to_string(),
+                Ok(vec![(1700000000.5, 300.0), (1700000001.0, 310.25)])
+            )
+        );
+        assert_eq!(*steady_state_start_time, Some(1700000000.25));
+        assert_eq!(timeline(b"{}"), Some(serde_json::from_str("{}").unwrap()));
+    }
+
+    #[test]
+    fn timelines_in_other_shapes_are_left_to_serde() {
+        for s in [
+            r#"{"power": {"device_instant": {"0": [[1, 2, 3]]}}}"#,
+            r#"{"power": {"device_instant": {"0": [[1, "2"]]}}}"#,
+            r#"{"power": {"device_instant": {"0": [[1]]}}}"#,
+            r#"{"power": {"device_instant": {"0": {"a": 1}}}}"#,
+            r#"{"power": {"device_instant": {"0": [[1, 2]], "0": []}}}"#,
+            r#"{"power": {"device_instant": [1]}}"#,
+            r#"{"power": 3}"#,
+            r#"{"power": {}, "power": {}}"#,
+            r#"{"temperature": {"0": [[1, 2]]}, "temperature": {}}"#,
+            r#"{"steady_state_start_time": "5"}"#,
+            r#"{"steady_state_end_time": true}"#,
+            r#"{"power": {"device_average": {"\u0030": [[1, 2]]}}}"#,
+            r#"{"power": {"device_instant": {"0": [[1, 2],]}}}"#,
+            r#"[1]"#,
+        ] {
+            assert_eq!(timeline(s.as_bytes()), None, "{s}");
+        }
+    }
+}
