@@ -27,7 +27,9 @@ def served(tmp_path_factory):
     for i, (gpus, batch) in enumerate([(1, 8), (2, 16), (8, 64)]):
         start = 1_700_000_000.0 + 1000 * i + 0.123
         tl = g.timeline(rng, gpus, start, start + 40, steady=(round(start + 5.05, 6), round(start + 35.0, 6)))
-        g.llm_run(root, num_gpus=str(gpus), max_num_seqs=str(batch), prometheus=g.prom(float(batch)), rng_seed=i, timeline=tl)
+        # The 8-GPU run is written with indent=2, as the real files are (raw-format.md §2.1).
+        g.llm_run(root, num_gpus=str(gpus), max_num_seqs=str(batch), prometheus=g.prom(float(batch)), rng_seed=i,
+                  timeline=tl, n_requests=200, indent=2 if gpus == 8 else None)
     g.diffusion_config(dcfg, "text-to-image", "org/diff-a")
     g.diffusion_config(dcfg, "text-to-video", "org/video-a")
     for i, (task, model, cfg_name) in enumerate([
@@ -93,6 +95,19 @@ def test_per_gpu_wide_form(served):
         for c in want.columns:
             wv = w[c]
             assert (h[c] is None and wv != wv) or h[c] == wv, (c, h[c], wv)
+
+
+def test_itl_and_output_lengths_of_compact_and_indented_files(served):
+    root, base = served
+    ids = run_ids(base, "llm")
+    runs = LLMRuns.from_raw_results(root, stable_only=False)
+    indented = [rec for rec in runs if open(rec._results_path).read(3) == "{\n "]
+    assert len(indented) == 1 and len(runs) == 3
+    for rec in runs:
+        run_id = ids[rel_to_root(rec._results_path, [root])]
+        assert [r["itl_s"] for r in get(base, f"/v1/llm/runs/{run_id}/itl")] == rec.inter_token_latencies()
+        got = get(base, f"/v1/llm/runs/{run_id}/output-lengths", include_unsuccessful="true")
+        assert [r["output_len"] for r in got] == rec.output_lengths(include_unsuccessful=True)
 
 
 def test_unknown_metric_is_a_400(served):
