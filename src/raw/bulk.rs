@@ -247,13 +247,12 @@ mod runfile {
     }
 
     /// The `results` list, if the next value is one. This thread finds the records and copies them
-    /// into batches of about 1 MB; it parses every other batch itself and a second thread parses
-    /// the rest (number parsing is most of the work); the parts are merged in file order. Batch
-    /// buffers go back and forth rather than being allocated anew (fresh pages cost page faults).
-    /// (Measured with benches/parse_raw.rs on the 44 MB bench file: min 108-113 ms against
-    /// 133-151 ms with one thread parsing everything.)
+    /// into batches of about 1 MB; a second thread parses the batches it is handed, this one the
+    /// batches that find the second one's queue full (number parsing is most of the work); the
+    /// parts are merged in file order. Batch buffers go back and forth rather than being
+    /// allocated anew (fresh pages cost page faults).
     fn requests_parallel<R: std::io::Read>(w: &mut Window<R>) -> Result<Option<Acc>, Fallback> {
-        let (to_worker, batches) = std::sync::mpsc::sync_channel::<(usize, Batch)>(4);
+        let (to_worker, batches) = std::sync::mpsc::sync_channel::<(usize, Batch)>(2);
         let (give_back, returned) = std::sync::mpsc::channel::<Batch>();
         std::thread::scope(|scope| {
             let worker = scope.spawn(move || {
@@ -274,20 +273,23 @@ mod runfile {
             let mut parts: Vec<(usize, Result<Acc, Fallback>)> = Vec::new();
             let mut batch = fresh();
             let mut n = 0usize;
-            let mut dispatch = |mut b: Batch, parts: &mut Vec<(usize, Result<Acc, Fallback>)>| {
+            // A full batch goes to the worker when its queue has room, else this thread parses
+            // it: the split follows whichever side is slower (scanning here, or parsing there).
+            let mut dispatch = |b: Batch, parts: &mut Vec<(usize, Result<Acc, Fallback>)>| {
                 let i = n;
                 n += 1;
-                if i.is_multiple_of(2) {
-                    parts.push((i, parse_batch(&b)));
-                    b.bytes.clear();
-                    b.ends.clear();
-                    b
-                } else {
-                    let next = returned.try_recv().unwrap_or_else(|_| fresh());
-                    if to_worker.send((i, b)).is_err() {
-                        parts.push((i, Err(Fallback)));
+                match to_worker.try_send((i, b)) {
+                    Ok(()) => returned.try_recv().unwrap_or_else(|_| fresh()),
+                    Err(std::sync::mpsc::TrySendError::Full((_, mut b))) => {
+                        parts.push((i, parse_batch(&b)));
+                        b.bytes.clear();
+                        b.ends.clear();
+                        b
                     }
-                    next
+                    Err(std::sync::mpsc::TrySendError::Disconnected(_)) => {
+                        parts.push((i, Err(Fallback)));
+                        fresh()
+                    }
                 }
             };
             let is_list = w.array(|w| {
