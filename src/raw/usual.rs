@@ -147,27 +147,40 @@ impl<'a> Cursor<'a> {
         (self.next()? == want).then_some(())
     }
 
-    /// An object, each key handed to `on_key` with the cursor at its value (which it consumes).
-    fn object(&mut self, mut on_key: impl FnMut(&'a [u8], &mut Self) -> Option<()>) -> Option<()> {
-        self.eat(b'{')?;
+    /// `open` item (`,` item)* `close`, or `open` `close`, with whitespace around the items; each
+    /// item is read by `item`.
+    fn sequence(
+        &mut self,
+        open: u8,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(open)?;
         self.ws();
-        if self.peek() == Some(b'}') {
+        if self.peek() == Some(close) {
             self.i += 1;
             return Some(());
         }
         loop {
-            let key = self.key()?;
-            self.ws();
-            self.eat(b':')?;
-            self.ws();
-            on_key(key, self)?;
+            item(self)?;
             self.ws();
             match self.next()? {
                 b',' => self.ws(),
-                b'}' => return Some(()),
+                b if b == close => return Some(()),
                 _ => return None,
             }
         }
+    }
+
+    /// An object, each key handed to `on_key` with the cursor at its value (which it consumes).
+    fn object(&mut self, mut on_key: impl FnMut(&'a [u8], &mut Self) -> Option<()>) -> Option<()> {
+        self.sequence(b'{', b'}', |c| {
+            let key = c.key()?;
+            c.ws();
+            c.eat(b':')?;
+            c.ws();
+            on_key(key, c)
+        })
     }
 
     /// `timeline.power`: its two series read, other keys skipped.
@@ -213,30 +226,20 @@ impl<'a> Cursor<'a> {
     /// `[[t, v], ...]`.
     fn points(&mut self) -> Option<Vec<(f64, f64)>> {
         let mut out = Vec::new();
-        self.eat(b'[')?;
-        self.ws();
-        if self.peek() == Some(b']') {
-            self.i += 1;
-            return Some(out);
-        }
-        loop {
-            self.eat(b'[')?;
-            self.ws();
-            let t = self.number()?;
-            self.ws();
-            self.eat(b',')?;
-            self.ws();
-            let v = self.number()?;
-            self.ws();
-            self.eat(b']')?;
+        self.sequence(b'[', b']', |c| {
+            c.eat(b'[')?;
+            c.ws();
+            let t = c.number()?;
+            c.ws();
+            c.eat(b',')?;
+            c.ws();
+            let v = c.number()?;
+            c.ws();
+            c.eat(b']')?;
             out.push((t, v));
-            self.ws();
-            match self.next()? {
-                b',' => self.ws(),
-                b']' => return Some(out),
-                _ => return None,
-            }
-        }
+            Some(())
+        })?;
+        Some(out)
     }
 
     /// A number (as `float()`), or `null`.
@@ -375,21 +378,10 @@ impl<'a> Cursor<'a> {
 
     /// `[number, ...]` into `out`.
     fn numbers(&mut self, out: &mut Vec<f64>) -> Option<()> {
-        self.eat(b'[')?;
-        self.ws();
-        if self.peek() == Some(b']') {
-            self.i += 1;
-            return Some(());
-        }
-        loop {
-            out.push(self.number()?);
-            self.ws();
-            match self.next()? {
-                b',' => self.ws(),
-                b']' => return Some(()),
-                _ => return None,
-            }
-        }
+        self.sequence(b'[', b']', |c| {
+            out.push(c.number()?);
+            Some(())
+        })
     }
 
     /// `null`, or an integer token that fits an i64.
