@@ -340,7 +340,7 @@ mod runfile {
                                 acc = parsed;
                                 ResultsList::List
                             }
-                            None => w.seeded(RequestsSeed(&mut acc))?,
+                            None => w.parse(RequestsSeed(&mut acc))?,
                         };
                     }
                     "timeline" => {
@@ -356,7 +356,7 @@ mod runfile {
                             }
                         }));
                     }
-                    _ => w.ignore()?,
+                    _ => w.skip()?,
                 }
                 Ok(())
             })?;

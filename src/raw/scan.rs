@@ -213,7 +213,7 @@ impl<R: Read> Window<R> {
     }
 
     /// Parse the next value with `seed` from a slice, and consume it.
-    fn parse<S, T>(&mut self, seed: S) -> Result<T, Fallback>
+    pub(super) fn parse<S, T>(&mut self, seed: S) -> Result<T, Fallback>
     where
         S: for<'de> DeserializeSeed<'de, Value = T>,
     {
@@ -230,7 +230,7 @@ impl<R: Read> Window<R> {
     }
 
     /// Skip the next value.
-    fn skip(&mut self) -> Result<(), Fallback> {
+    pub(super) fn skip(&mut self) -> Result<(), Fallback> {
         self.parse(std::marker::PhantomData::<serde::de::IgnoredAny>)
             .map(|_| ())
     }
@@ -292,14 +292,6 @@ impl<R: Read> Window<R> {
         }
     }
 
-    /// Parse the next value with a seed.
-    pub(super) fn seeded<S, T>(&mut self, seed: S) -> Result<T, Fallback>
-    where
-        S: for<'de> DeserializeSeed<'de, Value = T>,
-    {
-        self.parse(seed)
-    }
-
     /// Hand the bytes of the next value to `f`, and consume it.
     pub(super) fn take_raw(&mut self, f: impl FnOnce(&[u8])) -> Result<(), Fallback> {
         if self.peek()?.is_none() {
@@ -324,10 +316,5 @@ impl<R: Read> Window<R> {
         let taken = std::mem::replace(&mut self.buf, rest);
         self.pos = 0;
         Ok((taken, range))
-    }
-
-    /// Skip the next value.
-    pub(super) fn ignore(&mut self) -> Result<(), Fallback> {
-        self.skip()
     }
 }

@@ -119,14 +119,6 @@ impl Seen {
     }
 }
 
-/// Whether all eight bytes of `w` are ASCII digits.
-fn eight_digits(w: u64) -> bool {
-    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
-    const ZEROS: u64 = 0x3030_3030_3030_3030;
-    // Each byte is 0x30..=0x3F, and adding 6 keeps it below 0x40 only for 0x30..=0x39.
-    w & HIGH == ZEROS && w.wrapping_add(0x0606_0606_0606_0606) & HIGH == ZEROS
-}
-
 struct Cursor<'a> {
     b: &'a [u8],
     i: usize,
@@ -310,57 +302,6 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// The end of a JSON number starting here, and whether it is an integer (no fraction or
-    /// exponent); `None` where the grammar is broken (`01` reads as `0`, and the caller then
-    /// finds no delimiter).
-    fn number_end(&self) -> Option<(usize, bool)> {
-        let b = self.b;
-        let digits = |mut i: usize| {
-            while let Some(w) = b.get(i..i + 8) {
-                let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
-                if !eight_digits(w) {
-                    break;
-                }
-                i += 8;
-            }
-            while let Some(b'0'..=b'9') = b.get(i) {
-                i += 1;
-            }
-            i
-        };
-        let mut i = self.i;
-        if b.get(i) == Some(&b'-') {
-            i += 1;
-        }
-        i = match b.get(i)? {
-            b'0' => i + 1,
-            b'1'..=b'9' => digits(i + 1),
-            _ => return None,
-        };
-        let mut integer = true;
-        if b.get(i) == Some(&b'.') {
-            integer = false;
-            let end = digits(i + 1);
-            if end == i + 1 {
-                return None;
-            }
-            i = end;
-        }
-        if let Some(b'e' | b'E') = b.get(i) {
-            integer = false;
-            i += 1;
-            if let Some(b'+' | b'-') = b.get(i) {
-                i += 1;
-            }
-            let end = digits(i);
-            if end == i {
-                return None;
-            }
-            i = end;
-        }
-        Some((i, integer))
-    }
-
     /// A number as Python's `float()` of what `json` parsed: the correctly rounded double (an
     /// integer too converts with one rounding), read in one pass with the JSON number grammar
     /// (no `+`, `.5`, `1.`, `01`, `NaN`). Out of range (serde_json refuses it): `None`.
@@ -384,20 +325,20 @@ impl<'a> Cursor<'a> {
         })
     }
 
-    /// `null`, or an integer token that fits an i64.
+    /// `null`, or an integer that fits an i64 (JSON grammar). A fraction or exponent after it
+    /// stops the caller at the next delimiter, so `3.0` and `1e5` are left to serde.
     fn int_or_null(&mut self) -> Option<Option<i64>> {
+        const OPTIONS: lexical_core::ParseIntegerOptions = lexical_core::ParseIntegerOptions::new();
         if self.literal(b"null") {
             return Some(None);
         }
-        let (end, integer) = self.number_end()?;
-        if !integer {
-            return None;
-        }
-        let v = std::str::from_utf8(&self.b[self.i..end])
-            .ok()?
-            .parse()
+        let (v, n) =
+            lexical_core::parse_partial_with_options::<i64, { lexical_core::format::JSON }>(
+                &self.b[self.i..],
+                &OPTIONS,
+            )
             .ok()?;
-        self.i = end;
+        self.i += n;
         Some(Some(v))
     }
 
