@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use mlenergy_server::raw::bulk::{read_run, read_run_fast};
+use mlenergy_server::raw::bulk::{read_run, read_run_at};
 
 fn stats(mut t: Vec<Duration>) -> String {
     t.sort();
@@ -34,7 +34,7 @@ fn main() {
     for _ in 0..n {
         let f = std::fs::File::open(path).expect("open");
         let t = Instant::now();
-        let d = read_run_fast(f, true).expect("the fast path reads it");
+        let d = read_run_at(&f, true).expect("the fast path reads it");
         fast.push(t.elapsed());
         samples = d.itl.as_ref().map_or(0, |b| b.len());
     }

@@ -184,7 +184,11 @@ async fn load_derived(
     let llm = domain == Domain::Llm;
     let (opened, len) = open_raw(snapshot, domain, row, RawFile::Results).await?;
     let started = std::time::Instant::now();
-    let derived = match bulk::read_run_fast(opened.into_reader(), llm) {
+    let fast = match opened {
+        Opened::File(f) => bulk::read_run_at(&f, llm),
+        other => bulk::read_run_fast(other.into_reader(), llm),
+    };
+    let derived = match fast {
         Ok(d) => d,
         Err(_) => {
             // Not what the fast path expects: the reader path gives the answer or the error.

@@ -94,7 +94,16 @@ pub fn read_run_fast(
     reader: impl std::io::Read,
     llm: bool,
 ) -> Result<RunDerived, super::scan::Fallback> {
-    runfile::read_fast(reader, llm)
+    runfile::read_fast(super::scan::Plain(reader), None, llm)
+}
+
+/// `read_run_fast` of a source read at offsets (a file): an indented request list is read in
+/// pieces by two threads, each piece straight from the source.
+pub fn read_run_at(
+    src: &dyn super::scan::ReadAt,
+    llm: bool,
+) -> Result<RunDerived, super::scan::Fallback> {
+    runfile::read_at(src, llm, runfile::PIECE)
 }
 
 mod runfile {
@@ -111,7 +120,7 @@ mod runfile {
     use super::{ResultsList, RunDerived};
     use crate::raw::itl::smooth_into;
     use crate::raw::pyjson::{ItlSeed, py_int, scalars_answer, truthy};
-    use crate::raw::scan::{Fallback, Window};
+    use crate::raw::scan::{AtReader, Fallback, Forward, ReadAt, Window};
     use crate::raw::timeline::Timeline;
     use crate::raw::usual;
 
@@ -320,9 +329,211 @@ mod runfile {
         })
     }
 
+    /// Bytes of the request list per piece read by `requests_in_pieces`.
+    pub(super) const PIECE: u64 = 1 << 20;
+
+    /// Bytes read past a piece's nominal end to find where its last record ends (more when a
+    /// record is longer).
+    const OVERHANG: usize = 64 << 10;
+
+    /// The `results` list at offset `at` of `src` (its `[`), when it is written one record per
+    /// indented line as `json.dump(..., indent=...)` writes it: the requests parsed by two threads
+    /// in pieces of about `piece` bytes, each read straight from `src`, and the offset just past
+    /// the list. `None` for any other layout (then the window reads the list).
+    ///
+    /// A piece starts at the first record boundary (`,` newline, the first record's indentation,
+    /// `{`) at or after its nominal start, and ends where the next piece starts. No such boundary
+    /// can be inside a string (JSON strings hold no raw newline), and a piece's parse must end
+    /// exactly at the next piece's start: the first piece starts at the first record, so each
+    /// piece that ends where the next starts proves that the next one starts at a record. Any
+    /// mismatch is `Fallback`.
+    fn requests_in_pieces(
+        src: &dyn ReadAt,
+        at: u64,
+        piece: u64,
+    ) -> Result<Option<(Acc, u64)>, Fallback> {
+        let size = src.size().map_err(|_| Fallback)?;
+        let mut head = vec![0u8; 4096];
+        let n = src.read_at(&mut head, at).map_err(|_| Fallback)?;
+        let head = &head[..n];
+        // `[`, a newline, the indentation, `{`.
+        let Some(indent) = head
+            .get(2..)
+            .and_then(|rest| rest.iter().position(|&b| b != b' '))
+        else {
+            return Ok(None);
+        };
+        if head[..2] != *b"[\n" || head[2 + indent] != b'{' {
+            return Ok(None);
+        }
+        let first = at + 2 + indent as u64;
+        let mut needle = b",\n".to_vec();
+        needle.extend(std::iter::repeat_n(b' ', indent));
+        needle.push(b'{');
+        let finder = memchr::memmem::Finder::new(&needle);
+        let count = (size.saturating_sub(first)).div_ceil(piece).max(1);
+        let next = std::sync::atomic::AtomicU64::new(0);
+        let work = || {
+            let mut buf = Vec::new();
+            let mut done = Vec::new();
+            loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if k >= count {
+                    return done;
+                }
+                let span = Span {
+                    src,
+                    finder: &finder,
+                    first,
+                    piece,
+                    size,
+                };
+                done.push((k, span.read(k, &mut buf)));
+            }
+        };
+        let mut parts = std::thread::scope(|scope| {
+            let helper = scope.spawn(work);
+            let mut parts = work();
+            parts.extend(helper.join().map_err(|_| Fallback)?);
+            Ok::<_, Fallback>(parts)
+        })?;
+        parts.sort_by_key(|p| p.0);
+        let mut accs = Vec::with_capacity(parts.len());
+        let mut end = None;
+        for (_, part) in parts {
+            match part? {
+                None => {}
+                // Nothing may follow the piece that closed the list.
+                Some(_) if end.is_some() => return Err(Fallback),
+                Some((acc, closed)) => {
+                    end = closed;
+                    accs.push(acc);
+                }
+            }
+        }
+        let end = end.ok_or(Fallback)?;
+        Ok(Some((merge(accs), end)))
+    }
+
+    /// Where the pieces of a request list are, in a source.
+    struct Span<'a> {
+        src: &'a dyn ReadAt,
+        finder: &'a memchr::memmem::Finder<'a>,
+        /// Offset of the first record.
+        first: u64,
+        piece: u64,
+        size: u64,
+    }
+
+    impl Span<'_> {
+        /// Piece `k` read (through `buf`) and parsed: `None` when no record starts in it, else its
+        /// requests and, for the piece that closes the list, the offset just past the `]`.
+        fn read(&self, k: u64, buf: &mut Vec<u8>) -> Result<Option<(Acc, Option<u64>)>, Fallback> {
+            let from = self.first + k * self.piece;
+            let to = (from + self.piece).min(self.size);
+            let mut got = self.fill(buf, from, 0, (to - from) as usize + OVERHANG)?;
+            // The needle's `{` is where a record starts.
+            let brace = self.finder.needle().len() - 1;
+            let start = if k == 0 {
+                0
+            } else {
+                match self.finder.find(&buf[..got]) {
+                    Some(s) if from + (s as u64) < to => s + brace,
+                    _ => return Ok(None),
+                }
+            };
+            // The next piece starts at the first boundary at or after `to`.
+            let nominal = (to - from) as usize;
+            let end = loop {
+                if let Some(s) = buf.get(nominal..got).and_then(|b| self.finder.find(b)) {
+                    break Some(nominal + s + brace);
+                }
+                let more = (got - start).max(OVERHANG);
+                let now = self.fill(buf, from, got, more)?;
+                if now == got {
+                    break None;
+                }
+                got = now;
+            };
+            let bytes = &buf[start..end.unwrap_or(got)];
+            let (acc, closed) = parse_piece(bytes)?;
+            match (closed, end) {
+                (None, Some(_)) => Ok(Some((acc, None))),
+                (Some(past), None) => Ok(Some((acc, Some(from + (start + past) as u64)))),
+                _ => Err(Fallback),
+            }
+        }
+
+        /// Read up to `more` bytes of the source at `from + have` into `buf[have..]`; the bytes
+        /// of `buf` now held (short at the end of the source).
+        fn fill(
+            &self,
+            buf: &mut Vec<u8>,
+            from: u64,
+            have: usize,
+            more: usize,
+        ) -> Result<usize, Fallback> {
+            let want = have + more;
+            if buf.len() < want {
+                buf.resize(want, 0);
+            }
+            let n = self
+                .src
+                .read_at(&mut buf[have..want], from + have as u64)
+                .map_err(|_| Fallback)?;
+            Ok(have + n)
+        }
+    }
+
+    /// The requests of a piece of the list (from a record to the next piece's start, or to the
+    /// end of the source): their accumulator and, when the list closed in it, the offset just past
+    /// its `]`. The piece must end right after a `,` and its whitespace, or at the `]`.
+    fn parse_piece(bytes: &[u8]) -> Result<(Acc, Option<usize>), Fallback> {
+        let mut acc = Acc::default();
+        let mut i = 0;
+        loop {
+            let rest = &bytes[i..];
+            i += match usual::request_prefix(rest, &mut acc.scratch) {
+                Some((f, n)) => {
+                    fold(&mut acc, f.success, true, Ok(f.output_len));
+                    n
+                }
+                None => {
+                    let n = usual::value_len(rest).ok_or(Fallback)?;
+                    let mut de = serde_json::Deserializer::from_slice(&rest[..n]);
+                    RequestSeed(&mut acc)
+                        .deserialize(&mut de)
+                        .map_err(|_| Fallback)?;
+                    n
+                }
+            };
+            let (sep, n) = usual::after_item(&bytes[i..]).ok_or(Fallback)?;
+            i += n;
+            if sep == b']' {
+                acc.scratch = Vec::new();
+                return Ok((acc, Some(i)));
+            }
+            if i == bytes.len() {
+                acc.scratch = Vec::new();
+                return Ok((acc, None));
+            }
+        }
+    }
+
+    /// `read_fast` over `src` read at offsets, its request list in pieces of about `piece` bytes.
+    pub(super) fn read_at(src: &dyn ReadAt, llm: bool, piece: u64) -> Result<RunDerived, Fallback> {
+        read_fast(AtReader { src, pos: 0 }, Some((src, piece)), llm)
+    }
+
     /// The same reading through `scan::Window` (slices instead of a reader). The `timeline` value
-    /// (which comes before the long request list) is parsed on a second thread meanwhile.
-    pub(super) fn read_fast(reader: impl std::io::Read, llm: bool) -> Result<RunDerived, Fallback> {
+    /// (which comes before the long request list) is parsed on a second thread meanwhile. With
+    /// `pieces` (the reader's own source, read at offsets), an indented request list is read in
+    /// pieces (`requests_in_pieces`) and the window moves on past it.
+    pub(super) fn read_fast(
+        reader: impl Forward,
+        pieces: Option<(&dyn ReadAt, u64)>,
+        llm: bool,
+    ) -> Result<RunDerived, Fallback> {
         let mut w = Window::new(reader);
         let mut acc = Acc::default();
         let mut results = ResultsList::Missing;
@@ -335,7 +546,20 @@ mod runfile {
                             scratch: std::mem::take(&mut acc.scratch),
                             ..Acc::default()
                         };
-                        results = match requests_parallel(w)? {
+                        let split = match pieces {
+                            Some((src, piece)) if w.peek()? == Some(b'[') => {
+                                requests_in_pieces(src, w.position(), piece)?
+                            }
+                            _ => None,
+                        };
+                        let parsed = match split {
+                            Some((parsed, end)) => {
+                                w.forward_to(end)?;
+                                Some(parsed)
+                            }
+                            None => requests_parallel(w)?,
+                        };
+                        results = match parsed {
                             Some(parsed) => {
                                 acc = parsed;
                                 ResultsList::List
@@ -554,6 +778,9 @@ pub fn itl_samples(raw: &RunDerived) -> Result<&[f64], RawError> {
 mod tests {
     use super::*;
 
+    const PIECE_TEST: u64 = runfile::PIECE;
+    use crate::raw::scan::Fallback;
+
     fn raw(json: &str) -> RunDerived {
         read_run(json.as_bytes(), "test", true).unwrap()
     }
@@ -627,6 +854,82 @@ mod tests {
         assert_eq!(fast.bad_output_len, vec![(35_000, "\"x\"".to_string())]);
         assert!(fast.non_object);
         assert_eq!(fast.itl, Err("a request record is not an object".into()));
+    }
+
+    /// An indented request list read in pieces, at many piece sizes, reads what the reader path
+    /// reads; a truncated file is refused; a list whose boundaries lie gives up.
+    #[test]
+    fn pieces_agree_with_the_reader_path() {
+        let records: Vec<serde_json::Value> = (0..300)
+            .map(|i| match i % 50 {
+                7 => serde_json::json!(7),
+                13 => serde_json::json!({"success": true, "itl": [0.25], "output_len": "x"}),
+                21 => serde_json::json!({"success": true, "itl": [0.5, null], "output_len": 2}),
+                33 => serde_json::json!({"prompt": "},\n  {\"success\": true}", "success": 1,
+                                         "nested": [{"a": [1, {"b": "]"}]}, {}], "output_len": 3.0}),
+                _ => serde_json::json!({
+                    "success": i % 9 != 0,
+                    "itl": (0..i % 11).map(|j| 0.001 * f64::from(j + i)).collect::<Vec<_>>(),
+                    "output_len": if i % 17 == 0 { serde_json::Value::Null } else { i.into() },
+                    "prompt_len": 40,
+                }),
+            })
+            .collect();
+        let clean: Vec<serde_json::Value> = records
+            .iter()
+            .filter(|r| r.is_object() && r.get("output_len") != Some(&"x".into()))
+            .filter(|r| {
+                !r["itl"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|v| v.is_null()))
+            })
+            .cloned()
+            .collect();
+        let doc = |list: &[serde_json::Value]| {
+            serde_json::to_string_pretty(&serde_json::json!({
+                "model_id": "org/m",
+                "timeline": {"power": {"device_instant": {"0": [[1.0, 2.0], [2.0, 3.5]]}}},
+                "results": list,
+                "after": {"x": [1, 2]},
+            }))
+            .unwrap()
+        };
+        for list in [&records[..], &clean[..], &records[..1], &[]] {
+            let text = doc(list);
+            let slow = read_run(text.as_bytes(), "t", true).unwrap();
+            for piece in [40, 333, 4096, PIECE_TEST] {
+                let fast = runfile::read_at(&text.as_bytes(), true, piece).unwrap();
+                assert_eq!(fast, slow, "piece {piece}");
+            }
+            for cut in [text.len() / 3, text.len() / 2, text.len() - 3] {
+                let part = &text.as_bytes()[..cut];
+                assert!(read_run(part, "t", true).is_err());
+                assert!(runfile::read_at(&part, true, 64).is_err(), "cut at {cut}");
+            }
+        }
+        assert_eq!(
+            runfile::read_at(&doc(&clean).as_bytes(), true, 50)
+                .unwrap()
+                .success
+                .len(),
+            clean.len()
+        );
+        // An inner list written at the records' indentation: a boundary inside a record.
+        let liar = "{\"results\": [\n  {\"a\": [\n  {\"x\": 1},\n  {\"y\": 2}],\n \"success\": true, \
+                    \"itl\": [0.1]},\n  {\"success\": false}\n]}";
+        assert_eq!(
+            read_run(liar.as_bytes(), "t", true).unwrap().success,
+            vec![true, false]
+        );
+        let mut refused = 0;
+        for piece in 1..=60 {
+            match runfile::read_at(&liar.as_bytes(), true, piece) {
+                Ok(d) => assert_eq!(d.success, vec![true, false], "piece {piece}"),
+                Err(Fallback) => refused += 1,
+            }
+        }
+        // Piece sizes whose boundary falls on the inner list give up; the others read it.
+        assert!(refused > 0 && refused < 60, "{refused}");
     }
 
     #[test]

@@ -49,12 +49,101 @@ fn structure_pos(s: &[u8], table: &[bool; 256]) -> Option<usize> {
     }
 }
 
+/// Reads at an offset: a file, or bytes in memory. A long request list is then read in pieces
+/// by two threads at once, each piece straight from the source (see `bulk`).
+pub trait ReadAt: Sync {
+    /// Fill `buf` from `offset` as far as the source goes; the count read (short at its end).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize>;
+    /// The size now (the source may still change; a short read is its end).
+    fn size(&self) -> std::io::Result<u64>;
+}
+
+impl ReadAt for std::fs::File {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let mut n = 0;
+        while n < buf.len() {
+            match FileExt::read_at(self, &mut buf[n..], offset + n as u64) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+    fn size(&self) -> std::io::Result<u64> {
+        self.metadata().map(|m| m.len())
+    }
+}
+
+impl ReadAt for &[u8] {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.len());
+        let n = buf.len().min(self.len() - start);
+        buf[..n].copy_from_slice(&self[start..start + n]);
+        Ok(n)
+    }
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(self.len() as u64)
+    }
+}
+
+/// A reader the window can move forward without reading what it passes.
+pub(super) trait Forward: Read {
+    fn forward(&mut self, n: u64) -> std::io::Result<()>;
+}
+
+/// Any reader, moved forward by reading.
+pub(super) struct Plain<R>(pub R);
+
+impl<R: Read> Read for Plain<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl<R: Read> Forward for Plain<R> {
+    fn forward(&mut self, n: u64) -> std::io::Result<()> {
+        let skipped = std::io::copy(&mut (&mut self.0).take(n), &mut std::io::sink())?;
+        if skipped < n {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(())
+    }
+}
+
+/// A `ReadAt` read in order from an offset.
+pub(super) struct AtReader<'a> {
+    pub src: &'a dyn ReadAt,
+    pub pos: u64,
+}
+
+impl Read for AtReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.src.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Forward for AtReader<'_> {
+    fn forward(&mut self, n: u64) -> std::io::Result<()> {
+        self.pos += n;
+        Ok(())
+    }
+}
+
 /// A sliding window over a reader.
 pub(super) struct Window<R> {
     reader: R,
     buf: Vec<u8>,
     /// Start of unconsumed bytes.
     pos: usize,
+    /// Offset in the reader's stream of `buf[0]`.
+    base: u64,
     eof: bool,
 }
 
@@ -64,8 +153,14 @@ impl<R: Read> Window<R> {
             reader,
             buf: Vec::with_capacity(2 * CHUNK),
             pos: 0,
+            base: 0,
             eof: false,
         }
+    }
+
+    /// Offset in the stream of the next unconsumed byte.
+    pub(super) fn position(&self) -> u64 {
+        self.base + self.pos as u64
     }
 
     /// Read more; `false` at the end of the file.
@@ -75,6 +170,7 @@ impl<R: Read> Window<R> {
         }
         if self.pos > 0 && self.pos * 2 >= self.buf.len() {
             self.buf.drain(..self.pos);
+            self.base += self.pos as u64;
             self.pos = 0;
         }
         // Read into spare capacity (no zero-filling first).
@@ -96,7 +192,7 @@ impl<R: Read> Window<R> {
     }
 
     /// The next byte after whitespace (not consumed).
-    fn peek(&mut self) -> Result<Option<u8>, Fallback> {
+    pub(super) fn peek(&mut self) -> Result<Option<u8>, Fallback> {
         loop {
             while self.pos < self.buf.len() {
                 match self.buf[self.pos] {
@@ -314,7 +410,28 @@ impl<R: Read> Window<R> {
         let mut rest = Vec::with_capacity(2 * CHUNK);
         rest.extend_from_slice(&self.buf[range.end..]);
         let taken = std::mem::replace(&mut self.buf, rest);
+        self.base += range.end as u64;
         self.pos = 0;
         Ok((taken, range))
+    }
+}
+
+impl<R: Forward> Window<R> {
+    /// Move on to stream offset `to` (not before the next unconsumed byte), without reading what
+    /// lies between.
+    pub(super) fn forward_to(&mut self, to: u64) -> Result<(), Fallback> {
+        let end = self.base + self.buf.len() as u64;
+        if to < self.position() {
+            return Err(Fallback);
+        }
+        if to <= end {
+            self.pos = (to - self.base) as usize;
+            return Ok(());
+        }
+        self.reader.forward(to - end).map_err(|_| Fallback)?;
+        self.buf.clear();
+        self.pos = 0;
+        self.base = to;
+        Ok(())
     }
 }

@@ -29,33 +29,41 @@ pub(super) struct Fields {
 /// putting its `itl` numbers into `itl` (cleared first; left empty when the key is missing).
 /// `None`: not the usual shape, or not valid JSON; read it with serde instead.
 pub(super) fn request(rec: &[u8], itl: &mut Vec<f64>) -> Option<Fields> {
-    itl.clear();
-    let mut fields = Fields {
-        success: false,
-        output_len: None,
-    };
-    let mut seen = Seen::default();
+    let mut fields = None;
     whole(rec, |c| {
-        c.object(|key, c| {
-            match key {
-                b"success" => {
-                    seen.first(0)?;
-                    fields.success = c.boolean()?;
-                }
-                b"itl" => {
-                    seen.first(1)?;
-                    c.numbers(itl)?;
-                }
-                b"output_len" => {
-                    seen.first(2)?;
-                    fields.output_len = c.int_or_null()?;
-                }
-                _ => c.skip_value()?,
-            }
-            Some(())
-        })
+        fields = Some(c.request(itl)?);
+        Some(())
     })?;
-    Some(fields)
+    fields
+}
+
+/// `request` of the record at the start of `bytes` (more may follow it): its fields and length.
+pub(super) fn request_prefix(bytes: &[u8], itl: &mut Vec<f64>) -> Option<(Fields, usize)> {
+    let mut c = Cursor { b: bytes, i: 0 };
+    let fields = c.request(itl)?;
+    Some((fields, c.i))
+}
+
+/// The length of the JSON value at the start of `bytes` (validated by serde_json).
+pub(super) fn value_len(bytes: &[u8]) -> Option<usize> {
+    let mut c = Cursor { b: bytes, i: 0 };
+    c.skip_value()?;
+    Some(c.i)
+}
+
+/// What follows an item of a list at the start of `bytes`: whitespace, then `,` and whitespace
+/// (more items follow) or `]` (the list ends); the byte and how far `bytes` was read.
+pub(super) fn after_item(bytes: &[u8]) -> Option<(u8, usize)> {
+    let mut c = Cursor { b: bytes, i: 0 };
+    c.ws();
+    match c.next()? {
+        b',' => {
+            c.ws();
+            Some((b',', c.i))
+        }
+        b']' => Some((b']', c.i)),
+        _ => None,
+    }
 }
 
 /// Read a `timeline` value in the usual shape: an object whose `power` object holds
@@ -137,6 +145,35 @@ impl<'a> Cursor<'a> {
 
     fn eat(&mut self, want: u8) -> Option<()> {
         (self.next()? == want).then_some(())
+    }
+
+    /// A request record in the usual shape (see `request`).
+    fn request(&mut self, itl: &mut Vec<f64>) -> Option<Fields> {
+        itl.clear();
+        let mut fields = Fields {
+            success: false,
+            output_len: None,
+        };
+        let mut seen = Seen::default();
+        self.object(|key, c| {
+            match key {
+                b"success" => {
+                    seen.first(0)?;
+                    fields.success = c.boolean()?;
+                }
+                b"itl" => {
+                    seen.first(1)?;
+                    c.numbers(itl)?;
+                }
+                b"output_len" => {
+                    seen.first(2)?;
+                    fields.output_len = c.int_or_null()?;
+                }
+                _ => c.skip_value()?,
+            }
+            Some(())
+        })?;
+        Some(fields)
     }
 
     /// `open` item (`,` item)* `close`, or `open` `close`, with whitespace around the items; each
