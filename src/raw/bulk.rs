@@ -520,6 +520,52 @@ mod runfile {
         }
     }
 
+    /// Where the `timeline` value's text is: held (a buffer and its range in it), or in the
+    /// source at an offset, of a length (read by the thread that parses it).
+    enum TimelineText<'a> {
+        Held(Vec<u8>, std::ops::Range<usize>),
+        At(&'a dyn ReadAt, u64, u64),
+    }
+
+    impl<'a> TimelineText<'a> {
+        /// Consume the value at the window: found in the source by its closing line when the
+        /// window reads `src` and the file is indented, else taken from the window.
+        fn take(
+            w: &mut Window<impl Forward>,
+            pieces: Option<(&'a dyn ReadAt, u64)>,
+        ) -> Result<Self, Fallback> {
+            if let Some((src, _)) = pieces
+                && let Some(len) = w.indented_object_len(src)?
+            {
+                let start = w.position();
+                w.forward_to(start + len)?;
+                return Ok(TimelineText::At(src, start, len));
+            }
+            Ok(match w.take_indented_object()? {
+                Some((buf, range)) => TimelineText::Held(buf, range),
+                None => {
+                    let (buf, range) = w.take_value()?;
+                    TimelineText::Held(buf, range)
+                }
+            })
+        }
+
+        /// The text (read from the source if need be).
+        fn bytes(self) -> Result<(Vec<u8>, std::ops::Range<usize>), Fallback> {
+            match self {
+                TimelineText::Held(buf, range) => Ok((buf, range)),
+                TimelineText::At(src, start, len) => {
+                    let len = usize::try_from(len).map_err(|_| Fallback)?;
+                    let mut buf = vec![0u8; len];
+                    if src.read_at(&mut buf, start).map_err(|_| Fallback)? < len {
+                        return Err(Fallback);
+                    }
+                    Ok((buf, 0..len))
+                }
+            }
+        }
+    }
+
     /// `read_fast` over `src` read at offsets, its request list in pieces of about `piece` bytes.
     pub(super) fn read_at(src: &dyn ReadAt, llm: bool, piece: u64) -> Result<RunDerived, Fallback> {
         read_fast(AtReader { src, pos: 0 }, Some((src, piece)), llm)
@@ -569,8 +615,9 @@ mod runfile {
                     }
                     "timeline" => {
                         // A repeated key: the last one counts.
-                        let (buf, range) = w.take_value()?;
+                        let text = TimelineText::take(w, pieces)?;
                         timeline = Some(scope.spawn(move || {
+                            let (buf, range) = text.bytes()?;
                             let bytes = &buf[range];
                             match usual::timeline(bytes) {
                                 Some(t) => Ok(t),
@@ -930,6 +977,23 @@ mod tests {
         }
         // Piece sizes whose boundary falls on the inner list give up; the others read it.
         assert!(refused > 0 && refused < 60, "{refused}");
+    }
+
+    /// A timeline object found by its closing line; one whose inner lines are not indented
+    /// deeper gives up (and the reader path reads it).
+    #[test]
+    fn indented_timeline() {
+        let good = "{\n  \"timeline\": {\n    \"power\": {\"device_instant\": {\"0\": [[1, 2]]}},\n    \
+                    \"x\": {\n      \"a\": \"\\n  }\"\n    }\n  },\n  \"results\": [\n    {\"success\": true, \
+                    \"itl\": [0.5]}\n  ]\n}\n";
+        let slow = read_run(good.as_bytes(), "t", true).unwrap();
+        assert!(matches!(slow.timeline, Timeline::Object { .. }));
+        assert_eq!(runfile::read_at(&good.as_bytes(), true, 8).unwrap(), slow);
+        assert_eq!(read_run_fast(good.as_bytes(), true).unwrap(), slow);
+        let liar = "{\n  \"timeline\": {\n \"x\": {\n  },\n \"power\": {}},\n  \"results\": []\n}";
+        assert!(read_run(liar.as_bytes(), "t", true).is_ok());
+        assert!(read_run_fast(liar.as_bytes(), true).is_err());
+        assert!(runfile::read_at(&liar.as_bytes(), true, 8).is_err());
     }
 
     #[test]

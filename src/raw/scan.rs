@@ -136,6 +136,9 @@ impl Forward for AtReader<'_> {
     }
 }
 
+/// A buffer handed over with a value's range in it.
+pub(super) type Taken = (Vec<u8>, std::ops::Range<usize>);
+
 /// A sliding window over a reader.
 pub(super) struct Window<R> {
     reader: R,
@@ -145,6 +148,8 @@ pub(super) struct Window<R> {
     /// Offset in the reader's stream of `buf[0]`.
     base: u64,
     eof: bool,
+    /// The indentation of the top-level keys, when `object` found them one per line.
+    indent: Option<usize>,
 }
 
 impl<R: Read> Window<R> {
@@ -155,6 +160,7 @@ impl<R: Read> Window<R> {
             pos: 0,
             base: 0,
             eof: false,
+            indent: None,
         }
     }
 
@@ -338,6 +344,14 @@ impl<R: Read> Window<R> {
         mut on_key: impl FnMut(&str, &mut Self) -> Result<(), Fallback>,
     ) -> Result<(), Fallback> {
         self.expect(b'{')?;
+        // `{`, a newline, spaces, the first key: written by `json.dump(..., indent=...)`.
+        if let Some(rest) = self.buf.get(self.pos..)
+            && rest.first() == Some(&b'\n')
+            && let Some(k) = rest[1..].iter().position(|&b| b != b' ')
+            && rest[1 + k] == b'"'
+        {
+            self.indent = Some(k);
+        }
         if self.peek()? == Some(b'}') {
             self.pos += 1;
         } else {
@@ -401,18 +415,102 @@ impl<R: Read> Window<R> {
 
     /// The next value's bytes, consumed: the window's own buffer is handed over with the value's
     /// range in it (a large value is not copied again), and the window goes on in a new buffer.
-    pub(super) fn take_value(&mut self) -> Result<(Vec<u8>, std::ops::Range<usize>), Fallback> {
+    pub(super) fn take_value(&mut self) -> Result<Taken, Fallback> {
         if self.peek()?.is_none() {
             return Err(Fallback);
         }
         let n = self.value_end()?;
+        Ok(self.hand_over(n))
+    }
+
+    /// The buffer, handed over with the next `n` bytes' range in it (consumed); the window goes
+    /// on in a new buffer.
+    fn hand_over(&mut self, n: usize) -> Taken {
         let range = self.pos..self.pos + n;
         let mut rest = Vec::with_capacity(2 * CHUNK);
         rest.extend_from_slice(&self.buf[range.end..]);
         let taken = std::mem::replace(&mut self.buf, rest);
         self.base += range.end as u64;
         self.pos = 0;
-        Ok((taken, range))
+        (taken, range)
+    }
+}
+
+impl<R: Read> Window<R> {
+    /// When the next value is a top-level object in a file written with indentation: the line
+    /// that closes it (a newline, the top-level keys' indentation, `}`). Every line inside it is
+    /// indented deeper, so its first occurrence ends the value; the caller parses the bytes as
+    /// exactly one value, which proves the end (a prefix of an object that is a whole value ends
+    /// at the object's own brace).
+    fn indented_object(&mut self) -> Result<Option<Vec<u8>>, Fallback> {
+        let Some(indent) = self.indent else {
+            return Ok(None);
+        };
+        if self.peek()? != Some(b'{') {
+            return Ok(None);
+        }
+        if self.buf.len() < self.pos + 2 {
+            self.fill()?;
+        }
+        if self.buf.get(self.pos + 1) != Some(&b'\n') {
+            return Ok(None);
+        }
+        let mut closing = vec![b'\n'];
+        closing.extend(std::iter::repeat_n(b' ', indent));
+        closing.push(b'}');
+        Ok(Some(closing))
+    }
+
+    /// `take_value` of an `indented_object`, found without scanning its structure; `None`
+    /// (nothing consumed) for any other layout.
+    pub(super) fn take_indented_object(
+        &mut self,
+    ) -> Result<Option<Taken>, Fallback> {
+        let Some(closing) = self.indented_object()? else {
+            return Ok(None);
+        };
+        let finder = memchr::memmem::Finder::new(&closing);
+        // Where to search from, relative to the value's start (a fill may move the buffer).
+        let mut from = 1;
+        let end = loop {
+            let start = self.pos;
+            if let Some(i) = finder.find(&self.buf[start + from..]) {
+                break from + i + closing.len();
+            }
+            from = (self.buf.len() - start + 1)
+                .saturating_sub(closing.len())
+                .max(1);
+            if !self.fill()? {
+                return Ok(None);
+            }
+        };
+        Ok(Some(self.hand_over(end)))
+    }
+
+    /// The length of an `indented_object` at the window's position in `src` (the window's own
+    /// source, read at offsets), found by reading ahead through a small buffer; nothing consumed.
+    pub(super) fn indented_object_len(
+        &mut self,
+        src: &dyn ReadAt,
+    ) -> Result<Option<u64>, Fallback> {
+        let Some(closing) = self.indented_object()? else {
+            return Ok(None);
+        };
+        let finder = memchr::memmem::Finder::new(&closing);
+        let start = self.position();
+        let mut buf = vec![0u8; CHUNK];
+        // Each read starts where the last one ended less what could begin a match.
+        let mut at = start + 1;
+        loop {
+            let n = src.read_at(&mut buf, at).map_err(|_| Fallback)?;
+            if let Some(i) = finder.find(&buf[..n]) {
+                return Ok(Some(at + (i + closing.len()) as u64 - start));
+            }
+            if n < buf.len() {
+                return Ok(None);
+            }
+            at += (n + 1 - closing.len()) as u64;
+        }
     }
 }
 
