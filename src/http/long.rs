@@ -23,7 +23,8 @@ use crate::engine::EngineError;
 use crate::engine::RunTable;
 use crate::engine::frame::Value;
 
-/// The values of one run (Arrow buffers: batches slice them without copying).
+/// The values of one run, or of one chunk of them (Arrow buffers: batches slice them without
+/// copying).
 #[derive(Clone)]
 pub(super) enum Values {
     Float(ScalarBuffer<f64>),
@@ -37,9 +38,18 @@ impl Values {
             Values::Int(v) => v.len(),
         }
     }
+
+    /// `len` values from `offset`, as an array sharing the buffer.
+    fn array(&self, offset: usize, len: usize) -> ArrayRef {
+        match self {
+            Values::Float(v) => Arc::new(Float64Array::new(v.slice(offset, len), None)),
+            Values::Int(v) => Arc::new(Int64Array::new(v.slice(offset, len), None)),
+        }
+    }
 }
 
-/// One run's rows: its table row and its values.
+/// One run's rows, or a chunk of them (a run's chunks are consecutive segments): its table row
+/// and its values.
 pub(super) struct Segment {
     pub row: usize,
     pub values: Values,
@@ -294,9 +304,17 @@ fn for_each_batch(
     segs: &[Segment],
     mut sink: impl FnMut(&RecordBatch) -> Result<(), EngineError>,
 ) -> Result<(), EngineError> {
-    for (s, seg) in segs.iter().enumerate() {
-        let n = seg.values.len();
-        // The segment's constant key columns, built once and sliced per batch.
+    // A run's consecutive segments (the chunks of its values) make one sequence of rows, cut
+    // into batches the same way however the values are chunked.
+    let mut s = 0;
+    while s < segs.len() {
+        let run = segs[s..]
+            .iter()
+            .take_while(|g| g.row == segs[s].row)
+            .count();
+        let group = &segs[s..s + run];
+        let n: usize = group.iter().map(|g| g.values.len()).sum();
+        // The run's constant key columns, built once and sliced per batch.
         let keys = cols
             .iter()
             .map(|c| c.repeat(s, n.min(BATCH_ROWS)))
@@ -305,15 +323,37 @@ fn for_each_batch(
         while start < n {
             let len = (n - start).min(BATCH_ROWS);
             let mut arrays: Vec<ArrayRef> = keys.iter().map(|k| k.slice(0, len)).collect();
-            arrays.push(match &seg.values {
-                Values::Float(v) => Arc::new(Float64Array::new(v.slice(start, len), None)),
-                Values::Int(v) => Arc::new(Int64Array::new(v.slice(start, len), None)),
-            });
+            arrays.push(rows_of(group, start, len)?);
             sink(&RecordBatch::try_new(schema.clone(), arrays)?)?;
             start += len;
         }
+        s += run;
     }
     Ok(())
+}
+
+/// Rows `start..start + len` of the values of `group` taken as one sequence: a slice of one
+/// segment's buffer when they lie in it, else the slices joined.
+fn rows_of(group: &[Segment], start: usize, len: usize) -> Result<ArrayRef, EngineError> {
+    let end = start + len;
+    let mut at = 0;
+    let mut slices: Vec<ArrayRef> = Vec::new();
+    for g in group {
+        let n = g.values.len();
+        let (lo, hi) = (start.max(at), end.min(at + n));
+        if lo < hi {
+            slices.push(g.values.array(lo - at, hi - lo));
+        }
+        at += n;
+    }
+    Ok(match &slices[..] {
+        [one] => one.clone(),
+        _ => {
+            let refs: Vec<&dyn datafusion::arrow::array::Array> =
+                slices.iter().map(|a| a.as_ref()).collect();
+            datafusion::arrow::compute::concat(&refs)?
+        }
+    })
 }
 
 /// Encode the long answer: key columns `keys` (table field indexes), then the value column.
@@ -350,5 +390,46 @@ pub(super) fn encode_long(
             w.close()?;
             Ok(out)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::Array;
+
+    use super::*;
+
+    /// Rows read across a run's chunks are the rows of the joined values.
+    #[test]
+    fn rows_across_chunks() {
+        let all: Vec<f64> = (0..100).map(|i| f64::from(i) * 0.5).collect();
+        let group: Vec<Segment> = [0..30, 30..31, 31..70, 70..100]
+            .into_iter()
+            .map(|r| Segment {
+                row: 3,
+                values: Values::Float(all[r].to_vec().into()),
+            })
+            .collect();
+        for (start, len) in [
+            (0, 100),
+            (0, 30),
+            (29, 2),
+            (30, 1),
+            (10, 80),
+            (70, 30),
+            (99, 1),
+        ] {
+            let got = rows_of(&group, start, len).unwrap();
+            let got = got.as_any().downcast_ref::<Float64Array>().unwrap();
+            assert_eq!(got.values(), &all[start..start + len], "{start}+{len}");
+            assert_eq!(got.null_count(), 0);
+        }
+        let ints = [Segment {
+            row: 0,
+            values: Values::Int(vec![4i64, 5, 6].into()),
+        }];
+        let got = rows_of(&ints, 1, 2).unwrap();
+        let got = got.as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(got.values(), &[5, 6]);
     }
 }

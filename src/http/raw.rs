@@ -274,7 +274,10 @@ async fn itl_summary(
     let mut hists = Vec::new();
     for &row in &rows {
         let raw = run_derived(&state, &snapshot, Domain::Llm, row).await?;
-        let v = bulk::itl_samples(&raw).map_err(|e| raw_error(t.run_id(row), &e))?;
+        let joined = bulk::itl_samples(&raw)
+            .map_err(|e| raw_error(t.run_id(row), &e))?
+            .joined();
+        let v: &[f64] = &joined;
         let pct = np_percentiles(v, &[50.0, 90.0, 95.0, 99.0]).unwrap_or_default();
         stats.push([
             np_mean(v),
@@ -363,15 +366,21 @@ async fn answer(
     }
     let format = p.format;
     let encoded = cached(&state, &snapshot, &uri, format, || {
+        // One segment per run, or per chunk of a run's ITL samples.
         let segments: Vec<Segment> = rows
             .iter()
             .enumerate()
-            .map(|(i, &row)| Segment {
-                row,
-                values: match kind {
-                    Kind::OutputLengths => Values::Int(lengths[i].clone()),
-                    Kind::Itl => Values::Float(derived[i].itl.clone().unwrap_or_default()),
-                },
+            .flat_map(|(i, &row)| {
+                let values: Vec<Values> = match kind {
+                    Kind::OutputLengths => vec![Values::Int(lengths[i].clone())],
+                    Kind::Itl => derived[i].itl.as_ref().map_or_else(
+                        |_| Vec::new(),
+                        |s| s.chunks().iter().cloned().map(Values::Float).collect(),
+                    ),
+                };
+                values
+                    .into_iter()
+                    .map(move |values| Segment { row, values })
             })
             .collect();
         let keys: Vec<usize> = KEY_COLUMNS

@@ -49,8 +49,7 @@ pub struct RunDerived {
     /// Requests whose `output_len` is not an integer: (index, its JSON text), ascending.
     pub bad_output_len: Vec<(usize, String)>,
     /// `inter_token_latencies()`: positive finite smoothed samples, or why the toolkit raises.
-    /// (An Arrow buffer, so persisting and loading it copies nothing.)
-    pub itl: Result<arrow::buffer::ScalarBuffer<f64>, String>,
+    pub itl: Result<ItlSamples, String>,
     pub timeline: Timeline,
 }
 
@@ -58,7 +57,10 @@ impl RunDerived {
     /// Approximate memory, for cache weighing.
     pub fn weight(&self) -> usize {
         self.success.len() * 17
-            + self.itl.as_ref().map_or(0, |p| p.len() * 8)
+            + self
+                .itl
+                .as_ref()
+                .map_or(0, |p| p.len() * 8 + p.chunks().len() * 64)
             + self
                 .bad_output_len
                 .iter()
@@ -66,6 +68,65 @@ impl RunDerived {
                 .sum::<usize>()
             + self.timeline.weight()
             + 128
+    }
+}
+
+/// ITL samples in file order, in one or more Arrow buffers (as the pieces of a file were read:
+/// joining them would copy every sample once more; persisting and loading copies nothing).
+/// Equal when the samples are, however they are split.
+#[derive(Debug, Clone, Default)]
+pub struct ItlSamples {
+    chunks: Vec<arrow::buffer::ScalarBuffer<f64>>,
+    len: usize,
+}
+
+impl ItlSamples {
+    /// The samples of `chunks`, in order (empty ones dropped).
+    pub fn from_chunks(chunks: impl IntoIterator<Item = arrow::buffer::ScalarBuffer<f64>>) -> Self {
+        let chunks: Vec<_> = chunks.into_iter().filter(|c| !c.is_empty()).collect();
+        let len = chunks.iter().map(|c| c.len()).sum();
+        ItlSamples { chunks, len }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The buffers, in order, none empty.
+    pub fn chunks(&self) -> &[arrow::buffer::ScalarBuffer<f64>] {
+        &self.chunks
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = f64> + '_ {
+        self.chunks.iter().flat_map(|c| c.iter().copied())
+    }
+
+    /// All the samples in one buffer (shared, not copied, when there is one chunk).
+    pub fn joined(&self) -> arrow::buffer::ScalarBuffer<f64> {
+        match &self.chunks[..] {
+            [one] => one.clone(),
+            _ => self.iter().collect::<Vec<f64>>().into(),
+        }
+    }
+}
+
+impl From<Vec<f64>> for ItlSamples {
+    fn from(v: Vec<f64>) -> Self {
+        ItlSamples::from_chunks([v.into()])
+    }
+}
+
+impl PartialEq for ItlSamples {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len
+            && self
+                .iter()
+                .map(f64::to_bits)
+                .eq(other.iter().map(f64::to_bits))
     }
 }
 
@@ -117,7 +178,7 @@ mod runfile {
     };
     use serde_json::Value;
 
-    use super::{ResultsList, RunDerived};
+    use super::{ItlSamples, ResultsList, RunDerived};
     use crate::raw::itl::smooth_into;
     use crate::raw::pyjson::{ItlSeed, py_int, scalars_answer, truthy};
     use crate::raw::scan::{AtReader, Fallback, Forward, ReadAt, Window};
@@ -131,6 +192,8 @@ mod runfile {
         output_len: Vec<Option<i64>>,
         bad_output_len: Vec<(usize, String)>,
         pool: Vec<f64>,
+        /// Pools of earlier parts, in order, before `pool` (see `merge`).
+        done: Vec<Vec<f64>>,
         itl_error: Option<String>,
         scratch: Vec<f64>,
     }
@@ -180,13 +243,17 @@ mod runfile {
             (ResultsList::NotAList, _) => Err("'results' is not a list".to_string()),
             (_, Some(e)) => Err(e),
             _ => {
-                let mut pool = acc.pool;
-                pool.retain(|x| *x > 0.0 && x.is_finite());
-                if pool.is_empty() {
+                let samples = ItlSamples::from_chunks(acc.done.into_iter().chain([acc.pool]).map(
+                    |mut pool| {
+                        pool.retain(|x| *x > 0.0 && x.is_finite());
+                        pool.shrink_to_fit();
+                        pool.into()
+                    },
+                ));
+                if samples.is_empty() {
                     Err("No valid ITL samples in run".to_string())
                 } else {
-                    pool.shrink_to_fit();
-                    Ok(pool.into())
+                    Ok(samples)
                 }
             }
         };
@@ -231,13 +298,14 @@ mod runfile {
         Ok(acc)
     }
 
-    /// The parts' requests, in order, in one accumulator (each vector allocated once, at its size).
+    /// The parts' requests, in order, in one accumulator (each request vector allocated once, at
+    /// its size; the ITL pools kept as they are, as chunks).
     fn merge(parts: Vec<Acc>) -> Acc {
         let total = |f: fn(&Acc) -> usize| parts.iter().map(f).sum::<usize>();
         let mut acc = Acc {
             success: Vec::with_capacity(total(|a| a.success.len())),
             output_len: Vec::with_capacity(total(|a| a.output_len.len())),
-            pool: Vec::with_capacity(total(|a| a.pool.len())),
+            done: Vec::with_capacity(parts.len()),
             ..Acc::default()
         };
         for b in parts {
@@ -250,7 +318,8 @@ mod runfile {
             if acc.itl_error.is_none() {
                 acc.itl_error = b.itl_error;
             }
-            acc.pool.extend(b.pool);
+            acc.done.extend(b.done);
+            acc.done.push(b.pool);
         }
         acc
     }
@@ -814,11 +883,8 @@ pub fn output_lengths(raw: &RunDerived, include_unsuccessful: bool) -> Result<Ve
 }
 
 /// `LLMRun.inter_token_latencies()` (§11.2): the smoothed pool, positive and finite values only.
-pub fn itl_samples(raw: &RunDerived) -> Result<&[f64], RawError> {
-    raw.itl
-        .as_ref()
-        .map(|b| &b[..])
-        .map_err(|e| RawError::Content(e.clone()))
+pub fn itl_samples(raw: &RunDerived) -> Result<&ItlSamples, RawError> {
+    raw.itl.as_ref().map_err(|e| RawError::Content(e.clone()))
 }
 
 #[cfg(test)]
@@ -1023,7 +1089,9 @@ mod tests {
         let third = 0.01 / 3.0;
         assert_eq!(
             itl_samples(&r),
-            Ok(&[third, third, third, 0.02, 0.01, 0.01][..])
+            Ok(&ItlSamples::from(vec![
+                third, third, third, 0.02, 0.01, 0.01
+            ]))
         );
         let none = raw(r#"{"results": [{"success": false, "itl": [0.1]}]}"#);
         assert_eq!(

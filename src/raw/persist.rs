@@ -19,7 +19,7 @@ use arrow::ipc::reader::StreamReader;
 use arrow::ipc::writer::StreamWriter;
 use serde::{Deserialize, Serialize};
 
-use super::bulk::{ResultsList, RunDerived};
+use super::bulk::{ItlSamples, ResultsList, RunDerived};
 use super::timeline::{Points, Power, Series, Timeline};
 
 /// Bumped whenever the layout or the derivation changes; older files are then ignored.
@@ -144,7 +144,7 @@ pub fn to_ipc(d: &RunDerived) -> Result<Vec<u8>, String> {
         steady_state_start_bits: start,
         steady_state_end_bits: end,
     };
-    let itl = d.itl.clone().unwrap_or_default();
+    let itl = d.itl.as_ref().map(|s| s.joined()).unwrap_or_default();
     let n_points = t.len();
     let columns: Vec<(&str, ArrayRef, usize)> = vec![
         (
@@ -314,7 +314,7 @@ pub fn from_ipc(bytes: &[u8]) -> Result<RunDerived, String> {
         bad_output_len: meta.bad_output_len,
         itl: match meta.itl_error {
             Some(e) => Err(e),
-            None => Ok(itl_s.values().clone()),
+            None => Ok(ItlSamples::from_chunks([itl_s.values().clone()])),
         },
         timeline,
     })

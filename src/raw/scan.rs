@@ -463,9 +463,7 @@ impl<R: Read> Window<R> {
 
     /// `take_value` of an `indented_object`, found without scanning its structure; `None`
     /// (nothing consumed) for any other layout.
-    pub(super) fn take_indented_object(
-        &mut self,
-    ) -> Result<Option<Taken>, Fallback> {
+    pub(super) fn take_indented_object(&mut self) -> Result<Option<Taken>, Fallback> {
         let Some(closing) = self.indented_object()? else {
             return Ok(None);
         };
