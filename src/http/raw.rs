@@ -147,9 +147,7 @@ fn persist_derived(
     let Some(store) = snapshot.source.derived.as_ref() else {
         return;
     };
-    let written = persist::to_ipc(d).and_then(|bytes| {
-        tokio::runtime::Handle::current().block_on(store.put(fingerprint, bytes))
-    });
+    let written = store.put_with(fingerprint, |out| persist::write_ipc(d, out));
     if let Err(e) = written {
         let id = snapshot.table(domain).run_id(row);
         tracing::warn!(run_id = %id, error = %e, "cannot persist derived data");

@@ -1,11 +1,13 @@
 //! `RunDerived` as a compact Arrow IPC stream, persisted next to the raw cache so a restart answers
 //! from it without reading `results.json` again.
 //!
-//! The stream holds one record batch of one row whose columns are lists (each list one contiguous
+//! The stream holds record batches of one row whose columns are lists (each list one contiguous
 //! buffer): `success`, `output_len`, `itl_s`, and the timeline series flattened as
-//! `series_metric`, `series_key`, `series_points`, `t`, `v`. The few states and messages that are
-//! not columns (which keys were missing, the toolkit's error texts) are JSON in the schema
-//! metadata under `mlenergy.derived`, with its format version.
+//! `series_metric`, `series_key`, `series_points`, `t`, `v`. The first batch holds them all (with
+//! the first chunk of the ITL samples); each further batch holds one more chunk of `itl_s` and
+//! empty lists elsewhere, so the samples are written and loaded without being joined. The few
+//! states and messages that are not columns (which keys were missing, the toolkit's error texts)
+//! are JSON in the schema metadata under `mlenergy.derived`, with its format version.
 
 use std::sync::Arc;
 
@@ -23,7 +25,7 @@ use super::bulk::{ItlSamples, ResultsList, RunDerived};
 use super::timeline::{Points, Power, Series, Timeline};
 
 /// Bumped whenever the layout or the derivation changes; older files are then ignored.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const META_KEY: &str = "mlenergy.derived";
 
 /// Whether a key was absent, not an object, or present.
@@ -53,11 +55,11 @@ struct Meta {
     steady_state_end_bits: Option<u64>,
 }
 
-fn list(values: ArrayRef, len: usize) -> ArrayRef {
+fn list(values: ArrayRef) -> ArrayRef {
     let field = Arc::new(Field::new("item", values.data_type().clone(), true));
     Arc::new(ListArray::new(
         field,
-        OffsetBuffer::from_lengths([len]),
+        OffsetBuffer::from_lengths([values.len()]),
         values,
         None,
     ))
@@ -65,6 +67,13 @@ fn list(values: ArrayRef, len: usize) -> ArrayRef {
 
 /// Encode `d` as an Arrow IPC stream.
 pub fn to_ipc(d: &RunDerived) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    write_ipc(d, &mut out)?;
+    Ok(out)
+}
+
+/// Write `d` as an Arrow IPC stream to `out`.
+pub fn write_ipc(d: &RunDerived, out: impl std::io::Write) -> Result<(), String> {
     let mut series_metric = Vec::new();
     let mut series_key = Vec::new();
     let mut series_points = Vec::new();
@@ -144,60 +153,68 @@ pub fn to_ipc(d: &RunDerived) -> Result<Vec<u8>, String> {
         steady_state_start_bits: start,
         steady_state_end_bits: end,
     };
-    let itl = d.itl.as_ref().map(|s| s.joined()).unwrap_or_default();
-    let n_points = t.len();
-    let columns: Vec<(&str, ArrayRef, usize)> = vec![
-        (
-            "success",
-            Arc::new(BooleanArray::from(d.success.clone())),
-            d.success.len(),
-        ),
+    let chunks = d.itl.as_ref().map(|s| s.chunks()).unwrap_or_default();
+    let itl = |i: usize| -> ArrayRef {
+        Arc::new(Float64Array::new(
+            chunks.get(i).cloned().unwrap_or_default(),
+            None,
+        ))
+    };
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("success", Arc::new(BooleanArray::from(d.success.clone()))),
         (
             "output_len",
             Arc::new(Int64Array::from(d.output_len.clone())),
-            d.output_len.len(),
         ),
-        (
-            "itl_s",
-            Arc::new(Float64Array::new(itl.clone(), None)),
-            itl.len(),
-        ),
-        (
-            "series_metric",
-            Arc::new(UInt8Array::from(series_metric.clone())),
-            series_metric.len(),
-        ),
-        (
-            "series_key",
-            Arc::new(StringArray::from(series_key.clone())),
-            series_key.len(),
-        ),
-        (
-            "series_points",
-            Arc::new(UInt64Array::from(series_points.clone())),
-            series_points.len(),
-        ),
-        ("t", Arc::new(Float64Array::from(t)), n_points),
-        ("v", Arc::new(Float64Array::from(v)), n_points),
+        ("itl_s", itl(0)),
+        ("series_metric", Arc::new(UInt8Array::from(series_metric))),
+        ("series_key", Arc::new(StringArray::from(series_key))),
+        ("series_points", Arc::new(UInt64Array::from(series_points))),
+        ("t", Arc::new(Float64Array::from(t))),
+        ("v", Arc::new(Float64Array::from(v))),
     ];
-    let arrays: Vec<ArrayRef> = columns
-        .iter()
-        .map(|(_, a, n)| list(a.clone(), *n))
-        .collect();
+    let arrays: Vec<ArrayRef> = columns.iter().map(|(_, a)| list(a.clone())).collect();
     let fields: Vec<Field> = columns
         .iter()
         .zip(&arrays)
-        .map(|((name, _, _), a)| Field::new(*name, a.data_type().clone(), false))
+        .map(|((name, _), a)| Field::new(*name, a.data_type().clone(), false))
         .collect();
     let meta = serde_json::to_string(&meta).map_err(|e| e.to_string())?;
     let schema = Arc::new(Schema::new(fields).with_metadata([(META_KEY.to_string(), meta)].into()));
-    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| e.to_string())?;
-    let mut out = Vec::with_capacity(batch.get_array_memory_size() + 64 * 1024);
-    let mut w = StreamWriter::try_new(&mut out, &schema).map_err(|e| e.to_string())?;
-    w.write(&batch).map_err(|e| e.to_string())?;
-    w.finish().map_err(|e| e.to_string())?;
-    drop(w);
-    Ok(out)
+    let mut w = StreamWriter::try_new(out, &schema).map_err(|e| e.to_string())?;
+    let first = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| e.to_string())?;
+    w.write(&first).map_err(|e| e.to_string())?;
+    // Each further chunk of samples: its own batch, every other list empty.
+    for i in 1..chunks.len() {
+        let arrays: Vec<ArrayRef> = columns
+            .iter()
+            .map(|(name, a)| match *name {
+                "itl_s" => list(itl(i)),
+                _ => list(a.slice(0, 0)),
+            })
+            .collect();
+        let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| e.to_string())?;
+        w.write(&batch).map_err(|e| e.to_string())?;
+    }
+    w.finish().map_err(|e| e.to_string())
+}
+
+/// The columns whose values are all in the first batch.
+const NOT_CHUNKED: [&str; 7] = [
+    "success",
+    "output_len",
+    "series_metric",
+    "series_key",
+    "series_points",
+    "t",
+    "v",
+];
+
+fn is_empty_list(batch: &RecordBatch, name: &str) -> bool {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<ListArray>())
+        .is_some_and(|l| l.len() == 1 && l.value_length(0) == 0)
 }
 
 fn values<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, String> {
@@ -240,7 +257,16 @@ pub fn from_ipc(bytes: &[u8]) -> Result<RunDerived, String> {
         .map_err(|e| e.to_string())?;
     let success = values::<BooleanArray>(&batch, "success")?;
     let output_len = values::<Int64Array>(&batch, "output_len")?;
-    let itl_s = values::<Float64Array>(&batch, "itl_s")?;
+    let mut itl_chunks = vec![values::<Float64Array>(&batch, "itl_s")?.values().clone()];
+    for more in r {
+        let more = more.map_err(|e| e.to_string())?;
+        for name in NOT_CHUNKED {
+            if !is_empty_list(&more, name) {
+                return Err(format!("{name} is not empty after the first batch"));
+            }
+        }
+        itl_chunks.push(values::<Float64Array>(&more, "itl_s")?.values().clone());
+    }
     let metric = values::<UInt8Array>(&batch, "series_metric")?;
     let key = values::<StringArray>(&batch, "series_key")?;
     let points = values::<UInt64Array>(&batch, "series_points")?;
@@ -314,7 +340,7 @@ pub fn from_ipc(bytes: &[u8]) -> Result<RunDerived, String> {
         bad_output_len: meta.bad_output_len,
         itl: match meta.itl_error {
             Some(e) => Err(e),
-            None => Ok(ItlSamples::from_chunks([itl_s.values().clone()])),
+            None => Ok(ItlSamples::from_chunks(itl_chunks)),
         },
         timeline,
     })
@@ -358,5 +384,34 @@ mod tests {
             .expect("version in the metadata");
         old[at + 10] = b'0';
         assert!(from_ipc(&old).unwrap_err().contains("version"));
+    }
+
+    /// ITL samples in several chunks are written and loaded as those chunks.
+    #[test]
+    fn chunked_samples_round_trip_unjoined() {
+        let mut d = read_run(
+            r#"{"results": [{"success": true, "itl": [0.5], "output_len": 1}],
+                "timeline": {"power": {"device_instant": {"0": [[1.0, 2.0]]}}}}"#
+                .as_bytes(),
+            "test",
+            true,
+        )
+        .unwrap();
+        let chunks: Vec<Vec<f64>> = vec![vec![0.1, 0.2], vec![0.3], vec![0.4, 0.5, 0.6]];
+        d.itl = Ok(ItlSamples::from_chunks(
+            chunks.iter().map(|c| c.clone().into()),
+        ));
+        let back = from_ipc(&to_ipc(&d).unwrap()).unwrap();
+        assert_eq!(back, d);
+        let got: Vec<Vec<f64>> = back
+            .itl
+            .as_ref()
+            .unwrap()
+            .chunks()
+            .iter()
+            .map(|c| c.to_vec())
+            .collect();
+        assert_eq!(got, chunks);
+        assert_eq!(back.success, vec![true]);
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use object_store::path::Path as StorePath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt};
 use sha2::Digest;
 
 use super::cache::CacheLocation;
@@ -61,13 +61,30 @@ impl DerivedStore {
         }
     }
 
-    /// Store `bytes` (an atomic put: readers see the whole file or none).
-    pub async fn put(&self, fingerprint: &str, bytes: Vec<u8>) -> Result<(), String> {
-        self.store
-            .put(&Self::path(fingerprint), PutPayload::from(bytes))
-            .await
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+    /// Store what `write` writes, streamed through a bounded buffer (so a large file is never
+    /// held whole); atomic (readers see the whole file or none), and nothing is stored when
+    /// `write` fails. Blocking: call it
+    /// on the blocking pool.
+    pub fn put_with(
+        &self,
+        fingerprint: &str,
+        write: impl FnOnce(&mut dyn std::io::Write) -> Result<(), String>,
+    ) -> Result<(), String> {
+        use std::io::Write;
+        let handle = tokio::runtime::Handle::current();
+        let upload =
+            object_store::buffered::BufWriter::new(self.store.clone(), Self::path(fingerprint));
+        let mut bridge = tokio_util::io::SyncIoBridge::new_with_handle(upload, handle.clone());
+        let written = {
+            let mut buffered = std::io::BufWriter::with_capacity(64 << 10, &mut bridge);
+            write(&mut buffered).and_then(|()| buffered.flush().map_err(|e| e.to_string()))
+        }
+        .and_then(|()| bridge.shutdown().map_err(|e| e.to_string()));
+        if written.is_err() {
+            let mut upload = bridge.into_inner();
+            let _ = handle.block_on(upload.abort());
+        }
+        written
     }
 
     /// Remove a stored file that could not be decoded.
