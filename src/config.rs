@@ -117,6 +117,10 @@ pub struct ServeArgs {
     /// Memory for cached encoded responses, in bytes.
     #[arg(long, env = "MLENERGY_RESPONSE_CACHE_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub response_cache_bytes: u64,
+    /// Long answers (ITLs, output lengths) estimated at this many bytes or more are streamed
+    /// while they are encoded, and not cached.
+    #[arg(long, env = "MLENERGY_STREAM_ANSWER_BYTES", default_value_t = crate::http::Limits::STREAM_BYTES)]
+    pub stream_answer_bytes: usize,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -49,6 +49,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         Arc::new(Engine::new(dataset)),
         Limits {
             max_rows: args.max_rows,
+            stream_bytes: args.stream_answer_bytes,
         },
         args.response_cache_bytes,
         catalog,

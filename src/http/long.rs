@@ -119,9 +119,18 @@ fn prefix(t: &RunTable, keys: &[usize], row: usize, value: &str, format: Format)
     out
 }
 
-fn text(t: &RunTable, keys: &[usize], segs: &[Segment], value: &str, format: Format) -> Vec<u8> {
-    let rows: usize = segs.iter().map(|s| s.values.len()).sum();
-    let mut out = Vec::with_capacity(rows * 24 + 4096);
+/// Bytes of text gathered before they are handed to the writer.
+const TEXT_FLUSH: usize = 1 << 20;
+
+fn text(
+    t: &RunTable,
+    keys: &[usize],
+    segs: &[Segment],
+    value: &str,
+    format: Format,
+    sink: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut out = Vec::with_capacity(TEXT_FLUSH + 4096);
     let (row_end, sep): (&[u8], &[u8]) = match format {
         Format::Json => (b"}", b","),
         Format::Ndjson => (b"}\n", b""),
@@ -155,6 +164,10 @@ fn text(t: &RunTable, keys: &[usize], segs: &[Segment], value: &str, format: For
         match &seg.values {
             Values::Float(v) => {
                 for &x in v.iter() {
+                    if out.len() >= TEXT_FLUSH {
+                        sink.write_all(&out)?;
+                        out.clear();
+                    }
                     row(&mut out);
                     if x.is_finite() {
                         out.extend_from_slice(ryu_buf.format_finite(x).as_bytes());
@@ -168,6 +181,10 @@ fn text(t: &RunTable, keys: &[usize], segs: &[Segment], value: &str, format: For
             }
             Values::Int(v) => {
                 for &x in v.iter() {
+                    if out.len() >= TEXT_FLUSH {
+                        sink.write_all(&out)?;
+                        out.clear();
+                    }
                     row(&mut out);
                     out.extend_from_slice(itoa_buf.format(x).as_bytes());
                     out.extend_from_slice(row_end);
@@ -178,7 +195,7 @@ fn text(t: &RunTable, keys: &[usize], segs: &[Segment], value: &str, format: For
     if format == Format::Json {
         out.push(b']');
     }
-    out
+    sink.write_all(&out)
 }
 
 /// A key column for Arrow: a dictionary over the answer's distinct values (the narrowest index
@@ -364,19 +381,44 @@ pub(super) fn encode_long(
     value: &str,
     format: Format,
 ) -> Result<Vec<u8>, EngineError> {
+    let rows: usize = segs.iter().map(|s| s.values.len()).sum();
+    let mut out = Vec::with_capacity(rows * bytes_per_row(keys, format) + 64 * 1024);
+    write_long(t, keys, segs, value, format, &mut out)?;
+    Ok(out)
+}
+
+/// About how many bytes a row of a long answer takes in `format`.
+pub(super) fn bytes_per_row(keys: &[usize], format: Format) -> usize {
     match format {
-        Format::Json | Format::Ndjson | Format::Csv => Ok(text(t, keys, segs, value, format)),
+        // A dictionary index per key column and the 8-byte value.
+        Format::Arrow => keys.len() * 2 + 8,
+        Format::Parquet => 8,
+        Format::Json | Format::Ndjson | Format::Csv => 24,
+    }
+}
+
+/// `encode_long` written to `out` as it is produced (so an answer of millions of rows can be
+/// streamed rather than held).
+pub(super) fn write_long<W: std::io::Write + Send>(
+    t: &RunTable,
+    keys: &[usize],
+    segs: &[Segment],
+    value: &str,
+    format: Format,
+    out: W,
+) -> Result<(), EngineError> {
+    match format {
+        Format::Json | Format::Ndjson | Format::Csv => {
+            let mut out = out;
+            Ok(text(t, keys, segs, value, format, &mut out)?)
+        }
         Format::Arrow => {
             let cols: Vec<KeyArrow> = keys.iter().map(|&k| key_arrow(t, k, segs)).collect();
             let schema = schema(t, keys, &cols, segs, value);
-            let rows: usize = segs.iter().map(|s| s.values.len()).sum();
-            // Index bytes per key column plus the 8-byte value, and room for the metadata.
-            let mut out = Vec::with_capacity(rows * (keys.len() * 2 + 8) + 64 * 1024);
-            let mut w = StreamWriter::try_new(&mut out, &schema)?;
+            let mut w = StreamWriter::try_new(out, &schema)?;
             for_each_batch(&schema, &cols, segs, |b| Ok(w.write(b)?))?;
             w.finish()?;
-            drop(w);
-            Ok(out)
+            Ok(())
         }
         Format::Parquet => {
             let cols: Vec<KeyArrow> = keys.iter().map(|&k| key_arrow(t, k, segs)).collect();
@@ -384,11 +426,10 @@ pub(super) fn encode_long(
             let props = WriterProperties::builder()
                 .set_compression(Compression::SNAPPY)
                 .build();
-            let mut out = Vec::new();
-            let mut w = ArrowWriter::try_new(&mut out, schema.clone(), Some(props))?;
+            let mut w = ArrowWriter::try_new(out, schema.clone(), Some(props))?;
             for_each_batch(&schema, &cols, segs, |b| Ok(w.write(b)?))?;
             w.close()?;
-            Ok(out)
+            Ok(())
         }
     }
 }

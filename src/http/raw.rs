@@ -10,7 +10,7 @@ use axum::response::Response;
 use super::encode;
 use super::error::AppError;
 use super::params::Endpoint;
-use super::respond::{Encoded, Prepared, cached, lookup, prepare, respond};
+use super::respond::{Encoded, Prepared, cached, lookup, prepare, respond, streamed};
 use super::state::{ApiPath, AppState};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Dataset, Domain, RawFile, RawLocation, RunTable};
@@ -339,7 +339,7 @@ async fn answer(
     rows: Vec<usize>,
     kind: Kind,
 ) -> Result<Response, AppError> {
-    use super::long::{Segment, Values, encode_long};
+    use super::long::{Segment, Values, bytes_per_row, encode_long, write_long};
     let include_unsuccessful = match kind {
         Kind::OutputLengths => p.params.flag("include_unsuccessful")?,
         Kind::Itl => false,
@@ -363,33 +363,41 @@ async fn answer(
         derived.push(raw);
     }
     let format = p.format;
+    // One segment per run, or per chunk of a run's ITL samples.
+    let segments: Vec<Segment> = rows
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &row)| {
+            let values: Vec<Values> = match kind {
+                Kind::OutputLengths => vec![Values::Int(lengths[i].clone())],
+                Kind::Itl => derived[i].itl.as_ref().map_or_else(
+                    |_| Vec::new(),
+                    |s| s.chunks().iter().cloned().map(Values::Float).collect(),
+                ),
+            };
+            values
+                .into_iter()
+                .map(move |values| Segment { row, values })
+        })
+        .collect();
+    let keys: Vec<usize> = KEY_COLUMNS
+        .iter()
+        .map(|n| t.field_index(n).expect("llm key field"))
+        .collect();
+    let value = match kind {
+        Kind::OutputLengths => "output_len",
+        Kind::Itl => "itl_s",
+    };
+    let total: usize = segments.iter().map(|s| s.values.len()).sum();
+    if total * bytes_per_row(&keys, format) >= state.limits.stream_bytes {
+        // Encoded while it is sent, and not cached (the derived data it comes from is).
+        let snapshot = snapshot.clone();
+        return Ok(streamed(format.content_type(), Some(total), move |out| {
+            write_long(&snapshot.llm, &keys, &segments, value, format, out)
+                .map_err(|e| e.to_string())
+        }));
+    }
     let encoded = cached(&state, &snapshot, &uri, format, || {
-        // One segment per run, or per chunk of a run's ITL samples.
-        let segments: Vec<Segment> = rows
-            .iter()
-            .enumerate()
-            .flat_map(|(i, &row)| {
-                let values: Vec<Values> = match kind {
-                    Kind::OutputLengths => vec![Values::Int(lengths[i].clone())],
-                    Kind::Itl => derived[i].itl.as_ref().map_or_else(
-                        |_| Vec::new(),
-                        |s| s.chunks().iter().cloned().map(Values::Float).collect(),
-                    ),
-                };
-                values
-                    .into_iter()
-                    .map(move |values| Segment { row, values })
-            })
-            .collect();
-        let keys: Vec<usize> = KEY_COLUMNS
-            .iter()
-            .map(|n| t.field_index(n).expect("llm key field"))
-            .collect();
-        let value = match kind {
-            Kind::OutputLengths => "output_len",
-            Kind::Itl => "itl_s",
-        };
-        let total = segments.iter().map(|s| s.values.len()).sum();
         let started = std::time::Instant::now();
         let body = encode_long(t, &keys, &segments, value, format)?;
         tracing::debug!(

@@ -113,3 +113,107 @@ pub fn respond(e: &Encoded) -> Response {
     }
     resp
 }
+
+/// Bytes gathered before they go to the client, in a streamed answer.
+const STREAM_CHUNK: usize = 1 << 20;
+
+/// An answer too large to hold or cache: `write` produces the body on the blocking pool while it
+/// is sent, in chunks of about 1 MB. A failure part way ends the body early (the client sees a
+/// cut response, and the error is logged); a client that goes away stops `write`.
+pub fn streamed(
+    content_type: &'static str,
+    total: Option<usize>,
+    write: impl FnOnce(&mut (dyn std::io::Write + Send)) -> Result<(), String> + Send + 'static,
+) -> Response {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
+    tokio::task::spawn_blocking(move || {
+        let mut out = ChannelWriter {
+            tx,
+            buf: Vec::with_capacity(STREAM_CHUNK),
+        };
+        let written = write(&mut out)
+            .and_then(|()| std::io::Write::flush(&mut out).map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            tracing::error!(error = %e, "streamed answer cut short");
+            let _ = out.tx.blocking_send(Err(std::io::Error::other(e)));
+        }
+    });
+    let body = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    });
+    let mut resp = axum::body::Body::from_stream(body).into_response();
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Some(total) = total {
+        h.insert("x-total-count", HeaderValue::from(total));
+    }
+    resp
+}
+
+/// A writer that sends what it is given to a response body, a chunk at a time.
+struct ChannelWriter {
+    tx: tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+    buf: Vec<u8>,
+}
+
+impl ChannelWriter {
+    fn send(&mut self) -> std::io::Result<()> {
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(STREAM_CHUNK));
+        self.tx
+            .blocking_send(Ok(chunk.into()))
+            .map_err(|_| std::io::ErrorKind::BrokenPipe.into())
+    }
+}
+
+impl std::io::Write for ChannelWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= STREAM_CHUNK {
+            self.send()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        self.send()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    /// A streamed body is everything written, in order, with the answer's headers; a failure
+    /// part way cuts the body with an error.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn streamed_answers() {
+        let want: Vec<u8> = (0..3_500_000u32).map(|i| (i % 251) as u8).collect();
+        let sent = want.clone();
+        let resp = streamed("application/octet-stream", Some(7), move |out| {
+            for piece in sent.chunks(300_001) {
+                out.write_all(piece).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        });
+        assert_eq!(resp.headers()["x-total-count"], "7");
+        assert_eq!(
+            resp.headers()[header::CONTENT_TYPE],
+            "application/octet-stream"
+        );
+        let got = resp.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(got.len(), want.len());
+        assert!(got == want);
+
+        let resp = streamed("text/csv", None, |out| {
+            out.write_all(&[b'x'; 3 << 20]).map_err(|e| e.to_string())?;
+            Err("disk on fire".into())
+        });
+        assert!(resp.headers().get("x-total-count").is_none());
+        assert!(resp.into_body().collect().await.is_err());
+    }
+}

@@ -18,6 +18,15 @@ use crate::store::catalog::Catalog;
 pub struct Limits {
     /// Largest `limit` a run list accepts.
     pub max_rows: usize,
+    /// Long answers (ITLs, output lengths) estimated at this many bytes or more are streamed
+    /// rather than held and cached: a filter over many runs reaches gigabytes. Smaller ones (a
+    /// single run's ITLs) are cached whole, so a repeated answer is sent without encoding it again.
+    pub stream_bytes: usize,
+}
+
+impl Limits {
+    /// `stream_bytes` unless configured otherwise.
+    pub const STREAM_BYTES: usize = 64 << 20;
 }
 
 /// State shared by all handlers.

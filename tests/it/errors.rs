@@ -99,7 +99,11 @@ async fn bad_values_name_the_parameter() {
 
 #[tokio::test]
 async fn row_cap_is_enforced() {
-    let app = TestApp::with_limits(mlenergy_server::http::Limits { max_rows: 100 }).await;
+    let app = TestApp::with_limits(mlenergy_server::http::Limits {
+        max_rows: 100,
+        stream_bytes: mlenergy_server::http::Limits::STREAM_BYTES,
+    })
+    .await;
     let p = app
         .get("/v1/llm/runs?limit=101")
         .await

@@ -234,3 +234,42 @@ async fn floats_are_shortest_round_trip() {
     assert!(json.contains("\"total_output_tokens\":1391196.0"), "{json}");
     let _ = Arc::new(());
 }
+
+/// Long answers streamed while they are encoded (`--stream-answer-bytes 0`) are the bytes of the
+/// cached ones, in every format, with the same row count header.
+#[tokio::test]
+async fn streamed_long_answers_equal_cached_ones() {
+    let cached = TestApp::sample().await;
+    let streamed = TestApp::with_limits(mlenergy_server::http::Limits {
+        max_rows: 100_000,
+        stream_bytes: 0,
+    })
+    .await;
+    let runs = cached
+        .get("/v1/llm/runs?fields=run_id,results_path&stability=all")
+        .await
+        .json();
+    let ids: Vec<&str> = runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["results_path"].is_string())
+        .map(|r| r["run_id"].as_str().unwrap())
+        .collect();
+    assert!(!ids.is_empty());
+    for id in ids {
+        for what in ["itl", "output-lengths?include_unsuccessful=true"] {
+            for format in ["json", "csv", "ndjson", "arrow", "parquet"] {
+                let sep = if what.contains('?') { '&' } else { '?' };
+                let uri = format!("/v1/llm/runs/{id}/{what}{sep}format={format}");
+                let (a, b) = (cached.get(&uri).await, streamed.get(&uri).await);
+                assert_eq!(a.status, 200, "{uri}: {}", a.text());
+                assert_eq!(b.status, 200, "{uri}: {}", b.text());
+                assert!(!a.body.is_empty());
+                assert!(a.body == b.body, "{uri}");
+                assert_eq!(a.headers["x-total-count"], b.headers["x-total-count"]);
+                assert_eq!(a.content_type(), b.content_type());
+            }
+        }
+    }
+}

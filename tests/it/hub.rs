@@ -288,7 +288,10 @@ async fn service(opts: &SourceOptions) -> TestApp {
         .expect("the hub source opens");
     let state = AppState::new(
         Arc::new(Engine::new(dataset)),
-        Limits { max_rows: 100_000 },
+        Limits {
+            max_rows: 100_000,
+            stream_bytes: Limits::STREAM_BYTES,
+        },
         8 * 1024 * 1024,
         catalog,
     );

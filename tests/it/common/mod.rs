@@ -67,7 +67,11 @@ impl Reply {
 
 impl TestApp {
     pub async fn sample() -> Self {
-        Self::with_limits(Limits { max_rows: 100_000 }).await
+        Self::with_limits(Limits {
+            max_rows: 100_000,
+            stream_bytes: Limits::STREAM_BYTES,
+        })
+        .await
     }
 
     pub async fn with_limits(limits: Limits) -> Self {
