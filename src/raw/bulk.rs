@@ -169,7 +169,9 @@ pub fn read_run_at(
 
 mod runfile {
     //! The streaming reader behind `read_run`: serde visitors that accumulate straight into
-    //! `RunDerived` (requests one at a time, ITLs smoothed as they arrive).
+    //! `RunDerived` (requests one at a time, ITLs smoothed as they arrive); and the fast path
+    //! behind `read_run_fast` / `read_run_at`, which reads the same into the same accumulator
+    //! through `scan::Window` and the readers of `usual`, on up to three threads.
 
     use std::fmt;
 

@@ -2,12 +2,18 @@
 //! reader (its reader path goes byte by byte), but a whole 400 MB file must not be held in memory.
 //! So a small scanner walks the top-level object of `results.json` through a window of the file,
 //! finds where each top-level value and each request record ends, and hands those slices to the
-//! same serde visitors the reader path uses. Only the current request (or the `timeline` value)
-//! is held, never the request list.
+//! readers of `usual` (or the same serde visitors the reader path uses). Only the current request
+//! (or the `timeline` value) is held, never the request list.
 //!
-//! The scanner only finds boundaries; serde still validates every value. Anything unexpected
-//! (malformed JSON, a truncated file) makes it give up with `Fallback`, and the caller reads the
-//! file again through the reader path, whose answer (or error message) is the reference.
+//! A file that can be read at offsets (`ReadAt`: the cached or local file) and was written with
+//! indentation, as the real files are, is read with less scanning: the `timeline` object is found
+//! by its closing line, and the request list is read in pieces by two threads straight from the
+//! file (`bulk`); the window then moves on past them (`Forward`).
+//!
+//! The scanner only finds boundaries; every value is still parsed and validated. Anything
+//! unexpected (malformed JSON, a truncated file, an indentation that does not match) makes it give
+//! up with `Fallback`, and the caller reads the file again through the reader path, whose answer
+//! (or error message) is the reference.
 
 use std::io::Read;
 
