@@ -916,6 +916,11 @@ mod tests {
         for doc in docs {
             let slow = read_run(doc.as_bytes(), "t", true).unwrap();
             assert_eq!(read_run_fast(doc.as_bytes(), true).unwrap(), slow, "{doc}");
+            assert_eq!(
+                runfile::read_at(&doc.as_bytes(), true, 16).unwrap(),
+                slow,
+                "{doc}"
+            );
             let diffusion = read_run(doc.as_bytes(), "t", false).unwrap();
             assert_eq!(
                 read_run_fast(doc.as_bytes(), false).unwrap(),
@@ -936,6 +941,10 @@ mod tests {
         for doc in broken {
             assert!(read_run(doc.as_bytes(), "t", true).is_err(), "{doc}");
             assert!(read_run_fast(doc.as_bytes(), true).is_err(), "{doc}");
+            assert!(
+                runfile::read_at(&doc.as_bytes(), true, 16).is_err(),
+                "{doc}"
+            );
         }
     }
 
