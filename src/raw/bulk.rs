@@ -284,20 +284,28 @@ mod runfile {
         let mut acc = Acc::default();
         let mut start = 0;
         for &end in &b.ends {
-            let rec = &b.bytes[start..end];
-            if let Some(f) = usual::request(rec, &mut acc.scratch) {
-                fold(&mut acc, f.success, true, Ok(f.output_len));
-            } else {
-                let mut de = serde_json::Deserializer::from_slice(rec);
-                RequestSeed(&mut acc)
-                    .deserialize(&mut de)
-                    .map_err(|_| Fallback)?;
-                de.end().map_err(|_| Fallback)?;
+            if record(&mut acc, &b.bytes[start..end])? != end - start {
+                return Err(Fallback);
             }
             start = end;
         }
         acc.scratch = Vec::new();
         Ok(acc)
+    }
+
+    /// Fold the request record at the start of `bytes` into `acc`: read by `usual` in the usual
+    /// shape, else by the serde visitor. Its length.
+    fn record(acc: &mut Acc, bytes: &[u8]) -> Result<usize, Fallback> {
+        if let Some((f, n)) = usual::request_prefix(bytes, &mut acc.scratch) {
+            fold(acc, f.success, true, Ok(f.output_len));
+            return Ok(n);
+        }
+        let n = usual::value_len(bytes).ok_or(Fallback)?;
+        let mut de = serde_json::Deserializer::from_slice(&bytes[..n]);
+        RequestSeed(acc)
+            .deserialize(&mut de)
+            .map_err(|_| Fallback)?;
+        Ok(n)
     }
 
     /// The parts' requests, in order, in one accumulator (each request vector allocated once, at
@@ -443,6 +451,13 @@ mod runfile {
         needle.push(b'{');
         let finder = memchr::memmem::Finder::new(&needle);
         let count = (size.saturating_sub(first)).div_ceil(piece).max(1);
+        let span = Span {
+            src,
+            finder: &finder,
+            first,
+            piece,
+            size,
+        };
         let next = std::sync::atomic::AtomicU64::new(0);
         let work = || {
             let mut buf = Vec::new();
@@ -452,13 +467,6 @@ mod runfile {
                 if k >= count {
                     return done;
                 }
-                let span = Span {
-                    src,
-                    finder: &finder,
-                    first,
-                    piece,
-                    size,
-                };
                 done.push((k, span.read(k, &mut buf)));
             }
         };
@@ -563,21 +571,7 @@ mod runfile {
         let mut acc = Acc::default();
         let mut i = 0;
         loop {
-            let rest = &bytes[i..];
-            i += match usual::request_prefix(rest, &mut acc.scratch) {
-                Some((f, n)) => {
-                    fold(&mut acc, f.success, true, Ok(f.output_len));
-                    n
-                }
-                None => {
-                    let n = usual::value_len(rest).ok_or(Fallback)?;
-                    let mut de = serde_json::Deserializer::from_slice(&rest[..n]);
-                    RequestSeed(&mut acc)
-                        .deserialize(&mut de)
-                        .map_err(|_| Fallback)?;
-                    n
-                }
-            };
+            i += record(&mut acc, &bytes[i..])?;
             let (sep, n) = usual::after_item(&bytes[i..]).ok_or(Fallback)?;
             i += n;
             if sep == b']' {

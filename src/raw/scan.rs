@@ -440,9 +440,7 @@ impl<R: Read> Window<R> {
         self.pos = 0;
         (taken, range)
     }
-}
 
-impl<R: Read> Window<R> {
     /// When the next value is a top-level object in a file written with indentation: the line
     /// that closes it (a newline, the top-level keys' indentation, `}`). Every line inside it is
     /// indented deeper, so its first occurrence ends the value; the caller parses the bytes as

@@ -25,19 +25,9 @@ pub(super) struct Fields {
     pub output_len: Option<i64>,
 }
 
-/// Read a request record `rec` (exactly one JSON value, possibly with surrounding whitespace),
-/// putting its `itl` numbers into `itl` (cleared first; left empty when the key is missing).
-/// `None`: not the usual shape, or not valid JSON; read it with serde instead.
-pub(super) fn request(rec: &[u8], itl: &mut Vec<f64>) -> Option<Fields> {
-    let mut fields = None;
-    whole(rec, |c| {
-        fields = Some(c.request(itl)?);
-        Some(())
-    })?;
-    fields
-}
-
-/// `request` of the record at the start of `bytes` (more may follow it): its fields and length.
+/// Read the request record at the start of `bytes` (more may follow it), putting its `itl`
+/// numbers into `itl` (cleared first; left empty when the key is missing): its fields and
+/// length. `None`: not the usual shape, or not valid JSON; read it with serde instead.
 pub(super) fn request_prefix(bytes: &[u8], itl: &mut Vec<f64>) -> Option<(Fields, usize)> {
     let mut c = Cursor { b: bytes, i: 0 };
     let fields = c.request(itl)?;
@@ -147,7 +137,7 @@ impl<'a> Cursor<'a> {
         (self.next()? == want).then_some(())
     }
 
-    /// A request record in the usual shape (see `request`).
+    /// A request record in the usual shape (see `request_prefix`).
     fn request(&mut self, itl: &mut Vec<f64>) -> Option<Fields> {
         itl.clear();
         let mut fields = Fields {
@@ -344,14 +334,21 @@ impl<'a> Cursor<'a> {
     /// (no `+`, `.5`, `1.`, `01`, `NaN`). Out of range (serde_json refuses it): `None`.
     fn number(&mut self) -> Option<f64> {
         const OPTIONS: lexical_core::ParseFloatOptions = lexical_core::ParseFloatOptions::new();
-        let (v, n) =
-            lexical_core::parse_partial_with_options::<f64, { lexical_core::format::JSON }>(
-                &self.b[self.i..],
-                &OPTIONS,
-            )
-            .ok()?;
+        self.lexical::<f64>(&OPTIONS).filter(|v| v.is_finite())
+    }
+
+    /// The number at the cursor as lexical-core parses `N` with the JSON number grammar.
+    fn lexical<N: lexical_core::FromLexicalWithOptions>(
+        &mut self,
+        options: &N::Options,
+    ) -> Option<N> {
+        let (v, n) = lexical_core::parse_partial_with_options::<N, { lexical_core::format::JSON }>(
+            &self.b[self.i..],
+            options,
+        )
+        .ok()?;
         self.i += n;
-        v.is_finite().then_some(v)
+        Some(v)
     }
 
     /// `[number, ...]` into `out`.
@@ -369,14 +366,7 @@ impl<'a> Cursor<'a> {
         if self.literal(b"null") {
             return Some(None);
         }
-        let (v, n) =
-            lexical_core::parse_partial_with_options::<i64, { lexical_core::format::JSON }>(
-                &self.b[self.i..],
-                &OPTIONS,
-            )
-            .ok()?;
-        self.i += n;
-        Some(Some(v))
+        self.lexical::<i64>(&OPTIONS).map(Some)
     }
 
     /// Any other value, skipped (and validated) by serde_json.
@@ -393,9 +383,14 @@ impl<'a> Cursor<'a> {
 mod tests {
     use super::*;
 
+    /// `s` read as exactly one request record (whitespace may follow it).
     fn read_all(s: &str) -> Option<(Fields, Vec<f64>)> {
         let mut itl = vec![9.0];
-        request(s.as_bytes(), &mut itl).map(|f| (f, itl))
+        let (f, n) = request_prefix(s.as_bytes(), &mut itl)?;
+        s.as_bytes()[n..]
+            .trim_ascii()
+            .is_empty()
+            .then_some((f, itl))
     }
 
     #[test]

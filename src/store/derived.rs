@@ -63,8 +63,7 @@ impl DerivedStore {
 
     /// Store what `write` writes, streamed through a bounded buffer (so a large file is never
     /// held whole); atomic (readers see the whole file or none), and nothing is stored when
-    /// `write` fails. Blocking: call it
-    /// on the blocking pool.
+    /// `write` fails. Blocking: call it on the blocking pool.
     pub fn put_with(
         &self,
         fingerprint: &str,
@@ -116,4 +115,51 @@ pub fn fingerprint(loc: &RawLocation) -> Option<String> {
         }
     };
     Some(hex::encode(sha2::Sha256::digest(text.as_bytes())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `put_with` writes is read back whole; a write that fails leaves nothing, not even a
+    /// partial or temporary file.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn streamed_puts_are_whole_or_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+        let store = DerivedStore::new(Arc::new(fs));
+        let big: Vec<u8> = (0..12_000_000u32).map(|i| (i % 253) as u8).collect();
+        let (s, data) = (store.clone(), big.clone());
+        tokio::task::spawn_blocking(move || {
+            s.put_with("ab12", |out| {
+                for piece in data.chunks(1 << 20) {
+                    out.write_all(piece).map_err(|e| e.to_string())?;
+                }
+                Ok(())
+            })
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        assert!(store.get("ab12").await.unwrap() == big);
+
+        let s = store.clone();
+        let failed = tokio::task::spawn_blocking(move || {
+            s.put_with("cd34", |out| {
+                out.write_all(&[7u8; 11 << 20]).map_err(|e| e.to_string())?;
+                Err("disk on fire".to_string())
+            })
+        })
+        .await
+        .unwrap();
+        assert_eq!(failed, Err("disk on fire".to_string()));
+        assert!(store.get("cd34").await.is_none());
+        let files: Vec<_> = walkdir::WalkDir::new(dir.path())
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .map(|e| e.path().to_path_buf())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+    }
 }
