@@ -2,7 +2,8 @@
 //! columns repeated. Answers reach millions of rows, so they are not built as a `Frame`: each run
 //! is a segment (its key cells, encoded once, and a borrowed slice of values) written straight to
 //! the output. In Arrow and Parquet the string keys are dictionary-encoded (one dictionary for the
-//! answer, a small integer per row).
+//! answer, a small integer per row). An Arrow answer is not encoded at all: its record batches are
+//! slices of the values' own chunks, framed by arrow's `StreamEncoder` (`arrow_pieces`).
 
 use std::sync::Arc;
 
@@ -10,9 +11,9 @@ use datafusion::arrow::array::{
     ArrayRef, DictionaryArray, Float64Array, Int8Array, Int16Array, Int32Array, Int64Array,
     RecordBatch, StringArray,
 };
-use datafusion::arrow::buffer::ScalarBuffer;
+use datafusion::arrow::buffer::{Buffer, ScalarBuffer};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::arrow::ipc::writer::StreamWriter;
+use datafusion::arrow::ipc::writer::StreamEncoder;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
@@ -321,8 +322,9 @@ fn for_each_batch(
     segs: &[Segment],
     mut sink: impl FnMut(&RecordBatch) -> Result<(), EngineError>,
 ) -> Result<(), EngineError> {
-    // A run's consecutive segments (the chunks of its values) make one sequence of rows, cut
-    // into batches the same way however the values are chunked.
+    // A run's consecutive segments (the chunks of its values) share its key columns, built once
+    // and sliced per batch; a batch is a slice of one chunk (so no values are copied), and a
+    // chunk of more than `BATCH_ROWS` values is cut.
     let mut s = 0;
     while s < segs.len() {
         let run = segs[s..]
@@ -330,47 +332,25 @@ fn for_each_batch(
             .take_while(|g| g.row == segs[s].row)
             .count();
         let group = &segs[s..s + run];
-        let n: usize = group.iter().map(|g| g.values.len()).sum();
-        // The run's constant key columns, built once and sliced per batch.
+        let longest = group.iter().map(|g| g.values.len()).max().unwrap_or(0);
         let keys = cols
             .iter()
-            .map(|c| c.repeat(s, n.min(BATCH_ROWS)))
+            .map(|c| c.repeat(s, longest.min(BATCH_ROWS)))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut start = 0;
-        while start < n {
-            let len = (n - start).min(BATCH_ROWS);
-            let mut arrays: Vec<ArrayRef> = keys.iter().map(|k| k.slice(0, len)).collect();
-            arrays.push(rows_of(group, start, len)?);
-            sink(&RecordBatch::try_new(schema.clone(), arrays)?)?;
-            start += len;
+        for g in group {
+            let n = g.values.len();
+            let mut start = 0;
+            while start < n {
+                let len = (n - start).min(BATCH_ROWS);
+                let mut arrays: Vec<ArrayRef> = keys.iter().map(|k| k.slice(0, len)).collect();
+                arrays.push(g.values.array(start, len));
+                sink(&RecordBatch::try_new(schema.clone(), arrays)?)?;
+                start += len;
+            }
         }
         s += run;
     }
     Ok(())
-}
-
-/// Rows `start..start + len` of the values of `group` taken as one sequence: a slice of one
-/// segment's buffer when they lie in it, else the slices joined.
-fn rows_of(group: &[Segment], start: usize, len: usize) -> Result<ArrayRef, EngineError> {
-    let end = start + len;
-    let mut at = 0;
-    let mut slices: Vec<ArrayRef> = Vec::new();
-    for g in group {
-        let n = g.values.len();
-        let (lo, hi) = (start.max(at), end.min(at + n));
-        if lo < hi {
-            slices.push(g.values.array(lo - at, hi - lo));
-        }
-        at += n;
-    }
-    Ok(match &slices[..] {
-        [one] => one.clone(),
-        _ => {
-            let refs: Vec<&dyn datafusion::arrow::array::Array> =
-                slices.iter().map(|a| a.as_ref()).collect();
-            datafusion::arrow::compute::concat(&refs)?
-        }
-    })
 }
 
 /// Encode the long answer: key columns `keys` (table field indexes), then the value column.
@@ -385,6 +365,38 @@ pub(super) fn encode_long(
     let mut out = Vec::with_capacity(rows * bytes_per_row(keys, format) + 64 * 1024);
     write_long(t, keys, segs, value, format, &mut out)?;
     Ok(out)
+}
+
+/// The long answer as an Arrow IPC stream, in pieces: the stream's framing and metadata, and
+/// the batches' buffers themselves (the derived values and the shared key indexes), not copied.
+/// The pieces, in order, are the bytes `StreamWriter` would write.
+pub(super) fn arrow_pieces(
+    t: &RunTable,
+    keys: &[usize],
+    segs: &[Segment],
+    value: &str,
+) -> Result<Vec<bytes::Bytes>, EngineError> {
+    let cols: Vec<KeyArrow> = keys.iter().map(|&k| key_arrow(t, k, segs)).collect();
+    let schema = schema(t, keys, &cols, segs, value);
+    let mut encoder = StreamEncoder::try_new(&schema)?;
+    let mut pieces = Vec::new();
+    for_each_batch(&schema, &cols, segs, |b| {
+        pieces.extend(encoder.encode(b)?.into_iter().map(shared));
+        Ok(())
+    })?;
+    pieces.extend(encoder.finish()?.into_iter().map(shared));
+    Ok(pieces)
+}
+
+/// An Arrow buffer as `Bytes` that keep it alive (no copy).
+fn shared(b: Buffer) -> bytes::Bytes {
+    struct Owner(Buffer);
+    impl AsRef<[u8]> for Owner {
+        fn as_ref(&self) -> &[u8] {
+            self.0.as_slice()
+        }
+    }
+    bytes::Bytes::from_owner(Owner(b))
 }
 
 /// About how many bytes a row of a long answer takes in `format`.
@@ -413,11 +425,10 @@ pub(super) fn write_long<W: std::io::Write + Send>(
             Ok(text(t, keys, segs, value, format, &mut out)?)
         }
         Format::Arrow => {
-            let cols: Vec<KeyArrow> = keys.iter().map(|&k| key_arrow(t, k, segs)).collect();
-            let schema = schema(t, keys, &cols, segs, value);
-            let mut w = StreamWriter::try_new(out, &schema)?;
-            for_each_batch(&schema, &cols, segs, |b| Ok(w.write(b)?))?;
-            w.finish()?;
+            let mut out = out;
+            for piece in arrow_pieces(t, keys, segs, value)? {
+                out.write_all(&piece)?;
+            }
             Ok(())
         }
         Format::Parquet => {
@@ -440,37 +451,67 @@ mod tests {
 
     use super::*;
 
-    /// Rows read across a run's chunks are the rows of the joined values.
-    #[test]
-    fn rows_across_chunks() {
-        let all: Vec<f64> = (0..100).map(|i| f64::from(i) * 0.5).collect();
-        let group: Vec<Segment> = [0..30, 30..31, 31..70, 70..100]
-            .into_iter()
-            .map(|r| Segment {
+    /// Batches are slices of the chunks, in order, cut at `BATCH_ROWS`; the Arrow pieces joined
+    /// are the bytes arrow's `StreamWriter` writes for those batches, and read back as the values.
+    #[tokio::test]
+    async fn arrow_pieces_are_the_stream() {
+        use datafusion::arrow::ipc::reader::StreamReader;
+        use datafusion::arrow::ipc::writer::StreamWriter;
+
+        use crate::engine::load::{DataLocation, load};
+
+        let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample");
+        let dataset = load(&DataLocation::detect(sample)).await.unwrap();
+        let t = &dataset.llm;
+        let keys: Vec<usize> = ["task", "model_id", "num_gpus", "max_num_seqs"]
+            .iter()
+            .map(|n| t.field_index(n).unwrap())
+            .collect();
+        let all: Vec<f64> = (0..BATCH_ROWS * 2 + 100).map(|i| i as f64 * 0.5).collect();
+        let cuts = [0, 30, 31, BATCH_ROWS + 70, all.len()];
+        let mut segs: Vec<Segment> = cuts
+            .windows(2)
+            .map(|w| Segment {
                 row: 3,
-                values: Values::Float(all[r].to_vec().into()),
+                values: Values::Float(all[w[0]..w[1]].to_vec().into()),
             })
             .collect();
-        for (start, len) in [
-            (0, 100),
-            (0, 30),
-            (29, 2),
-            (30, 1),
-            (10, 80),
-            (70, 30),
-            (99, 1),
-        ] {
-            let got = rows_of(&group, start, len).unwrap();
-            let got = got.as_any().downcast_ref::<Float64Array>().unwrap();
-            assert_eq!(got.values(), &all[start..start + len], "{start}+{len}");
-            assert_eq!(got.null_count(), 0);
+        segs.push(Segment {
+            row: 5,
+            values: Values::Float(vec![9.0, 8.0].into()),
+        });
+
+        let cols: Vec<KeyArrow> = keys.iter().map(|&k| key_arrow(t, k, &segs)).collect();
+        let schema = schema(t, &keys, &cols, &segs, "itl_s");
+        let mut batches = Vec::new();
+        for_each_batch(&schema, &cols, &segs, |b| {
+            batches.push(b.clone());
+            Ok(())
+        })
+        .unwrap();
+        let lens: Vec<usize> = batches.iter().map(RecordBatch::num_rows).collect();
+        assert_eq!(lens, [30, 1, BATCH_ROWS, 39, BATCH_ROWS, 30, 2]);
+
+        let mut reference = Vec::new();
+        let mut w = StreamWriter::try_new(&mut reference, &schema).unwrap();
+        for b in &batches {
+            w.write(b).unwrap();
         }
-        let ints = [Segment {
-            row: 0,
-            values: Values::Int(vec![4i64, 5, 6].into()),
-        }];
-        let got = rows_of(&ints, 1, 2).unwrap();
-        let got = got.as_any().downcast_ref::<Int64Array>().unwrap();
-        assert_eq!(got.values(), &[5, 6]);
+        w.finish().unwrap();
+        let joined: Vec<u8> = arrow_pieces(t, &keys, &segs, "itl_s").unwrap().concat();
+        assert_eq!(joined, reference);
+
+        let read: Vec<f64> = StreamReader::try_new(std::io::Cursor::new(joined), None)
+            .unwrap()
+            .flat_map(|b| {
+                let b = b.unwrap();
+                let v = b.column(4).as_any().downcast_ref::<Float64Array>().unwrap();
+                assert_eq!(v.null_count(), 0);
+                v.values().to_vec()
+            })
+            .collect();
+        let mut want = all.clone();
+        want.extend([9.0, 8.0]);
+        assert_eq!(read, want);
     }
 }

@@ -9,8 +9,9 @@ use axum::response::Response;
 
 use super::encode;
 use super::error::AppError;
+use super::negotiate::Format;
 use super::params::Endpoint;
-use super::respond::{Encoded, Prepared, cached, lookup, prepare, respond, streamed};
+use super::respond::{Encoded, Prepared, cached, lookup, pieces, prepare, respond, streamed};
 use super::state::{ApiPath, AppState};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Dataset, Domain, RawFile, RawLocation, RunTable};
@@ -339,7 +340,7 @@ async fn answer(
     rows: Vec<usize>,
     kind: Kind,
 ) -> Result<Response, AppError> {
-    use super::long::{Segment, Values, bytes_per_row, encode_long, write_long};
+    use super::long::{Segment, Values, arrow_pieces, bytes_per_row, encode_long, write_long};
     let include_unsuccessful = match kind {
         Kind::OutputLengths => p.params.flag("include_unsuccessful")?,
         Kind::Itl => false,
@@ -389,6 +390,17 @@ async fn answer(
         Kind::Itl => "itl_s",
     };
     let total: usize = segments.iter().map(|s| s.values.len()).sum();
+    if format == Format::Arrow {
+        // The values' own buffers, framed: nothing is copied or cached (the derived data is).
+        let started = std::time::Instant::now();
+        let parts = arrow_pieces(t, &keys, &segments, value)?;
+        tracing::debug!(
+            rows = total,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "arrow pieces"
+        );
+        return Ok(pieces(format.content_type(), Some(total), parts));
+    }
     if total * bytes_per_row(&keys, format) >= state.limits.stream_bytes {
         // Encoded while it is sent, and not cached (the derived data it comes from is).
         let snapshot = snapshot.clone();

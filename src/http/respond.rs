@@ -114,6 +114,21 @@ pub fn respond(e: &Encoded) -> Response {
     resp
 }
 
+/// An answer already in pieces (`Bytes` that share memory held elsewhere), sent one after the
+/// other, with its length.
+pub fn pieces(content_type: &'static str, total: Option<usize>, pieces: Vec<Bytes>) -> Response {
+    let len: usize = pieces.iter().map(Bytes::len).sum();
+    let body = futures::stream::iter(pieces.into_iter().map(Ok::<_, std::convert::Infallible>));
+    let mut resp = axum::body::Body::from_stream(body).into_response();
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    if let Some(total) = total {
+        h.insert("x-total-count", HeaderValue::from(total));
+    }
+    resp
+}
+
 /// Bytes gathered before they go to the client, in a streamed answer.
 const STREAM_CHUNK: usize = 1 << 20;
 

@@ -200,6 +200,19 @@ mod runfile {
         scratch: Vec<f64>,
     }
 
+    impl Acc {
+        /// For the requests of `len` bytes of text: the ITL pool reserved at once for as many
+        /// values as that text can plausibly hold (an indented value and its separator take 16
+        /// bytes or more), so it is not grown by copying. Reserved pages that are never written
+        /// cost nothing, and `finish` gives the spare capacity back.
+        fn for_text(len: usize) -> Acc {
+            Acc {
+                pool: Vec::with_capacity(len / 16),
+                ..Acc::default()
+            }
+        }
+    }
+
     pub(super) struct RunFileSeed {
         pub(super) llm: bool,
     }
@@ -281,7 +294,7 @@ mod runfile {
     const BATCH_BYTES: usize = 1 << 20;
 
     fn parse_batch(b: &Batch) -> Result<Acc, Fallback> {
-        let mut acc = Acc::default();
+        let mut acc = Acc::for_text(b.bytes.len());
         let mut start = 0;
         for &end in &b.ends {
             if record(&mut acc, &b.bytes[start..end])? != end - start {
@@ -568,7 +581,7 @@ mod runfile {
     /// end of the source): their accumulator and, when the list closed in it, the offset just past
     /// its `]`. The piece must end right after a `,` and its whitespace, or at the `]`.
     fn parse_piece(bytes: &[u8]) -> Result<(Acc, Option<usize>), Fallback> {
-        let mut acc = Acc::default();
+        let mut acc = Acc::for_text(bytes.len());
         let mut i = 0;
         loop {
             i += record(&mut acc, &bytes[i..])?;

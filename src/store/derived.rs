@@ -18,6 +18,8 @@ use crate::raw::persist::FORMAT_VERSION;
 #[derive(Clone)]
 pub struct DerivedStore {
     store: Arc<dyn ObjectStore>,
+    /// Bytes buffered before a part is written (see `put_with`).
+    part: usize,
 }
 
 impl std::fmt::Debug for DerivedStore {
@@ -27,14 +29,18 @@ impl std::fmt::Debug for DerivedStore {
 }
 
 impl DerivedStore {
-    pub fn new(store: Arc<dyn ObjectStore>) -> DerivedStore {
-        DerivedStore { store }
+    /// Over `store`; `local` when it is a directory on this machine.
+    pub fn new(store: Arc<dyn ObjectStore>, local: bool) -> DerivedStore {
+        // A local directory takes parts of any size, so little is held while a file is written;
+        // S3 wants parts of 5 MiB or more, so elsewhere object_store's default of 10 MiB.
+        let part = if local { 1 << 20 } else { 10 << 20 };
+        DerivedStore { store, part }
     }
 
     /// Open the cache location (creating a directory if needed).
     pub fn open(location: &CacheLocation) -> Result<DerivedStore, String> {
-        let (store, _, _) = location.open()?;
-        Ok(DerivedStore { store })
+        let (store, _, local) = location.open()?;
+        Ok(DerivedStore::new(store, local))
     }
 
     fn path(fingerprint: &str) -> StorePath {
@@ -61,8 +67,8 @@ impl DerivedStore {
         }
     }
 
-    /// Store what `write` writes, streamed through a bounded buffer (so a large file is never
-    /// held whole); atomic (readers see the whole file or none), and nothing is stored when
+    /// Store what `write` writes, streamed through a bounded buffer of `part` bytes (so a large
+    /// file is never held whole); atomic (readers see the whole file or none), and nothing is stored when
     /// `write` fails. Blocking: call it on the blocking pool.
     pub fn put_with(
         &self,
@@ -71,8 +77,11 @@ impl DerivedStore {
     ) -> Result<(), String> {
         use std::io::Write;
         let handle = tokio::runtime::Handle::current();
-        let upload =
-            object_store::buffered::BufWriter::new(self.store.clone(), Self::path(fingerprint));
+        let upload = object_store::buffered::BufWriter::with_capacity(
+            self.store.clone(),
+            Self::path(fingerprint),
+            self.part,
+        );
         let mut bridge = tokio_util::io::SyncIoBridge::new_with_handle(upload, handle.clone());
         let written = {
             let mut buffered = std::io::BufWriter::with_capacity(64 << 10, &mut bridge);
@@ -127,7 +136,7 @@ mod tests {
     async fn streamed_puts_are_whole_or_absent() {
         let dir = tempfile::tempdir().unwrap();
         let fs = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
-        let store = DerivedStore::new(Arc::new(fs));
+        let store = DerivedStore::new(Arc::new(fs), true);
         let big: Vec<u8> = (0..12_000_000u32).map(|i| (i % 253) as u8).collect();
         let (s, data) = (store.clone(), big.clone());
         tokio::task::spawn_blocking(move || {

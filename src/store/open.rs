@@ -150,7 +150,7 @@ pub async fn load_remote(
                 root: None,
                 skipped: Vec::new(),
                 remote: Some(cached(Arc::new(hub))),
-                derived: Some(DerivedStore::new(cache_store.clone())),
+                derived: Some(DerivedStore::new(cache_store.clone(), local)),
             };
             let path = |p: &PathBuf| {
                 p.to_str()
@@ -179,7 +179,7 @@ pub async fn load_remote(
                 root: None,
                 skipped: Vec::new(),
                 remote: Some(cached),
-                derived: Some(DerivedStore::new(cache_store.clone())),
+                derived: Some(DerivedStore::new(cache_store.clone(), local)),
             };
             load_compiled(
                 ctx,

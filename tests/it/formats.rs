@@ -236,7 +236,8 @@ async fn floats_are_shortest_round_trip() {
 }
 
 /// Long answers streamed while they are encoded (`--stream-answer-bytes 0`) are the bytes of the
-/// cached ones, in every format, with the same row count header.
+/// cached ones, in every format, with the same row count header. (Arrow answers are sent from the
+/// derived buffers either way; `long`'s unit test checks them against arrow's `StreamWriter`.)
 #[tokio::test]
 async fn streamed_long_answers_equal_cached_ones() {
     let cached = TestApp::sample().await;
