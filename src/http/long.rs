@@ -379,24 +379,51 @@ pub(super) fn arrow_pieces(
     let cols: Vec<KeyArrow> = keys.iter().map(|&k| key_arrow(t, k, segs)).collect();
     let schema = schema(t, keys, &cols, segs, value);
     let mut encoder = StreamEncoder::try_new(&schema)?;
-    let mut pieces = Vec::new();
+    let mut pieces = Pieces::default();
     for_each_batch(&schema, &cols, segs, |b| {
-        pieces.extend(encoder.encode(b)?.into_iter().map(shared));
+        encoder.encode(b)?.into_iter().for_each(|b| pieces.push(b));
         Ok(())
     })?;
-    pieces.extend(encoder.finish()?.into_iter().map(shared));
-    Ok(pieces)
+    encoder.finish()?.into_iter().for_each(|b| pieces.push(b));
+    Ok(pieces.finish())
 }
 
-/// An Arrow buffer as `Bytes` that keep it alive (no copy).
-fn shared(b: Buffer) -> bytes::Bytes {
-    struct Owner(Buffer);
-    impl AsRef<[u8]> for Owner {
-        fn as_ref(&self) -> &[u8] {
-            self.0.as_slice()
+/// Pieces of a body: large buffers shared as they are, runs of small ones (framing, padding,
+/// empty validity buffers) copied together, so the body is not hundreds of tiny writes.
+#[derive(Default)]
+struct Pieces {
+    done: Vec<bytes::Bytes>,
+    small: Vec<u8>,
+}
+
+impl Pieces {
+    /// Buffers below this size are copied together.
+    const SMALL: usize = 8 << 10;
+
+    fn push(&mut self, b: Buffer) {
+        if b.len() < Self::SMALL {
+            self.small.extend_from_slice(b.as_slice());
+            return;
         }
+        if !self.small.is_empty() {
+            self.done.push(std::mem::take(&mut self.small).into());
+        }
+        // `Bytes` that own the Arrow buffer (no copy).
+        struct Owner(Buffer);
+        impl AsRef<[u8]> for Owner {
+            fn as_ref(&self) -> &[u8] {
+                self.0.as_slice()
+            }
+        }
+        self.done.push(bytes::Bytes::from_owner(Owner(b)));
     }
-    bytes::Bytes::from_owner(Owner(b))
+
+    fn finish(mut self) -> Vec<bytes::Bytes> {
+        if !self.small.is_empty() {
+            self.done.push(self.small.into());
+        }
+        self.done
+    }
 }
 
 /// About how many bytes a row of a long answer takes in `format`.
