@@ -644,6 +644,97 @@ mod runfile {
         }
     }
 
+    /// The `timeline` value at `start` in `src`, `len` bytes, in the usual shape (that of
+    /// `usual::timeline`, whose answer this is), read through a window a series at a time rather
+    /// than held whole: the series are most of it. Any other shape is `Fallback` (the caller then
+    /// reads the text whole).
+    pub(super) fn timeline_at(
+        src: &dyn ReadAt,
+        start: u64,
+        len: u64,
+    ) -> Result<Timeline, Fallback> {
+        use std::io::Read;
+
+        use crate::raw::timeline::{Power, Series};
+
+        /// Which keys have been read; a repeat is left to the caller.
+        fn first(seen: &mut u8, bit: u8) -> Result<(), Fallback> {
+            if *seen & bit != 0 {
+                return Err(Fallback);
+            }
+            *seen |= bit;
+            Ok(())
+        }
+        fn series<R: Read>(w: &mut Window<R>) -> Result<Series, Fallback> {
+            let mut devices: Vec<(String, crate::raw::timeline::Points)> = Vec::new();
+            w.inner_object(|key, w| {
+                if devices.iter().any(|(k, _)| k == key) {
+                    return Err(Fallback);
+                }
+                let mut points = None;
+                w.take_raw(|b| points = usual::points(b))?;
+                devices.push((key.to_string(), Ok(points.ok_or(Fallback)?)));
+                Ok(())
+            })?;
+            Ok(Series::Devices(devices))
+        }
+
+        let mut w = Window::new(AtReader { src, pos: start }.take(len));
+        let (mut power, mut temperature) = (Power::Missing, None);
+        let (mut steady_start, mut steady_end) = (None, None);
+        let mut seen = 0u8;
+        let bound = |w: &mut Window<_>, at: &mut Option<f64>| {
+            let mut got = None;
+            w.take_raw(|b| got = usual::number_or_null(b))?;
+            *at = got.ok_or(Fallback)?;
+            Ok(())
+        };
+        w.object(|key, w| match key {
+            "power" => {
+                first(&mut seen, 1)?;
+                let (mut instant, mut average, mut inner) = (None, None, 0u8);
+                w.inner_object(|key, w| match key {
+                    "device_instant" => {
+                        first(&mut inner, 1)?;
+                        instant = Some(series(w)?);
+                        Ok(())
+                    }
+                    "device_average" => {
+                        first(&mut inner, 2)?;
+                        average = Some(series(w)?);
+                        Ok(())
+                    }
+                    _ => w.skip(),
+                })?;
+                power = Power::Object {
+                    device_instant: instant,
+                    device_average: average,
+                };
+                Ok(())
+            }
+            "temperature" => {
+                first(&mut seen, 2)?;
+                temperature = Some(series(w)?);
+                Ok(())
+            }
+            "steady_state_start_time" => {
+                first(&mut seen, 4)?;
+                bound(w, &mut steady_start)
+            }
+            "steady_state_end_time" => {
+                first(&mut seen, 8)?;
+                bound(w, &mut steady_end)
+            }
+            _ => w.skip(),
+        })?;
+        Ok(Timeline::Object {
+            power,
+            temperature,
+            steady_state_start_time: steady_start,
+            steady_state_end_time: steady_end,
+        })
+    }
+
     /// `read_fast` over `src` read at offsets, its request list in pieces of about `piece` bytes.
     pub(super) fn read_at(src: &dyn ReadAt, llm: bool, piece: u64) -> Result<RunDerived, Fallback> {
         read_fast(AtReader { src, pos: 0 }, Some((src, piece)), llm)
@@ -695,6 +786,11 @@ mod runfile {
                         // A repeated key: the last one counts.
                         let text = TimelineText::take(w, pieces)?;
                         timeline = Some(scope.spawn(move || {
+                            if let TimelineText::At(src, start, len) = text
+                                && let Ok(t) = timeline_at(src, start, len)
+                            {
+                                return Ok(t);
+                            }
                             let (buf, range) = text.bytes()?;
                             let bytes = &buf[range];
                             match usual::timeline(bytes) {
@@ -1078,6 +1174,61 @@ mod tests {
         assert!(read_run(liar.as_bytes(), "t", true).is_ok());
         assert!(read_run_fast(liar.as_bytes(), true).is_err());
         assert!(runfile::read_at(&liar.as_bytes(), true, 8).is_err());
+    }
+
+    /// A timeline read a series at a time is the whole text's reading; any other shape (a
+    /// repeated key, a series that is not `{gpu: [[t, v], ...]}`) is left to the whole text.
+    #[test]
+    fn timeline_read_by_series() {
+        let two_gpus = serde_json::json!({
+            "power": {
+                "device_instant": {"0": [[1.5, 200.25], [2.0, 201.0]], "1": [[1.5, 180.0]]},
+                "device_average": {"0": [[1.0, 150.0]], "1": []},
+                "other": {"x": [1, "]"]}
+            },
+            "temperature": {"0": [[1.0, 40.0]], "1": [[1.1, 41.5e0]]},
+            "steady_state_start_time": 1.25,
+            "steady_state_end_time": null,
+            "note": "}}"
+        });
+        let good = [
+            serde_json::to_string_pretty(&two_gpus).unwrap(),
+            serde_json::to_string(&two_gpus).unwrap(),
+            r#"{"temperature": {}}"#.to_string(),
+            r#"{}"#.to_string(),
+            r#" {"power": {"device_average": {"\u0030": [[0, 1]]}}, "steady_state_end_time": 7} "#
+                .to_string(),
+        ];
+        for text in &good {
+            let whole: Timeline = serde_json::from_str(text).unwrap();
+            let by_series = runfile::timeline_at(&text.as_bytes(), 0, text.len() as u64);
+            assert_eq!(by_series, Ok(whole), "{text}");
+        }
+        // Inside a larger source, at an offset.
+        let text = format!("xx{}yy", good[0]);
+        let whole: Timeline = serde_json::from_str(&good[0]).unwrap();
+        assert_eq!(
+            runfile::timeline_at(&text.as_bytes(), 2, good[0].len() as u64),
+            Ok(whole)
+        );
+        let odd = [
+            r#"{"power": null}"#,
+            r#"{"power": {}, "power": {}}"#,
+            r#"{"temperature": {"0": [[1, 2]], "0": [[1, 3]]}}"#,
+            r#"{"temperature": {"0": [[1, "2"]]}}"#,
+            r#"{"temperature": {"0": [[1, 2, 3]]}}"#,
+            r#"{"power": {"device_instant": {"0": [[1, 2]]}, "device_instant": {}}}"#,
+            r#"{"steady_state_start_time": "1"}"#,
+            r#"{"temperature": {"0": [[1, 2]]}"#,
+            r#"[1]"#,
+        ];
+        for text in odd {
+            assert_eq!(
+                runfile::timeline_at(&text.as_bytes(), 0, text.len() as u64),
+                Err(Fallback),
+                "{text}"
+            );
+        }
     }
 
     #[test]

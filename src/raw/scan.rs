@@ -20,7 +20,7 @@ use std::io::Read;
 use serde::de::DeserializeSeed;
 
 /// The fast path could not read the file; use the reader path.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub struct Fallback;
 
 const CHUNK: usize = 1 << 20;
@@ -347,7 +347,7 @@ impl<R: Read> Window<R> {
     /// its value, which it must consume.
     pub(super) fn object(
         &mut self,
-        mut on_key: impl FnMut(&str, &mut Self) -> Result<(), Fallback>,
+        on_key: impl FnMut(&str, &mut Self) -> Result<(), Fallback>,
     ) -> Result<(), Fallback> {
         self.expect(b'{')?;
         // `{`, a newline, spaces, the first key: written by `json.dump(..., indent=...)`.
@@ -358,26 +358,43 @@ impl<R: Read> Window<R> {
         {
             self.indent = Some(k);
         }
-        if self.peek()? == Some(b'}') {
-            self.pos += 1;
-        } else {
-            loop {
-                let key: String = self.parse(std::marker::PhantomData::<String>)?;
-                self.expect(b':')?;
-                on_key(&key, self)?;
-                match self.peek()? {
-                    Some(b',') => self.pos += 1,
-                    Some(b'}') => {
-                        self.pos += 1;
-                        break;
-                    }
-                    _ => return Err(Fallback),
-                }
-            }
-        }
+        self.members(on_key)?;
         match self.peek()? {
             None => Ok(()),
             Some(_) => Err(Fallback),
+        }
+    }
+
+    /// Walk an object value inside the top-level one, as `object` does.
+    pub(super) fn inner_object(
+        &mut self,
+        on_key: impl FnMut(&str, &mut Self) -> Result<(), Fallback>,
+    ) -> Result<(), Fallback> {
+        self.expect(b'{')?;
+        self.members(on_key)
+    }
+
+    /// An object's members and its `}`, after its `{`.
+    fn members(
+        &mut self,
+        mut on_key: impl FnMut(&str, &mut Self) -> Result<(), Fallback>,
+    ) -> Result<(), Fallback> {
+        if self.peek()? == Some(b'}') {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            let key: String = self.parse(std::marker::PhantomData::<String>)?;
+            self.expect(b':')?;
+            on_key(&key, self)?;
+            match self.peek()? {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                _ => return Err(Fallback),
+            }
         }
     }
 

@@ -95,6 +95,27 @@ pub(super) fn timeline(bytes: &[u8]) -> Option<Timeline> {
     })
 }
 
+/// A `timeline` series' point list, `[[t, v], ...]` of numbers, that is all of `bytes` (for a
+/// timeline read a series at a time).
+pub(super) fn points(bytes: &[u8]) -> Option<Vec<(f64, f64)>> {
+    let mut points = None;
+    whole(bytes, |c| {
+        points = Some(c.points()?);
+        Some(())
+    })?;
+    points
+}
+
+/// A number or `null` that is all of `bytes`.
+pub(super) fn number_or_null(bytes: &[u8]) -> Option<Option<f64>> {
+    let mut number = None;
+    whole(bytes, |c| {
+        number = Some(c.number_or_null()?);
+        Some(())
+    })?;
+    number
+}
+
 /// `read` over all of `bytes`: only whitespace may surround the value.
 fn whole<'a>(bytes: &'a [u8], read: impl FnOnce(&mut Cursor<'a>) -> Option<()>) -> Option<()> {
     let mut c = Cursor { b: bytes, i: 0 };
