@@ -3,9 +3,10 @@
 //!
 //! The stream holds record batches of one row whose columns are lists (each list one contiguous
 //! buffer): `success`, `output_len`, `itl_s`, and the timeline series flattened as
-//! `series_metric`, `series_key`, `series_points`, `t`, `v`. The first batch holds them all (with
-//! the first chunk of the ITL samples); each further batch holds one more chunk of `itl_s` and
-//! empty lists elsewhere, so the samples are written and loaded without being joined. The few
+//! `series_metric`, `series_key`, `series_points` and the points' `t`, `v`. The first batch holds
+//! the per-request and per-series columns; `itl_s` is spread over the batches a chunk of samples
+//! each (so the samples are written and loaded without being joined), and `t`, `v` up to 65,536
+//! points each (so writing never copies a whole timeline); other lists are empty. The few
 //! states and messages that are not columns (which keys were missing, the toolkit's error texts)
 //! are JSON in the schema metadata under `mlenergy.derived`, with its format version.
 
@@ -15,17 +16,17 @@ use arrow::array::{
     Array, ArrayRef, BooleanArray, Float64Array, Int64Array, ListArray, RecordBatch, StringArray,
     UInt8Array, UInt64Array,
 };
-use arrow::buffer::OffsetBuffer;
-use arrow::datatypes::{Field, Schema};
+use arrow::buffer::{Buffer, OffsetBuffer};
+use arrow::datatypes::{DataType, Field, Schema};
 use arrow::ipc::reader::StreamReader;
-use arrow::ipc::writer::StreamWriter;
+use arrow::ipc::writer::StreamEncoder;
 use serde::{Deserialize, Serialize};
 
 use super::bulk::{ItlSamples, ResultsList, RunDerived};
 use super::timeline::{Points, Power, Series, Timeline};
 
 /// Bumped whenever the layout or the derivation changes; older files are then ignored.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 const META_KEY: &str = "mlenergy.derived";
 
 /// Whether a key was absent, not an object, or present.
@@ -55,10 +56,14 @@ struct Meta {
     steady_state_end_bits: Option<u64>,
 }
 
+/// The list field of `list`'s arrays, of values of `ty`.
+fn item(ty: DataType) -> Arc<Field> {
+    Arc::new(Field::new("item", ty, true))
+}
+
 fn list(values: ArrayRef) -> ArrayRef {
-    let field = Arc::new(Field::new("item", values.data_type().clone(), true));
     Arc::new(ListArray::new(
-        field,
+        item(values.data_type().clone()),
         OffsetBuffer::from_lengths([values.len()]),
         values,
         None,
@@ -72,14 +77,16 @@ pub fn to_ipc(d: &RunDerived) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-/// Write `d` as an Arrow IPC stream to `out`.
-pub fn write_ipc(d: &RunDerived, out: impl std::io::Write) -> Result<(), String> {
+/// Write `d` as an Arrow IPC stream to `out`. The batches are framed by arrow's `StreamEncoder`,
+/// whose buffers are written as they are, so nothing larger than one batch's timeline points is
+/// copied on the way.
+pub fn write_ipc(d: &RunDerived, mut out: impl std::io::Write) -> Result<(), String> {
     let mut series_metric = Vec::new();
     let mut series_key = Vec::new();
     let mut series_points = Vec::new();
     let mut series_errors = Vec::new();
-    let points = d.timeline.weight() / 16;
-    let (mut t, mut v) = (Vec::with_capacity(points), Vec::with_capacity(points));
+    // The series' points in order; they go out `POINTS` at a time.
+    let mut all_points: Vec<&[(f64, f64)]> = Vec::new();
     let mut presence = [Presence::Missing; 3];
     let (mut tl, mut power, mut start, mut end) =
         (Presence::Missing, Presence::Missing, None, None);
@@ -120,8 +127,7 @@ pub fn write_ipc(d: &RunDerived, out: impl std::io::Write) -> Result<(), String>
                         match pts {
                             Ok(p) => {
                                 series_points.push(p.len() as u64);
-                                t.extend(p.iter().map(|x| x.0));
-                                v.extend(p.iter().map(|x| x.1));
+                                all_points.push(p);
                             }
                             Err(e) => {
                                 series_errors.push((series_key.len(), e.clone()));
@@ -160,7 +166,8 @@ pub fn write_ipc(d: &RunDerived, out: impl std::io::Write) -> Result<(), String>
             None,
         ))
     };
-    let columns: Vec<(&str, ArrayRef)> = vec![
+    let mut groups = PointGroups::new(&all_points);
+    let first: Vec<(&str, ArrayRef)> = vec![
         ("success", Arc::new(BooleanArray::from(d.success.clone()))),
         (
             "output_len",
@@ -170,44 +177,98 @@ pub fn write_ipc(d: &RunDerived, out: impl std::io::Write) -> Result<(), String>
         ("series_metric", Arc::new(UInt8Array::from(series_metric))),
         ("series_key", Arc::new(StringArray::from(series_key))),
         ("series_points", Arc::new(UInt64Array::from(series_points))),
-        ("t", Arc::new(Float64Array::from(t))),
-        ("v", Arc::new(Float64Array::from(v))),
     ];
-    let arrays: Vec<ArrayRef> = columns.iter().map(|(_, a)| list(a.clone())).collect();
-    let fields: Vec<Field> = columns
+    let fields: Vec<Field> = first
         .iter()
-        .zip(&arrays)
-        .map(|((name, _), a)| Field::new(*name, a.data_type().clone(), false))
+        .map(|(name, a)| (*name, a.data_type().clone()))
+        .chain([("t", DataType::Float64), ("v", DataType::Float64)])
+        .map(|(name, ty)| Field::new(name, DataType::List(item(ty)), false))
         .collect();
     let meta = serde_json::to_string(&meta).map_err(|e| e.to_string())?;
     let schema = Arc::new(Schema::new(fields).with_metadata([(META_KEY.to_string(), meta)].into()));
-    let mut w = StreamWriter::try_new(out, &schema).map_err(|e| e.to_string())?;
-    let first = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| e.to_string())?;
-    w.write(&first).map_err(|e| e.to_string())?;
-    // Each further chunk of samples: its own batch, every other list empty.
-    for i in 1..chunks.len() {
-        let arrays: Vec<ArrayRef> = columns
+    let mut encoder = StreamEncoder::try_new(&schema).map_err(|e| e.to_string())?;
+    let mut write = |buffers: Vec<Buffer>| {
+        buffers
             .iter()
-            .map(|(name, a)| match *name {
-                "itl_s" => list(itl(i)),
-                _ => list(a.slice(0, 0)),
-            })
-            .collect();
+            .try_for_each(|b| out.write_all(b.as_slice()))
+            .map_err(|e| e.to_string())
+    };
+    let batches = chunks.len().max(groups.len()).max(1);
+    for i in 0..batches {
+        let (t, v) = groups.next().unwrap_or_default();
+        let mut arrays: Vec<ArrayRef> = if i == 0 {
+            first.iter().map(|(_, a)| list(a.clone())).collect()
+        } else {
+            first
+                .iter()
+                .map(|(name, a)| match *name {
+                    "itl_s" => list(itl(i)),
+                    _ => list(a.slice(0, 0)),
+                })
+                .collect()
+        };
+        arrays.push(list(Arc::new(Float64Array::from(t))));
+        arrays.push(list(Arc::new(Float64Array::from(v))));
         let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| e.to_string())?;
-        w.write(&batch).map_err(|e| e.to_string())?;
+        write(encoder.encode(&batch).map_err(|e| e.to_string())?)?;
     }
-    w.finish().map_err(|e| e.to_string())
+    write(encoder.finish().map_err(|e| e.to_string())?)
+}
+
+/// The series' points as `(t, v)` column pieces of at most `POINTS` points, in order.
+struct PointGroups<'a> {
+    series: &'a [&'a [(f64, f64)]],
+    /// The next point: the series and the point in it.
+    at: (usize, usize),
+    total: usize,
+}
+
+impl<'a> PointGroups<'a> {
+    const POINTS: usize = 1 << 16;
+
+    fn new(series: &'a [&'a [(f64, f64)]]) -> Self {
+        let total = series.iter().map(|s| s.len()).sum();
+        PointGroups {
+            series,
+            at: (0, 0),
+            total,
+        }
+    }
+
+    /// How many pieces there are in all.
+    fn len(&self) -> usize {
+        self.total.div_ceil(Self::POINTS)
+    }
+}
+
+impl Iterator for PointGroups<'_> {
+    type Item = (Vec<f64>, Vec<f64>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (mut t, mut v) = (Vec::new(), Vec::new());
+        while t.len() < Self::POINTS {
+            let Some(s) = self.series.get(self.at.0) else {
+                break;
+            };
+            let take = &s[self.at.1..(self.at.1 + Self::POINTS - t.len()).min(s.len())];
+            t.extend(take.iter().map(|p| p.0));
+            v.extend(take.iter().map(|p| p.1));
+            self.at.1 += take.len();
+            if self.at.1 == s.len() {
+                self.at = (self.at.0 + 1, 0);
+            }
+        }
+        (!t.is_empty()).then_some((t, v))
+    }
 }
 
 /// The columns whose values are all in the first batch.
-const NOT_CHUNKED: [&str; 7] = [
+const NOT_CHUNKED: [&str; 5] = [
     "success",
     "output_len",
     "series_metric",
     "series_key",
     "series_points",
-    "t",
-    "v",
 ];
 
 fn is_empty_list(batch: &RecordBatch, name: &str) -> bool {
@@ -258,6 +319,20 @@ pub fn from_ipc(bytes: &[u8]) -> Result<RunDerived, String> {
     let success = values::<BooleanArray>(&batch, "success")?;
     let output_len = values::<Int64Array>(&batch, "output_len")?;
     let mut itl_chunks = vec![values::<Float64Array>(&batch, "itl_s")?.values().clone()];
+    let (mut t, mut v) = (Vec::new(), Vec::new());
+    let mut points_of = |b: &RecordBatch| -> Result<(), String> {
+        let (bt, bv) = (
+            values::<Float64Array>(b, "t")?,
+            values::<Float64Array>(b, "v")?,
+        );
+        if bt.len() != bv.len() {
+            return Err("column lengths disagree".into());
+        }
+        t.extend_from_slice(bt.values());
+        v.extend_from_slice(bv.values());
+        Ok(())
+    };
+    points_of(&batch)?;
     for more in r {
         let more = more.map_err(|e| e.to_string())?;
         for name in NOT_CHUNKED {
@@ -266,19 +341,12 @@ pub fn from_ipc(bytes: &[u8]) -> Result<RunDerived, String> {
             }
         }
         itl_chunks.push(values::<Float64Array>(&more, "itl_s")?.values().clone());
+        points_of(&more)?;
     }
     let metric = values::<UInt8Array>(&batch, "series_metric")?;
     let key = values::<StringArray>(&batch, "series_key")?;
     let points = values::<UInt64Array>(&batch, "series_points")?;
-    let (t, v) = (
-        values::<Float64Array>(&batch, "t")?,
-        values::<Float64Array>(&batch, "v")?,
-    );
-    if success.len() != output_len.len()
-        || metric.len() != key.len()
-        || key.len() != points.len()
-        || t.len() != v.len()
-    {
+    if success.len() != output_len.len() || metric.len() != key.len() || key.len() != points.len() {
         return Err("column lengths disagree".into());
     }
     let mut devices: [Vec<(String, Points)>; 3] = Default::default();
@@ -293,7 +361,7 @@ pub fn from_ipc(bytes: &[u8]) -> Result<RunDerived, String> {
                     .checked_add(n)
                     .filter(|&e| e <= t.len())
                     .ok_or("series points overrun")?;
-                let p = (at..end).map(|k| (t.value(k), v.value(k))).collect();
+                let p = (at..end).map(|k| (t[k], v[k])).collect();
                 at = end;
                 Ok(p)
             }
@@ -384,6 +452,36 @@ mod tests {
             .expect("version in the metadata");
         old[at + 10] = b'0';
         assert!(from_ipc(&old).unwrap_err().contains("version"));
+    }
+
+    /// A timeline of more points than one batch holds, a series split between batches and one
+    /// unreadable series among them, with fewer ITL chunks than point batches: read back as it was.
+    #[test]
+    fn long_timelines_span_batches() {
+        let pts = |n: usize, k: f64| -> Points { Ok((0..n).map(|i| (i as f64 + k, k)).collect()) };
+        let mut d = read_run(r#"{"results": []}"#.as_bytes(), "test", true).unwrap();
+        d.timeline = Timeline::Object {
+            power: Power::Object {
+                device_instant: Some(Series::Devices(vec![
+                    ("0".into(), pts(50_000, 0.5)),
+                    ("1".into(), Err("not a list".into())),
+                    ("2".into(), pts(100_000, 1.5)),
+                ])),
+                device_average: None,
+            },
+            temperature: Some(Series::Devices(vec![("0".into(), pts(3, 2.5))])),
+            steady_state_start_time: Some(1.0),
+            steady_state_end_time: None,
+        };
+        d.itl = Ok(ItlSamples::from_chunks([vec![0.25].into()]));
+        let one: &[(f64, f64)] = &[(0.0, 0.0)];
+        assert_eq!(PointGroups::new(&[one; 3]).len(), 1);
+        let bytes = to_ipc(&d).unwrap();
+        let batches = StreamReader::try_new(std::io::Cursor::new(&bytes), None)
+            .unwrap()
+            .count();
+        assert_eq!(batches, 150_003usize.div_ceil(1 << 16));
+        assert_eq!(from_ipc(&bytes).unwrap(), d);
     }
 
     /// ITL samples in several chunks are written and loaded as those chunks.

@@ -81,7 +81,10 @@ impl DerivedStore {
             self.store.clone(),
             Self::path(fingerprint),
             self.part,
-        );
+        )
+        // Two parts in flight at most (object_store's default is 8): what is held while a file
+        // is written stays about two parts.
+        .with_max_concurrency(2);
         let mut bridge = tokio_util::io::SyncIoBridge::new_with_handle(upload, handle.clone());
         let written = {
             let mut buffered = std::io::BufWriter::with_capacity(64 << 10, &mut bridge);
