@@ -172,7 +172,7 @@ async fn load_derived(
     if let (Some(store), Some(fp)) = (store, &fingerprint)
         && let Some(bytes) = store.get(fp).await
     {
-        match persist::from_ipc(&bytes) {
+        match persist::from_ipc(bytes) {
             Ok(d) => return Ok((d, None)),
             Err(e) => {
                 tracing::warn!(run_id = %id, error = %e, "persisted derived data unusable; reading the raw file");

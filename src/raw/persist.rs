@@ -18,7 +18,7 @@ use arrow::array::{
 };
 use arrow::buffer::{Buffer, OffsetBuffer};
 use arrow::datatypes::{DataType, Field, Schema};
-use arrow::ipc::reader::StreamReader;
+use arrow::ipc::reader::StreamDecoder;
 use arrow::ipc::writer::StreamEncoder;
 use serde::{Deserialize, Serialize};
 
@@ -295,12 +295,23 @@ fn values<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, S
         .ok_or_else(|| format!("{name} has type {}", l.values().data_type()))
 }
 
-/// Decode what `to_ipc` wrote; `Err` for another format version or a damaged file.
-pub fn from_ipc(bytes: &[u8]) -> Result<RunDerived, String> {
-    let mut r =
-        StreamReader::try_new(std::io::Cursor::new(bytes), None).map_err(|e| e.to_string())?;
+/// Decode what `to_ipc` wrote; `Err` for another format version or a damaged file. The arrays
+/// are slices of `bytes` where they can be (the ITL samples are not copied).
+pub fn from_ipc(bytes: bytes::Bytes) -> Result<RunDerived, String> {
+    // A stream written whole ends with the end-of-stream marker.
+    const EOS: [u8; 8] = [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0];
+    if !bytes.ends_with(&EOS) {
+        return Err("no end-of-stream marker".into());
+    }
+    let mut buf = Buffer::from(bytes);
+    let mut decoder = StreamDecoder::new();
+    let batch = decoder
+        .decode(&mut buf)
+        .map_err(|e| e.to_string())?
+        .ok_or("no record batch")?;
     let meta: Meta = serde_json::from_str(
-        r.schema()
+        batch
+            .schema_ref()
             .metadata()
             .get(META_KEY)
             .ok_or("no mlenergy.derived metadata")?,
@@ -312,10 +323,6 @@ pub fn from_ipc(bytes: &[u8]) -> Result<RunDerived, String> {
             meta.version
         ));
     }
-    let batch = r
-        .next()
-        .ok_or("no record batch")?
-        .map_err(|e| e.to_string())?;
     let success = values::<BooleanArray>(&batch, "success")?;
     let output_len = values::<Int64Array>(&batch, "output_len")?;
     let mut itl_chunks = vec![values::<Float64Array>(&batch, "itl_s")?.values().clone()];
@@ -333,8 +340,7 @@ pub fn from_ipc(bytes: &[u8]) -> Result<RunDerived, String> {
         Ok(())
     };
     points_of(&batch)?;
-    for more in r {
-        let more = more.map_err(|e| e.to_string())?;
+    while let Some(more) = decoder.decode(&mut buf).map_err(|e| e.to_string())? {
         for name in NOT_CHUNKED {
             if !is_empty_list(&more, name) {
                 return Err(format!("{name} is not empty after the first batch"));
@@ -343,6 +349,7 @@ pub fn from_ipc(bytes: &[u8]) -> Result<RunDerived, String> {
         itl_chunks.push(values::<Float64Array>(&more, "itl_s")?.values().clone());
         points_of(&more)?;
     }
+    decoder.finish().map_err(|e| e.to_string())?;
     let metric = values::<UInt8Array>(&batch, "series_metric")?;
     let key = values::<StringArray>(&batch, "series_key")?;
     let points = values::<UInt64Array>(&batch, "series_points")?;
@@ -434,7 +441,7 @@ mod tests {
         ];
         for doc in docs {
             let d = read_run(doc.as_bytes(), "test", true).unwrap();
-            let back = from_ipc(&to_ipc(&d).unwrap()).unwrap();
+            let back = from_ipc(to_ipc(&d).unwrap().into()).unwrap();
             // NaN != NaN: compare the steady-state bounds bit for bit, the rest as values.
             assert_eq!(format!("{back:?}"), format!("{d:?}"), "{doc}");
         }
@@ -444,14 +451,22 @@ mod tests {
     fn other_versions_and_damage_are_refused() {
         let d = read_run(r#"{"results": []}"#.as_bytes(), "test", true).unwrap();
         let bytes = to_ipc(&d).unwrap();
-        assert!(from_ipc(&bytes[..bytes.len() / 2]).is_err());
+        let read = |b: &[u8]| from_ipc(bytes::Bytes::copy_from_slice(b));
+        assert!(read(&bytes).is_ok());
+        assert!(read(&bytes[..bytes.len() / 2]).is_err());
+        // Cut before the end-of-stream marker, at a message boundary.
+        assert!(read(&bytes[..bytes.len() - 8]).is_err());
+        // Something after a whole stream.
+        let mut twice = bytes.clone();
+        twice.extend_from_slice(&bytes);
+        assert!(read(&twice).is_err());
         let mut old = bytes.clone();
         let at = old
             .windows(10)
             .position(|w| w == b"\"version\":")
             .expect("version in the metadata");
         old[at + 10] = b'0';
-        assert!(from_ipc(&old).unwrap_err().contains("version"));
+        assert!(read(&old).unwrap_err().contains("version"));
     }
 
     /// A timeline of more points than one batch holds, a series split between batches and one
@@ -477,11 +492,11 @@ mod tests {
         let one: &[(f64, f64)] = &[(0.0, 0.0)];
         assert_eq!(PointGroups::new(&[one; 3]).len(), 1);
         let bytes = to_ipc(&d).unwrap();
-        let batches = StreamReader::try_new(std::io::Cursor::new(&bytes), None)
+        let batches = arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(&bytes), None)
             .unwrap()
             .count();
         assert_eq!(batches, 150_003usize.div_ceil(1 << 16));
-        assert_eq!(from_ipc(&bytes).unwrap(), d);
+        assert_eq!(from_ipc(bytes.into()).unwrap(), d);
     }
 
     /// ITL samples in several chunks are written and loaded as those chunks.
@@ -499,8 +514,14 @@ mod tests {
         d.itl = Ok(ItlSamples::from_chunks(
             chunks.iter().map(|c| c.clone().into()),
         ));
-        let back = from_ipc(&to_ipc(&d).unwrap()).unwrap();
+        let bytes = bytes::Bytes::from(to_ipc(&d).unwrap());
+        let within = bytes.as_ptr_range();
+        let back = from_ipc(bytes.clone()).unwrap();
         assert_eq!(back, d);
+        // Read in place, not copied.
+        for chunk in back.itl.as_ref().unwrap().chunks() {
+            assert!(within.contains(&chunk.as_ptr().cast()));
+        }
         let got: Vec<Vec<f64>> = back
             .itl
             .as_ref()
