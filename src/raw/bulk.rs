@@ -678,6 +678,17 @@ mod runfile {
             })?;
             Ok(Series::Devices(devices))
         }
+        /// A series under a key not read before.
+        fn series_once<R: Read>(
+            seen: &mut u8,
+            bit: u8,
+            w: &mut Window<R>,
+            into: &mut Option<Series>,
+        ) -> Result<(), Fallback> {
+            first(seen, bit)?;
+            *into = Some(series(w)?);
+            Ok(())
+        }
 
         let mut w = Window::new(AtReader { src, pos: start }.take(len));
         let (mut power, mut temperature) = (Power::Missing, None);
@@ -694,16 +705,8 @@ mod runfile {
                 first(&mut seen, 1)?;
                 let (mut instant, mut average, mut inner) = (None, None, 0u8);
                 w.inner_object(|key, w| match key {
-                    "device_instant" => {
-                        first(&mut inner, 1)?;
-                        instant = Some(series(w)?);
-                        Ok(())
-                    }
-                    "device_average" => {
-                        first(&mut inner, 2)?;
-                        average = Some(series(w)?);
-                        Ok(())
-                    }
+                    "device_instant" => series_once(&mut inner, 1, w, &mut instant),
+                    "device_average" => series_once(&mut inner, 2, w, &mut average),
                     _ => w.skip(),
                 })?;
                 power = Power::Object {
@@ -712,11 +715,7 @@ mod runfile {
                 };
                 Ok(())
             }
-            "temperature" => {
-                first(&mut seen, 2)?;
-                temperature = Some(series(w)?);
-                Ok(())
-            }
+            "temperature" => series_once(&mut seen, 2, w, &mut temperature),
             "steady_state_start_time" => {
                 first(&mut seen, 4)?;
                 bound(w, &mut steady_start)

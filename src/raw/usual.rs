@@ -98,31 +98,21 @@ pub(super) fn timeline(bytes: &[u8]) -> Option<Timeline> {
 /// A `timeline` series' point list, `[[t, v], ...]` of numbers, that is all of `bytes` (for a
 /// timeline read a series at a time).
 pub(super) fn points(bytes: &[u8]) -> Option<Vec<(f64, f64)>> {
-    let mut points = None;
-    whole(bytes, |c| {
-        points = Some(c.points()?);
-        Some(())
-    })?;
-    points
+    whole(bytes, Cursor::points)
 }
 
 /// A number or `null` that is all of `bytes`.
 pub(super) fn number_or_null(bytes: &[u8]) -> Option<Option<f64>> {
-    let mut number = None;
-    whole(bytes, |c| {
-        number = Some(c.number_or_null()?);
-        Some(())
-    })?;
-    number
+    whole(bytes, Cursor::number_or_null)
 }
 
 /// `read` over all of `bytes`: only whitespace may surround the value.
-fn whole<'a>(bytes: &'a [u8], read: impl FnOnce(&mut Cursor<'a>) -> Option<()>) -> Option<()> {
+fn whole<'a, T>(bytes: &'a [u8], read: impl FnOnce(&mut Cursor<'a>) -> Option<T>) -> Option<T> {
     let mut c = Cursor { b: bytes, i: 0 };
     c.ws();
-    read(&mut c)?;
+    let value = read(&mut c)?;
     c.ws();
-    (c.i == bytes.len()).then_some(())
+    (c.i == bytes.len()).then_some(value)
 }
 
 /// Which of up to eight read keys have been met; a repeat is left to serde (the last one counts).
