@@ -667,12 +667,18 @@ mod runfile {
         }
         fn series<R: Read>(w: &mut Window<R>) -> Result<Series, Fallback> {
             let mut devices: Vec<(String, crate::raw::timeline::Points)> = Vec::new();
+            // Indented, each GPU's list ends at its closing line.
+            let indent = w.member_indent()?;
             w.inner_object(|key, w| {
                 if devices.iter().any(|(k, _)| k == key) {
                     return Err(Fallback);
                 }
                 let mut points = None;
-                w.take_raw(|b| points = usual::points(b))?;
+                let read = |b: &[u8]| points = usual::points(b);
+                match indent {
+                    Some(k) => w.take_raw_closed(k, read)?,
+                    None => w.take_raw(read)?,
+                }
                 devices.push((key.to_string(), Ok(points.ok_or(Fallback)?)));
                 Ok(())
             })?;
@@ -1210,7 +1216,12 @@ mod tests {
             runfile::timeline_at(&text.as_bytes(), 2, good[0].len() as u64),
             Ok(whole)
         );
+        // A list whose inner lines are not all deeper than its key: the first closing line is
+        // not its end, so the bytes up to it are not a value and the whole text is read instead.
+        let liar = "{\"temperature\": {\n  \"0\": [\n  [1,\n  2\n  ], [3, 4]\n  ]\n}}";
+        assert!(serde_json::from_str::<Timeline>(liar).is_ok());
         let odd = [
+            liar,
             r#"{"power": null}"#,
             r#"{"power": {}, "power": {}}"#,
             r#"{"temperature": {"0": [[1, 2]], "0": [[1, 3]]}}"#,

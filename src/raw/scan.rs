@@ -436,6 +436,57 @@ impl<R: Read> Window<R> {
         Ok(())
     }
 
+    /// The indentation of the members of the object value that comes next, when its `{` is
+    /// followed by a newline, spaces and the first key (as `json.dump(..., indent=...)` writes
+    /// it); nothing consumed.
+    pub(super) fn member_indent(&mut self) -> Result<Option<usize>, Fallback> {
+        if self.peek()? != Some(b'{') {
+            return Ok(None);
+        }
+        // Enough to see the first key's line (an indentation is a few dozen spaces at most).
+        if self.buf.len() < self.pos + 256 {
+            self.fill()?;
+        }
+        let rest = &self.buf[self.pos + 1..];
+        Ok(match rest.first() {
+            Some(b'\n') => rest[1..]
+                .iter()
+                .position(|&b| b != b' ')
+                .filter(|&k| rest[1 + k] == b'"'),
+            _ => None,
+        })
+    }
+
+    /// `take_raw` of a value written as `json.dump(..., indent=...)` writes a list or object
+    /// member at indentation `indent`: its end is the first line that is that indentation and
+    /// the closing bracket (every line inside is deeper), found with memmem instead of a
+    /// structure scan. `f` must check that the bytes are exactly one value, which proves the end
+    /// (a list or object that is a whole value ends at its own bracket). Any other layout is
+    /// read by `take_raw`.
+    pub(super) fn take_raw_closed(
+        &mut self,
+        indent: usize,
+        f: impl FnOnce(&[u8]),
+    ) -> Result<(), Fallback> {
+        let close = match self.peek()? {
+            Some(b'[') => b']',
+            Some(b'{') => b'}',
+            _ => return self.take_raw(f),
+        };
+        if self.buf.len() < self.pos + 2 {
+            self.fill()?;
+        }
+        if self.buf.get(self.pos + 1) != Some(&b'\n') {
+            return self.take_raw(f);
+        }
+        let end = self
+            .closing_line(&closing_line(indent, close))?
+            .ok_or(Fallback)?;
+        f(&self.buf[self.pos..self.pos + end]);
+        self.pos += end;
+        Ok(())
+    }
+
     /// The next value's bytes, consumed: the window's own buffer is handed over with the value's
     /// range in it (a large value is not copied again), and the window goes on in a new buffer.
     pub(super) fn take_value(&mut self) -> Result<Taken, Fallback> {
@@ -476,10 +527,7 @@ impl<R: Read> Window<R> {
         if self.buf.get(self.pos + 1) != Some(&b'\n') {
             return Ok(None);
         }
-        let mut closing = vec![b'\n'];
-        closing.extend(std::iter::repeat_n(b' ', indent));
-        closing.push(b'}');
-        Ok(Some(closing))
+        Ok(Some(closing_line(indent, b'}')))
     }
 
     /// `take_value` of an `indented_object`, found without scanning its structure; `None`
@@ -488,13 +536,19 @@ impl<R: Read> Window<R> {
         let Some(closing) = self.indented_object()? else {
             return Ok(None);
         };
-        let finder = memchr::memmem::Finder::new(&closing);
+        Ok(self.closing_line(&closing)?.map(|end| self.hand_over(end)))
+    }
+
+    /// Offset (from `pos`) just past the first `closing` after the value's first byte, reading
+    /// more as needed; `None` at the end of the file.
+    fn closing_line(&mut self, closing: &[u8]) -> Result<Option<usize>, Fallback> {
+        let finder = memchr::memmem::Finder::new(closing);
         // Where to search from, relative to the value's start (a fill may move the buffer).
         let mut from = 1;
-        let end = loop {
+        loop {
             let start = self.pos;
             if let Some(i) = finder.find(&self.buf[start + from..]) {
-                break from + i + closing.len();
+                return Ok(Some(from + i + closing.len()));
             }
             from = (self.buf.len() - start + 1)
                 .saturating_sub(closing.len())
@@ -502,8 +556,7 @@ impl<R: Read> Window<R> {
             if !self.fill()? {
                 return Ok(None);
             }
-        };
-        Ok(Some(self.hand_over(end)))
+        }
     }
 
     /// The length of an `indented_object` at the window's position in `src` (the window's own
@@ -531,6 +584,15 @@ impl<R: Read> Window<R> {
             at += (n + 1 - closing.len()) as u64;
         }
     }
+}
+
+/// A newline, `indent` spaces and `close`: the line that ends a list or object written by
+/// `json.dump(..., indent=...)` whose first line is at that indentation.
+fn closing_line(indent: usize, close: u8) -> Vec<u8> {
+    let mut line = vec![b'\n'];
+    line.extend(std::iter::repeat_n(b' ', indent));
+    line.push(close);
+    line
 }
 
 impl<R: Forward> Window<R> {
