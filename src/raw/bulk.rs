@@ -174,6 +174,7 @@ mod runfile {
     //! through `scan::Window` and the readers of `usual`, on up to three threads.
 
     use std::fmt;
+    use std::io::Read;
 
     use serde::de::{
         self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
@@ -185,7 +186,7 @@ mod runfile {
     use crate::raw::pyjson::{ItlSeed, py_int, scalars_answer, truthy};
     use crate::raw::scan::{AtReader, Fallback, Forward, ReadAt, Window};
     use crate::raw::timeline::Timeline;
-    use crate::raw::usual;
+    use crate::raw::usual::{self, Seen};
 
     #[derive(Default)]
     struct Acc {
@@ -352,7 +353,7 @@ mod runfile {
     /// batches that find the second one's queue full (number parsing is most of the work); the
     /// parts are merged in file order. Batch buffers go back and forth rather than being
     /// allocated anew (fresh pages cost page faults).
-    fn requests_parallel<R: std::io::Read>(w: &mut Window<R>) -> Result<Option<Acc>, Fallback> {
+    fn requests_parallel<R: Read>(w: &mut Window<R>) -> Result<Option<Acc>, Fallback> {
         let (to_worker, batches) = std::sync::mpsc::sync_channel::<(usize, Batch)>(2);
         let (give_back, returned) = std::sync::mpsc::channel::<Batch>();
         std::thread::scope(|scope| {
@@ -628,43 +629,42 @@ mod runfile {
             })
         }
 
-        /// The text (read from the source if need be).
-        fn bytes(self) -> Result<(Vec<u8>, std::ops::Range<usize>), Fallback> {
-            match self {
-                TimelineText::Held(buf, range) => Ok((buf, range)),
+        /// The timeline: read a series at a time in the usual shape (`timeline_by_series`), else the
+        /// text is held whole (read from the source if need be) and serde reads it.
+        fn read(self) -> Result<Timeline, Fallback> {
+            let (buf, range) = match self {
+                TimelineText::Held(buf, range) => {
+                    if let Ok(t) = timeline_by_series(&buf[range.clone()]) {
+                        return Ok(t);
+                    }
+                    (buf, range)
+                }
                 TimelineText::At(src, start, len) => {
+                    if let Ok(t) = timeline_by_series(AtReader { src, pos: start }.take(len)) {
+                        return Ok(t);
+                    }
                     let len = usize::try_from(len).map_err(|_| Fallback)?;
                     let mut buf = vec![0u8; len];
                     if src.read_at(&mut buf, start).map_err(|_| Fallback)? < len {
                         return Err(Fallback);
                     }
-                    Ok((buf, 0..len))
+                    (buf, 0..len)
                 }
-            }
+            };
+            serde_json::from_slice::<Timeline>(&buf[range]).map_err(|_| Fallback)
         }
     }
 
-    /// The `timeline` value at `start` in `src`, `len` bytes, in the usual shape (that of
-    /// `usual::timeline`, whose answer this is), read through a window a series at a time rather
-    /// than held whole: the series are most of it. Any other shape is `Fallback` (the caller then
-    /// reads the text whole).
-    pub(super) fn timeline_at(
-        src: &dyn ReadAt,
-        start: u64,
-        len: u64,
-    ) -> Result<Timeline, Fallback> {
-        use std::io::Read;
-
+    /// The `timeline` value that is all of what `reader` reads, in the usual shape: an object
+    /// whose `power` object holds `device_instant`/`device_average` series, whose `temperature`
+    /// is a series, whose steady-state bounds are numbers or `null`, every series
+    /// `{gpu: [[t, v], ...]}` of numbers. It is read through a window a series at a time rather
+    /// than held whole (the series are most of it), each GPU's points by `usual::points`. Any
+    /// other shape (a repeated key, another type) is `Fallback`, and the caller reads the text
+    /// with serde, whose answer is the reference.
+    pub(super) fn timeline_by_series(reader: impl Read) -> Result<Timeline, Fallback> {
         use crate::raw::timeline::{Power, Series};
 
-        /// Which keys have been read; a repeat is left to the caller.
-        fn first(seen: &mut u8, bit: u8) -> Result<(), Fallback> {
-            if *seen & bit != 0 {
-                return Err(Fallback);
-            }
-            *seen |= bit;
-            Ok(())
-        }
         fn series<R: Read>(w: &mut Window<R>) -> Result<Series, Fallback> {
             let mut devices: Vec<(String, crate::raw::timeline::Points)> = Vec::new();
             // Indented, each GPU's list ends at its closing line.
@@ -684,22 +684,22 @@ mod runfile {
             })?;
             Ok(Series::Devices(devices))
         }
-        /// A series under a key not read before.
+        /// A series under a key not read before (a repeat is left to the caller).
         fn series_once<R: Read>(
-            seen: &mut u8,
-            bit: u8,
+            seen: &mut Seen,
+            key: u8,
             w: &mut Window<R>,
             into: &mut Option<Series>,
         ) -> Result<(), Fallback> {
-            first(seen, bit)?;
+            seen.first(key).ok_or(Fallback)?;
             *into = Some(series(w)?);
             Ok(())
         }
 
-        let mut w = Window::new(AtReader { src, pos: start }.take(len));
+        let mut w = Window::new(reader);
         let (mut power, mut temperature) = (Power::Missing, None);
         let (mut steady_start, mut steady_end) = (None, None);
-        let mut seen = 0u8;
+        let mut seen = Seen::default();
         let bound = |w: &mut Window<_>, at: &mut Option<f64>| {
             let mut got = None;
             w.take_raw(|b| got = usual::number_or_null(b))?;
@@ -708,11 +708,11 @@ mod runfile {
         };
         w.object(|key, w| match key {
             "power" => {
-                first(&mut seen, 1)?;
-                let (mut instant, mut average, mut inner) = (None, None, 0u8);
+                seen.first(0).ok_or(Fallback)?;
+                let (mut instant, mut average, mut inner) = (None, None, Seen::default());
                 w.inner_object(|key, w| match key {
-                    "device_instant" => series_once(&mut inner, 1, w, &mut instant),
-                    "device_average" => series_once(&mut inner, 2, w, &mut average),
+                    "device_instant" => series_once(&mut inner, 0, w, &mut instant),
+                    "device_average" => series_once(&mut inner, 1, w, &mut average),
                     _ => w.skip(),
                 })?;
                 power = Power::Object {
@@ -721,13 +721,13 @@ mod runfile {
                 };
                 Ok(())
             }
-            "temperature" => series_once(&mut seen, 2, w, &mut temperature),
+            "temperature" => series_once(&mut seen, 1, w, &mut temperature),
             "steady_state_start_time" => {
-                first(&mut seen, 4)?;
+                seen.first(2).ok_or(Fallback)?;
                 bound(w, &mut steady_start)
             }
             "steady_state_end_time" => {
-                first(&mut seen, 8)?;
+                seen.first(3).ok_or(Fallback)?;
                 bound(w, &mut steady_end)
             }
             _ => w.skip(),
@@ -790,21 +790,7 @@ mod runfile {
                     "timeline" => {
                         // A repeated key: the last one counts.
                         let text = TimelineText::take(w, pieces)?;
-                        timeline = Some(scope.spawn(move || {
-                            if let TimelineText::At(src, start, len) = text
-                                && let Ok(t) = timeline_at(src, start, len)
-                            {
-                                return Ok(t);
-                            }
-                            let (buf, range) = text.bytes()?;
-                            let bytes = &buf[range];
-                            match usual::timeline(bytes) {
-                                Some(t) => Ok(t),
-                                None => {
-                                    serde_json::from_slice::<Timeline>(bytes).map_err(|_| Fallback)
-                                }
-                            }
-                        }));
+                        timeline = Some(scope.spawn(move || text.read()));
                     }
                     _ => w.skip()?,
                 }
@@ -1000,9 +986,10 @@ pub fn itl_samples(raw: &RunDerived) -> Result<&ItlSamples, RawError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::raw::scan::Fallback;
+    use crate::raw::timeline::{Power, Series};
 
     const PIECE_TEST: u64 = runfile::PIECE;
-    use crate::raw::scan::Fallback;
 
     fn raw(json: &str) -> RunDerived {
         read_run(json.as_bytes(), "test", true).unwrap()
@@ -1183,6 +1170,20 @@ mod tests {
 
     /// A timeline read a series at a time is the whole text's reading; any other shape (a
     /// repeated key, a series that is not `{gpu: [[t, v], ...]}`) is left to the whole text.
+    /// `text` read by `runfile::timeline_by_series`, from a slice and from a larger source at an
+    /// offset (the two must agree).
+    fn timeline_by_series(text: &str) -> Result<Timeline, Fallback> {
+        use std::io::Read;
+
+        let held = runfile::timeline_by_series(text.as_bytes());
+        let padded = format!("xx{text}yy");
+        let src = padded.as_bytes();
+        let at = crate::raw::scan::AtReader { src: &src, pos: 2 };
+        let at = runfile::timeline_by_series(at.take(text.len() as u64));
+        assert_eq!(held, at, "{text}");
+        held
+    }
+
     #[test]
     fn timeline_read_by_series() {
         let two_gpus = serde_json::json!({
@@ -1196,9 +1197,27 @@ mod tests {
             "steady_state_end_time": null,
             "note": "}}"
         });
+        let hand_written = r#"{
+          "benchmark_start_time": 1700000000.0,
+          "power": {
+            "device_instant": {"0": [[1700000000.5, 300], [1700000001.0, 310.25]], "1": []},
+            "device_energy": {"0": [[1, 2]]},
+            "device_average": {"1": [
+              [
+                1700000000.5,
+                2.5e2
+              ]
+            ]}
+          },
+          "temperature": {"0": [[1700000000.0, 41]]},
+          "steady_state_start_time": 1700000000.25,
+          "steady_state_end_time": null,
+          "other": [{"x": "]"}]
+        }"#;
         let good = [
             serde_json::to_string_pretty(&two_gpus).unwrap(),
             serde_json::to_string(&two_gpus).unwrap(),
+            hand_written.to_string(),
             r#"{"temperature": {}}"#.to_string(),
             r#"{}"#.to_string(),
             r#" {"power": {"device_average": {"\u0030": [[0, 1]]}}, "steady_state_end_time": 7} "#
@@ -1206,15 +1225,39 @@ mod tests {
         ];
         for text in &good {
             let whole: Timeline = serde_json::from_str(text).unwrap();
-            let by_series = runfile::timeline_at(&text.as_bytes(), 0, text.len() as u64);
-            assert_eq!(by_series, Ok(whole), "{text}");
+            assert_eq!(timeline_by_series(text), Ok(whole), "{text}");
         }
-        // Inside a larger source, at an offset.
-        let text = format!("xx{}yy", good[0]);
-        let whole: Timeline = serde_json::from_str(&good[0]).unwrap();
+        // The values themselves, not only serde's agreement.
+        let Ok(Timeline::Object {
+            power:
+                Power::Object {
+                    device_instant: Some(Series::Devices(devices)),
+                    device_average: Some(Series::Devices(average)),
+                },
+            steady_state_start_time,
+            steady_state_end_time,
+            ..
+        }) = timeline_by_series(hand_written)
+        else {
+            panic!("power read");
+        };
         assert_eq!(
-            runfile::timeline_at(&text.as_bytes(), 2, good[0].len() as u64),
-            Ok(whole)
+            devices,
+            vec![
+                (
+                    "0".to_string(),
+                    Ok(vec![(1700000000.5, 300.0), (1700000001.0, 310.25)])
+                ),
+                ("1".to_string(), Ok(vec![]))
+            ]
+        );
+        assert_eq!(
+            average,
+            vec![("1".to_string(), Ok(vec![(1700000000.5, 250.0)]))]
+        );
+        assert_eq!(
+            (steady_state_start_time, steady_state_end_time),
+            (Some(1700000000.25), None)
         );
         // A list whose inner lines are not all deeper than its key: the first closing line is
         // not its end, so the bytes up to it are not a value and the whole text is read instead.
@@ -1223,21 +1266,24 @@ mod tests {
         let odd = [
             liar,
             r#"{"power": null}"#,
+            r#"{"power": 3}"#,
             r#"{"power": {}, "power": {}}"#,
+            r#"{"power": {"device_instant": [1]}}"#,
+            r#"{"power": {"device_instant": {"0": {"a": 1}}}}"#,
+            r#"{"power": {"device_instant": {"0": [[1]]}}}"#,
+            r#"{"power": {"device_instant": {"0": [[1, 2],]}}}"#,
+            r#"{"power": {"device_instant": {"0": [[1, 2]]}, "device_instant": {}}}"#,
             r#"{"temperature": {"0": [[1, 2]], "0": [[1, 3]]}}"#,
+            r#"{"temperature": {"0": [[1, 2]]}, "temperature": {}}"#,
             r#"{"temperature": {"0": [[1, "2"]]}}"#,
             r#"{"temperature": {"0": [[1, 2, 3]]}}"#,
-            r#"{"power": {"device_instant": {"0": [[1, 2]]}, "device_instant": {}}}"#,
             r#"{"steady_state_start_time": "1"}"#,
+            r#"{"steady_state_end_time": true}"#,
             r#"{"temperature": {"0": [[1, 2]]}"#,
             r#"[1]"#,
         ];
         for text in odd {
-            assert_eq!(
-                runfile::timeline_at(&text.as_bytes(), 0, text.len() as u64),
-                Err(Fallback),
-                "{text}"
-            );
+            assert_eq!(timeline_by_series(text), Err(Fallback), "{text}");
         }
     }
 

@@ -1,9 +1,10 @@
-//! Hand-written readers for the usual shapes of the two big values of an LLM `results.json`, in
-//! one pass each, where serde_json's generic path spends most of its time:
+//! Hand-written readers for the usual shapes of the values of an LLM `results.json` that hold its
+//! numbers, in one pass each, where serde_json's generic path spends most of its time:
 //! - a request record whose `success` is `true`/`false`, whose `output_len` is an integer or
 //!   `null` and whose `itl` is a list of numbers (the `itl` numbers are most of a large file);
-//! - the `timeline` object whose power and temperature series are `{gpu: [[t, v], ...]}` of
-//!   numbers.
+//! - a `timeline` series' point list, `[[t, v], ...]` of numbers, and a steady-state bound, a
+//!   number or `null` (the timeline object around them is walked by `bulk`'s
+//!   `timeline_by_series`).
 //!
 //! Every other value is skipped by serde_json, which validates it as before. Anything else
 //! (another type for a key that is read, a repeated key, an escaped key, a number out of range,
@@ -12,8 +13,6 @@
 //! make the common case fast.
 
 use serde::de::IgnoredAny;
-
-use crate::raw::timeline::{Power, Series, Timeline};
 
 /// What the toolkit reads of a request record in the usual shape (the `itl` numbers go to a
 /// buffer).
@@ -56,45 +55,6 @@ pub(super) fn after_item(bytes: &[u8]) -> Option<(u8, usize)> {
     }
 }
 
-/// Read a `timeline` value in the usual shape: an object whose `power` object holds
-/// `device_instant`/`device_average` series, whose `temperature` is a series, whose steady-state
-/// bounds are numbers or `null`; every series is `{gpu: [[t, v], ...]}` of numbers.
-pub(super) fn timeline(bytes: &[u8]) -> Option<Timeline> {
-    let mut power = Power::Missing;
-    let (mut temperature, mut start, mut end) = (None, None, None);
-    let mut seen = Seen::default();
-    whole(bytes, |c| {
-        c.object(|key, c| {
-            match key {
-                b"power" => {
-                    seen.first(0)?;
-                    power = c.power()?;
-                }
-                b"temperature" => {
-                    seen.first(1)?;
-                    temperature = Some(c.series()?);
-                }
-                b"steady_state_start_time" => {
-                    seen.first(2)?;
-                    start = c.number_or_null()?;
-                }
-                b"steady_state_end_time" => {
-                    seen.first(3)?;
-                    end = c.number_or_null()?;
-                }
-                _ => c.skip_value()?,
-            }
-            Some(())
-        })
-    })?;
-    Some(Timeline::Object {
-        power,
-        temperature,
-        steady_state_start_time: start,
-        steady_state_end_time: end,
-    })
-}
-
 /// A `timeline` series' point list, `[[t, v], ...]` of numbers, that is all of `bytes` (for a
 /// timeline read a series at a time).
 pub(super) fn points(bytes: &[u8]) -> Option<Vec<(f64, f64)>> {
@@ -117,10 +77,10 @@ fn whole<'a, T>(bytes: &'a [u8], read: impl FnOnce(&mut Cursor<'a>) -> Option<T>
 
 /// Which of up to eight read keys have been met; a repeat is left to serde (the last one counts).
 #[derive(Default)]
-struct Seen(u8);
+pub(super) struct Seen(u8);
 
 impl Seen {
-    fn first(&mut self, key: u8) -> Option<()> {
+    pub(super) fn first(&mut self, key: u8) -> Option<()> {
         let bit = 1 << key;
         let first = self.0 & bit == 0;
         self.0 |= bit;
@@ -211,46 +171,6 @@ impl<'a> Cursor<'a> {
             c.ws();
             on_key(key, c)
         })
-    }
-
-    /// `timeline.power`: its two series read, other keys skipped.
-    fn power(&mut self) -> Option<Power> {
-        let (mut device_instant, mut device_average) = (None, None);
-        let mut seen = Seen::default();
-        self.object(|key, c| {
-            match key {
-                b"device_instant" => {
-                    seen.first(0)?;
-                    device_instant = Some(c.series()?);
-                }
-                b"device_average" => {
-                    seen.first(1)?;
-                    device_average = Some(c.series()?);
-                }
-                _ => c.skip_value()?,
-            }
-            Some(())
-        })?;
-        Some(Power::Object {
-            device_instant,
-            device_average,
-        })
-    }
-
-    /// `{gpu: [[t, v], ...], ...}` with distinct keys and every point a pair of numbers.
-    fn series(&mut self) -> Option<Series> {
-        let mut devices: Vec<(String, crate::raw::timeline::Points)> = Vec::new();
-        self.object(|key, c| {
-            // Keys are valid UTF-8 (checked by `key`).
-            let key = std::str::from_utf8(key).ok()?;
-            if devices.iter().any(|(k, _)| k == key) {
-                return None;
-            }
-            let points = c.points()?;
-            devices.push((key.to_string(), Ok(points)));
-            Some(())
-        })?;
-        Some(Series::Devices(devices))
     }
 
     /// `[[t, v], ...]`.
@@ -497,73 +417,6 @@ mod tests {
             "7",
         ] {
             assert_eq!(read_all(s), None, "{s}");
-        }
-    }
-
-    #[test]
-    fn timeline_in_the_usual_shape_reads_as_serde_does() {
-        let text = r#"{
-          "benchmark_start_time": 1700000000.0,
-          "power": {
-            "device_instant": {"0": [[1700000000.5, 300], [1700000001.0, 310.25]], "1": []},
-            "device_energy": {"0": [[1, 2]]},
-            "device_average": {"1": [
-              [
-                1700000000.5,
-                2.5e2
-              ]
-            ]}
-          },
-          "temperature": {"0": [[1700000000.0, 41]]},
-          "steady_state_start_time": 1700000000.25,
-          "steady_state_end_time": null,
-          "other": [{"x": "]"}]
-        }"#;
-        let fast = timeline(text.as_bytes()).expect("usual shape");
-        let reference: Timeline = serde_json::from_str(text).unwrap();
-        assert_eq!(fast, reference);
-        let Timeline::Object {
-            power:
-                Power::Object {
-                    device_instant: Some(Series::Devices(devices)),
-                    ..
-                },
-            steady_state_start_time,
-            ..
-        } = &fast
-        else {
-            panic!("power read");
-        };
-        assert_eq!(
-            devices[0],
-            (
-                "0".to_string(),
-                Ok(vec![(1700000000.5, 300.0), (1700000001.0, 310.25)])
-            )
-        );
-        assert_eq!(*steady_state_start_time, Some(1700000000.25));
-        assert_eq!(timeline(b"{}"), Some(serde_json::from_str("{}").unwrap()));
-    }
-
-    #[test]
-    fn timelines_in_other_shapes_are_left_to_serde() {
-        for s in [
-            r#"{"power": {"device_instant": {"0": [[1, 2, 3]]}}}"#,
-            r#"{"power": {"device_instant": {"0": [[1, "2"]]}}}"#,
-            r#"{"power": {"device_instant": {"0": [[1]]}}}"#,
-            r#"{"power": {"device_instant": {"0": {"a": 1}}}}"#,
-            r#"{"power": {"device_instant": {"0": [[1, 2]], "0": []}}}"#,
-            r#"{"power": {"device_instant": [1]}}"#,
-            r#"{"power": 3}"#,
-            r#"{"power": {}, "power": {}}"#,
-            r#"{"temperature": {"0": [[1, 2]]}, "temperature": {}}"#,
-            r#"{"steady_state_start_time": "5"}"#,
-            r#"{"steady_state_end_time": true}"#,
-            r#"{"power": {"device_average": {"\u0030": [[1, 2]]}}}"#,
-            r#"{"power": {"device_instant": {"0": [[1, 2],]}}}"#,
-            r#"[1]"#,
-        ] {
-            assert_eq!(timeline(s.as_bytes()), None, "{s}");
         }
     }
 }
