@@ -60,7 +60,7 @@ impl RunDerived {
             + self
                 .itl
                 .as_ref()
-                .map_or(0, |p| p.len() * 8 + p.chunks().len() * 64)
+                .map_or(0, |p| p.held_bytes() + p.chunks().len() * 64)
             + self
                 .bad_output_len
                 .iter()
@@ -111,6 +111,21 @@ impl ItlSamples {
             [one] => one.clone(),
             _ => self.iter().collect::<Vec<f64>>().into(),
         }
+    }
+
+    /// The memory the chunks keep alive: each allocation under them counted once, whole. A
+    /// chunk read from a persisted file is a slice of all of its bytes, which it holds.
+    pub fn held_bytes(&self) -> usize {
+        let mut seen: Vec<std::ptr::NonNull<u8>> = Vec::new();
+        let mut held = 0;
+        for chunk in &self.chunks {
+            let buffer = chunk.inner();
+            if !seen.contains(&buffer.data_ptr()) {
+                seen.push(buffer.data_ptr());
+                held += buffer.capacity().max(buffer.len());
+            }
+        }
+        held
     }
 }
 

@@ -532,5 +532,11 @@ mod tests {
             .collect();
         assert_eq!(got, chunks);
         assert_eq!(back.success, vec![true]);
+        // Weighed as all of the bytes, which the samples keep alive (once, though three chunks
+        // share them); parsed samples as their own buffers.
+        let held = back.itl.as_ref().unwrap().held_bytes();
+        assert_eq!(held, bytes.len());
+        assert!(back.weight() > bytes.len());
+        assert_eq!(d.itl.as_ref().unwrap().held_bytes(), 6 * 8);
     }
 }
