@@ -87,7 +87,8 @@ pub struct ServeArgs {
     /// Default: $XDG_CACHE_HOME/mlenergy-server (~/.cache/mlenergy-server).
     #[arg(long, env = "MLENERGY_CACHE")]
     pub cache: Option<String>,
-    /// Bound on the raw cache; least recently used files are evicted beyond it.
+    /// Bound on the cache, raw files and persisted derived data together; least recently used
+    /// files are evicted beyond it.
     #[arg(long, env = "MLENERGY_CACHE_MAX_BYTES", default_value_t = 20 * 1024 * 1024 * 1024)]
     pub cache_max_bytes: u64,
     /// Catalog database: sqlite://PATH or postgres://... Default: catalog.db in the cache directory.

@@ -135,21 +135,24 @@ pub async fn datasets(State(state): State<AppState>) -> Json<DatasetList> {
     })
 }
 
-/// The raw cache of a remote source: what it holds and how it has been used since start.
+/// The cache: the raw files of a remote source and the persisted derived data of every source,
+/// what it holds and how it has been used since start.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CacheInfo {
-    /// False for a local dataset (raw files are read in place).
+    /// Whether raw files are cached: false for a local dataset (raw files are read in place).
     pub enabled: bool,
-    /// Cache directory or object_store URL.
+    /// Raw cache directory or object_store URL.
     pub location: Option<String>,
     /// Catalog database (credentials hidden).
     pub catalog: String,
+    /// The bound on `bytes` (none when derived data is not persisted).
     pub max_bytes: Option<u64>,
-    /// Files and bytes the catalog lists (all sources sharing it).
+    /// Files and bytes the catalog lists, raw files and persisted derived data (all sources
+    /// sharing it).
     pub files: u64,
     pub bytes: u64,
     /// Since start: files served from the cache, files fetched (one upstream download each),
-    /// bytes fetched, files evicted, failed downloads.
+    /// bytes fetched, files evicted (raw or derived), failed downloads.
     pub hits: u64,
     pub misses: u64,
     pub bytes_fetched: u64,
@@ -157,13 +160,16 @@ pub struct CacheInfo {
     pub failures: u64,
 }
 
-/// The raw cache's size and counters.
+/// The cache's size and counters.
 #[utoipa::path(get, path = "/v1/cache", tag = "catalog", responses((status = 200, body = CacheInfo)))]
 pub async fn cache(State(state): State<AppState>) -> Result<Json<CacheInfo>, AppError> {
     use std::sync::atomic::Ordering::Relaxed;
     let snapshot = state.engine.snapshot();
     let (files, bytes) = state.catalog.totals().await?;
     let remote = snapshot.source.remote.as_ref();
+    let bound = remote
+        .map(|r| r.bound())
+        .or_else(|| snapshot.source.derived.as_ref().and_then(|d| d.bound()));
     let stat = |f: fn(&crate::store::cache::CacheStats) -> &std::sync::atomic::AtomicU64| {
         remote.map_or(0, |r| f(r.stats()).load(Relaxed))
     };
@@ -171,13 +177,13 @@ pub async fn cache(State(state): State<AppState>) -> Result<Json<CacheInfo>, App
         enabled: remote.is_some(),
         location: remote.map(|r| r.cache_location().to_string()),
         catalog: state.catalog.url().to_string(),
-        max_bytes: remote.map(|r| r.max_bytes()),
+        max_bytes: bound.map(|b| b.max_bytes()),
         files,
         bytes,
         hits: stat(|s| &s.hits),
         misses: stat(|s| &s.misses),
         bytes_fetched: stat(|s| &s.bytes_fetched),
-        evictions: stat(|s| &s.evictions),
+        evictions: bound.map_or(0, |b| b.evictions()),
         failures: stat(|s| &s.failures),
     }))
 }

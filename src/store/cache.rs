@@ -6,8 +6,8 @@
 //! - Atomic, verified writes: the download goes through a multipart upload (a staging file renamed
 //!   into place for a directory) that is completed only when the byte count, and the SHA-256 when
 //!   the source gives one, match; otherwise it is aborted and nothing is left behind.
-//! - Bounded: after each new file, least recently used files are evicted until the total is at
-//!   most `max_bytes` (the file just fetched is kept).
+//! - Bounded: after each new file, least recently used files (raw or persisted derived data) are
+//!   evicted until the total is at most the bound (`bound::Bound`; the file just fetched is kept).
 //! - The index (key, size, checksum, last use) lives in the catalog database, so a restart knows
 //!   what is cached and serves it without upstream requests.
 
@@ -27,7 +27,8 @@ use object_store::{
 };
 use sha2::{Digest, Sha256};
 
-use super::catalog::{Catalog, Entry};
+use super::bound::Bound;
+use super::catalog::Entry;
 use super::{FetchError, Upstream};
 
 /// Counters of cache use since start.
@@ -39,8 +40,6 @@ pub struct CacheStats {
     pub misses: AtomicU64,
     /// Bytes written to the cache from upstream.
     pub bytes_fetched: AtomicU64,
-    /// Files removed to stay under the bound.
-    pub evictions: AtomicU64,
     /// Downloads that failed (nothing was cached).
     pub failures: AtomicU64,
 }
@@ -52,11 +51,9 @@ struct Inner {
     namespace: String,
     cache: Arc<dyn ObjectStore>,
     cache_desc: String,
-    catalog: Catalog,
-    max_bytes: u64,
+    bound: Arc<Bound>,
     timeout: Duration,
     inflight: Mutex<HashMap<String, Flight>>,
-    evicting: tokio::sync::Mutex<()>,
     stats: CacheStats,
 }
 
@@ -71,7 +68,7 @@ impl fmt::Debug for CachedStore {
         f.debug_struct("CachedStore")
             .field("upstream", &self.inner.upstream)
             .field("cache", &self.inner.cache_desc)
-            .field("max_bytes", &self.inner.max_bytes)
+            .field("max_bytes", &self.inner.bound.max_bytes())
             .finish()
     }
 }
@@ -142,12 +139,12 @@ pub fn sweep_staging(dir: &std::path::Path) -> usize {
 }
 
 impl CachedStore {
+    /// Over `cache`, indexed and bounded by `bound` (over the same store).
     pub fn new(
         upstream: Arc<dyn Upstream>,
         cache: Arc<dyn ObjectStore>,
         cache_desc: String,
-        catalog: Catalog,
-        max_bytes: u64,
+        bound: Arc<Bound>,
         timeout: Duration,
     ) -> CachedStore {
         let namespace = upstream.namespace();
@@ -157,11 +154,9 @@ impl CachedStore {
                 namespace,
                 cache,
                 cache_desc,
-                catalog,
-                max_bytes,
+                bound,
                 timeout,
                 inflight: Mutex::new(HashMap::new()),
-                evicting: tokio::sync::Mutex::new(()),
                 stats: CacheStats::default(),
             }),
         }
@@ -171,12 +166,8 @@ impl CachedStore {
         &self.inner.stats
     }
 
-    pub fn catalog(&self) -> &Catalog {
-        &self.inner.catalog
-    }
-
-    pub fn max_bytes(&self) -> u64 {
-        self.inner.max_bytes
+    pub fn bound(&self) -> &Arc<Bound> {
+        &self.inner.bound
     }
 
     pub fn cache_location(&self) -> &str {
@@ -240,7 +231,7 @@ impl CachedStore {
                 Ok(r) => return Ok(r),
                 // Evicted or removed between the two steps: fetch again.
                 Err(object_store::Error::NotFound { .. }) => {
-                    self.inner.catalog.remove(&self.key(path)).await?;
+                    self.inner.bound.catalog().remove(&self.key(path)).await?;
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -257,23 +248,24 @@ impl CachedStore {
 
     /// Files and bytes the catalog lists.
     pub async fn totals(&self) -> Result<(u64, u64), FetchError> {
-        Ok(self.inner.catalog.totals().await?)
+        Ok(self.inner.bound.catalog().totals().await?)
     }
 }
 
 impl Inner {
     /// The catalog entry, if the file is really in the cache store (a lost file is forgotten).
     async fn cached(&self, key: &str) -> Result<Option<Entry>, FetchError> {
-        let Some(e) = self.catalog.lookup(key).await? else {
+        let catalog = self.bound.catalog();
+        let Some(e) = catalog.lookup(key).await? else {
             return Ok(None);
         };
         match self.cache.head(&StorePath::from(key)).await {
             Ok(m) if m.size == e.size => {
-                self.catalog.touch(key).await?;
+                catalog.touch(key).await?;
                 Ok(Some(e))
             }
             _ => {
-                self.catalog.remove(key).await?;
+                catalog.remove(key).await?;
                 Ok(None)
             }
         }
@@ -291,12 +283,11 @@ impl Inner {
             self.stats.failures.fetch_add(1, Ordering::Relaxed);
         }
         let entry = r?;
-        self.catalog.insert(&entry).await?;
         self.stats
             .bytes_fetched
             .fetch_add(entry.size, Ordering::Relaxed);
         tracing::info!(key, bytes = entry.size, "cached raw file");
-        self.evict(key).await?;
+        self.bound.admit(&entry).await?;
         Ok(entry)
     }
 
@@ -349,32 +340,6 @@ impl Inner {
             size: n,
             sha256: Some(sha),
         })
-    }
-
-    /// Remove least recently used files (never `keep`) until the total is within the bound.
-    async fn evict(&self, keep: &str) -> Result<(), FetchError> {
-        let _one_at_a_time = self.evicting.lock().await;
-        let (_, mut total) = self.catalog.totals().await?;
-        while total > self.max_bytes {
-            let victims = self.catalog.least_recent(keep, 32).await?;
-            if victims.is_empty() {
-                break;
-            }
-            for v in victims {
-                if total <= self.max_bytes {
-                    break;
-                }
-                match self.cache.delete(&StorePath::from(v.key.as_str())).await {
-                    Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                    Err(e) => return Err(e.into()),
-                }
-                self.catalog.remove(&v.key).await?;
-                total = total.saturating_sub(v.size);
-                self.stats.evictions.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(key = %v.key, bytes = v.size, "evicted from the raw cache");
-            }
-        }
-        Ok(())
     }
 }
 
@@ -477,20 +442,11 @@ impl ObjectStore for CachedStore {
                 async move {
                     let loc = loc?;
                     let key = this.key(loc.as_ref());
-                    match this
-                        .inner
-                        .cache
-                        .delete(&StorePath::from(key.as_str()))
-                        .await
-                    {
-                        Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                        Err(e) => return Err(e),
-                    }
                     this.inner
-                        .catalog
+                        .bound
                         .remove(&key)
                         .await
-                        .map_err(|e| to_store_error(e.into(), &loc))?;
+                        .map_err(|e| to_store_error(e, &loc))?;
                     Ok(loc)
                 }
             })

@@ -7,6 +7,7 @@
 //! `ObjectStore` decorator that keeps them in a local directory (or a bucket) indexed by the
 //! [`catalog::Catalog`].
 
+pub mod bound;
 pub mod cache;
 pub mod catalog;
 pub mod derived;

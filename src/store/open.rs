@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::bound::Bound;
 use super::cache::{CacheLocation, CachedStore, sweep_staging};
 use super::catalog::Catalog;
 use super::derived::DerivedStore;
@@ -100,6 +101,24 @@ impl SourceOptions {
     }
 }
 
+/// The derived store over the cache store, under `bound`; files of other format versions are
+/// removed in the background.
+fn derived_store(
+    store: Arc<dyn object_store::ObjectStore>,
+    local: bool,
+    bound: Arc<Bound>,
+) -> DerivedStore {
+    let derived = DerivedStore::new(store, local, Some(bound));
+    let sweep = derived.clone();
+    tokio::spawn(async move {
+        let n = sweep.sweep_other_versions().await;
+        if n > 0 {
+            tracing::info!(files = n, "removed derived data of other format versions");
+        }
+    });
+    derived
+}
+
 fn fetch_message(e: FetchError) -> String {
     e.to_string()
 }
@@ -118,13 +137,14 @@ pub async fn load_remote(
             tracing::warn!(files = n, "removed partial downloads left in the cache");
         }
     }
+    let bound = Arc::new(Bound::new(cache_store.clone(), catalog, opts.max_bytes));
+    let derived = derived_store(cache_store.clone(), local, bound.clone());
     let cached = |upstream: Arc<dyn Upstream>| {
         CachedStore::new(
             upstream,
             cache_store.clone(),
             cache_desc.clone(),
-            catalog.clone(),
-            opts.max_bytes,
+            bound.clone(),
             opts.hub.fetch.timeout,
         )
     };
@@ -150,7 +170,7 @@ pub async fn load_remote(
                 root: None,
                 skipped: Vec::new(),
                 remote: Some(cached(Arc::new(hub))),
-                derived: Some(DerivedStore::new(cache_store.clone(), local)),
+                derived: Some(derived),
             };
             let path = |p: &PathBuf| {
                 p.to_str()
@@ -179,7 +199,7 @@ pub async fn load_remote(
                 root: None,
                 skipped: Vec::new(),
                 remote: Some(cached),
-                derived: Some(DerivedStore::new(cache_store.clone(), local)),
+                derived: Some(derived),
             };
             load_compiled(
                 ctx,
@@ -210,22 +230,25 @@ pub async fn open_dataset(spec: &str, opts: &SourceOptions) -> Result<(Dataset, 
             let mut dataset = crate::engine::load::load(&location)
                 .await
                 .map_err(|e| format!("{spec}: {e}"))?;
-            // Derived data of local raw files is persisted in the cache location too.
-            match DerivedStore::open(&CacheLocation::parse(&opts.cache)) {
-                Ok(d) => dataset.source.derived = Some(d),
-                Err(e) => {
-                    tracing::warn!(error = %e, "cache location unavailable; derived data is kept in memory only")
-                }
-            }
             let catalog = match opts.open_catalog().await {
                 Ok(c) => c,
                 Err(e) => {
-                    tracing::warn!(error = %e, "catalog unavailable; prefetch jobs are kept in memory");
+                    tracing::warn!(error = %e, "catalog unavailable; prefetch jobs and the index of derived data are kept in memory");
                     Catalog::open("sqlite::memory:")
                         .await
                         .map_err(|e| format!("in-memory catalog: {e}"))?
                 }
             };
+            // Derived data of local raw files is persisted in the cache location too.
+            match CacheLocation::parse(&opts.cache).open() {
+                Ok((store, _, local)) => {
+                    let bound = Bound::new(store.clone(), catalog.clone(), opts.max_bytes);
+                    dataset.source.derived = Some(derived_store(store, local, Arc::new(bound)));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cache location unavailable; derived data is kept in memory only")
+                }
+            }
             Ok((dataset, catalog))
         }
     }

@@ -299,6 +299,19 @@ async fn service(opts: &SourceOptions) -> TestApp {
 }
 
 /// (domain, run_id, results_path) of the runs with raw files.
+/// `/v1/cache` once it lists `files` files (derived data is persisted off the request path), or
+/// after 10 s.
+async fn cache_once_listed(app: &TestApp, files: u64) -> serde_json::Value {
+    for _ in 0..200 {
+        let cache = app.get("/v1/cache").await.json();
+        if cache["files"].as_u64() == Some(files) {
+            return cache;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    app.get("/v1/cache").await.json()
+}
+
 async fn raw_runs(app: &TestApp) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     for domain in ["llm", "diffusion"] {
@@ -380,10 +393,11 @@ async fn raw_files_come_from_the_hub_once_and_match_the_local_answers() {
         assert_eq!(a.body, b.body, "{uri}");
     }
     assert_eq!(hub.gets(&llm_path), 1);
-    let cache = app.get("/v1/cache").await.json();
+    // Two raw files, and the two runs' derived data once persisted (off the request path).
+    let cache = cache_once_listed(&app, 4).await;
     assert_eq!(cache["enabled"], true);
     assert_eq!(cache["misses"], 2);
-    assert_eq!(cache["files"], 2);
+    assert_eq!(cache["files"], 4, "{cache}");
     assert_eq!(
         cache["bytes_fetched"].as_u64().unwrap(),
         (sample_file(&llm_path).len() + want.len()) as u64
@@ -453,7 +467,6 @@ async fn derived_data_survives_a_restart_without_the_raw_files() {
         assert_eq!(r.status, 200, "{uri}");
         first.push(r.body);
     }
-    drop(app);
     // Persisting happens off the request path: wait for one file per run.
     let derived = dirs.cache.join("derived");
     let count = || {
@@ -478,6 +491,19 @@ async fn derived_data_survives_a_restart_without_the_raw_files() {
         .map(|e| e.into_path())
         .collect();
     assert_eq!(raw_files.len(), runs.len(), "{raw_files:?}");
+    // The derived files are listed with the raw ones, and count toward the bound.
+    let on_disk: u64 = walkdir::WalkDir::new(&dirs.cache)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| !e.file_name().to_string_lossy().starts_with("catalog.db"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    let cache = cache_once_listed(&app, 2 * runs.len() as u64).await;
+    assert_eq!(cache["files"], 2 * runs.len(), "{cache}");
+    assert_eq!(cache["bytes"], on_disk, "{cache}");
+    assert_eq!(cache["max_bytes"], 1u64 << 30, "{cache}");
+    drop(app);
     for f in &raw_files {
         std::fs::remove_file(f).unwrap();
     }
