@@ -680,24 +680,46 @@ mod runfile {
     pub(super) fn timeline_by_series(reader: impl Read) -> Result<Timeline, Fallback> {
         use crate::raw::timeline::{Power, Series};
 
-        fn series<R: Read>(w: &mut Window<R>) -> Result<Series, Fallback> {
-            let mut devices: Vec<(String, crate::raw::timeline::Points)> = Vec::new();
-            // Indented, each GPU's list ends at its closing line.
+        /// Each member of the object value next, its bytes handed to `read` with its key: found
+        /// by its closing line when the object is indented, so only one member is held at a time.
+        fn members<R: Read>(
+            w: &mut Window<R>,
+            mut read: impl FnMut(&str, &[u8]) -> Result<(), Fallback>,
+        ) -> Result<(), Fallback> {
             let indent = w.member_indent()?;
             w.inner_object(|key, w| {
+                let mut got = Err(Fallback);
+                let take = |b: &[u8]| got = read(key, b);
+                match indent {
+                    Some(k) => w.take_raw_closed(k, take)?,
+                    None => w.take_raw(take)?,
+                }
+                got
+            })
+        }
+        fn series<R: Read>(w: &mut Window<R>) -> Result<Series, Fallback> {
+            let mut devices: Vec<(String, crate::raw::timeline::Points)> = Vec::new();
+            members(w, |key, b| {
                 if devices.iter().any(|(k, _)| k == key) {
                     return Err(Fallback);
                 }
-                let mut points = None;
-                let read = |b: &[u8]| points = usual::points(b);
-                match indent {
-                    Some(k) => w.take_raw_closed(k, read)?,
-                    None => w.take_raw(read)?,
-                }
-                devices.push((key.to_string(), Ok(points.ok_or(Fallback)?)));
+                let points = usual::points(b).ok_or(Fallback)?;
+                devices.push((key.to_string(), Ok(points)));
                 Ok(())
             })?;
             Ok(Series::Devices(devices))
+        }
+        /// Skip a value not read (validated as serde does); an object (such as another power
+        /// series) a member at a time, so it is never held whole.
+        fn skip<R: Read>(w: &mut Window<R>) -> Result<(), Fallback> {
+            if w.peek()? != Some(b'{') {
+                return w.skip();
+            }
+            members(w, |_, b| {
+                serde_json::from_slice::<serde::de::IgnoredAny>(b)
+                    .map(drop)
+                    .map_err(|_| Fallback)
+            })
         }
         /// A series under a key not read before (a repeat is left to the caller).
         fn series_once<R: Read>(
@@ -728,7 +750,7 @@ mod runfile {
                 w.inner_object(|key, w| match key {
                     "device_instant" => series_once(&mut inner, 0, w, &mut instant),
                     "device_average" => series_once(&mut inner, 1, w, &mut average),
-                    _ => w.skip(),
+                    _ => skip(w),
                 })?;
                 power = Power::Object {
                     device_instant: instant,
@@ -745,7 +767,7 @@ mod runfile {
                 seen.first(3).ok_or(Fallback)?;
                 bound(w, &mut steady_end)
             }
-            _ => w.skip(),
+            _ => skip(w),
         })?;
         Ok(Timeline::Object {
             power,
@@ -1208,6 +1230,7 @@ mod tests {
                 "other": {"x": [1, "]"]}
             },
             "temperature": {"0": [[1.0, 40.0]], "1": [[1.1, 41.5e0]]},
+            "memory": {"0": [[1.0, 2.0]], "1": {"nested": ["]", [3]]}},
             "steady_state_start_time": 1.25,
             "steady_state_end_time": null,
             "note": "}}"
@@ -1288,6 +1311,9 @@ mod tests {
             r#"{"power": {"device_instant": {"0": [[1]]}}}"#,
             r#"{"power": {"device_instant": {"0": [[1, 2],]}}}"#,
             r#"{"power": {"device_instant": {"0": [[1, 2]]}, "device_instant": {}}}"#,
+            // A value not read is still validated, member by member.
+            r#"{"power": {"memory_average": {"0": [[1, 2],]}}}"#,
+            r#"{"power": {"memory_average": {"0": [[1, 2]] "1": []}}}"#,
             r#"{"temperature": {"0": [[1, 2]], "0": [[1, 3]]}}"#,
             r#"{"temperature": {"0": [[1, 2]]}, "temperature": {}}"#,
             r#"{"temperature": {"0": [[1, "2"]]}}"#,

@@ -58,7 +58,10 @@ pub(super) fn after_item(bytes: &[u8]) -> Option<(u8, usize)> {
 /// A `timeline` series' point list, `[[t, v], ...]` of numbers, that is all of `bytes` (for a
 /// timeline read a series at a time).
 pub(super) fn points(bytes: &[u8]) -> Option<Vec<(f64, f64)>> {
-    whole(bytes, Cursor::points)
+    // Every point closes with `]`, as the list does: reserved once, exactly (growing by doubling
+    // held up to twice the points, and the overshoot stayed in the cached timeline).
+    let closing = memchr::memchr_iter(b']', bytes).count();
+    whole(bytes, |c| c.points(closing.saturating_sub(1)))
 }
 
 /// A number or `null` that is all of `bytes`.
@@ -173,9 +176,9 @@ impl<'a> Cursor<'a> {
         })
     }
 
-    /// `[[t, v], ...]`.
-    fn points(&mut self) -> Option<Vec<(f64, f64)>> {
-        let mut out = Vec::new();
+    /// `[[t, v], ...]`, room for `expect` points reserved.
+    fn points(&mut self, expect: usize) -> Option<Vec<(f64, f64)>> {
+        let mut out = Vec::with_capacity(expect);
         self.sequence(b'[', b']', |c| {
             c.eat(b'[')?;
             c.ws();
@@ -418,5 +421,15 @@ mod tests {
         ] {
             assert_eq!(read_all(s), None, "{s}");
         }
+    }
+
+    #[test]
+    fn points_are_reserved_exactly() {
+        let text = "[\n  [\n    1.5,\n    200\n  ],\n  [2, 201.25], [3,4]\n]";
+        let p = points(text.as_bytes()).unwrap();
+        assert_eq!(p, vec![(1.5, 200.0), (2.0, 201.25), (3.0, 4.0)]);
+        assert_eq!(p.capacity(), 3);
+        assert_eq!(points(b" [] ").unwrap().capacity(), 0);
+        assert_eq!(points(b"[[1, 2]] x"), None);
     }
 }
