@@ -88,6 +88,9 @@ pub fn app(state: AppState) -> Router {
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
 }
 
+/// How long a shutdown waits for background work (derived data being persisted) to finish.
+const BACKGROUND_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Serve `app(state)` on `addr` until Ctrl-C / SIGTERM.
 pub async fn serve(
     state: AppState,
@@ -96,9 +99,37 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     on_bound(listener.local_addr()?);
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await
+    serve_until(state, listener, shutdown_signal()).await
+}
+
+/// Serve `app(state)` on `listener` until `shutdown` completes and the requests in flight are
+/// answered, then let background work finish (for up to `BACKGROUND_GRACE`).
+pub async fn serve_until(
+    state: AppState,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let background = state.background.clone();
+    let served = axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown)
+        .await;
+    background.close();
+    if !background.is_empty() {
+        tracing::info!(
+            tasks = background.len(),
+            "waiting for derived data to be persisted"
+        );
+        if tokio::time::timeout(BACKGROUND_GRACE, background.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                tasks = background.len(),
+                "stopping with derived data still being persisted (it is read again from the raw file next time)"
+            );
+        }
+    }
+    served
 }
 
 async fn shutdown_signal() {

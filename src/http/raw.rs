@@ -130,9 +130,9 @@ pub(super) async fn run_derived(
     if let Some((snapshot, fingerprint)) = fresh {
         // Persist off the request path; a failure only costs a re-read after a restart.
         let d = derived.clone();
-        tokio::task::spawn_blocking(move || {
-            persist_derived(&snapshot, domain, row, &fingerprint, &d)
-        });
+        state
+            .background
+            .spawn_blocking(move || persist_derived(&snapshot, domain, row, &fingerprint, &d));
     }
     Ok(derived)
 }

@@ -44,6 +44,9 @@ pub struct AppState {
     pub catalog: Catalog,
     /// Prefetch jobs started by this process.
     pub jobs: JobMap,
+    /// Work that outlives its request (persisting derived data): a shutdown waits for it, so
+    /// what was computed is written rather than cut off.
+    pub background: tokio_util::task::TaskTracker,
 }
 
 impl AppState {
@@ -68,6 +71,7 @@ impl AppState {
             derived,
             catalog,
             jobs: JobMap::default(),
+            background: tokio_util::task::TaskTracker::new(),
         }
     }
 }

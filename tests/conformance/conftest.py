@@ -75,10 +75,13 @@ def running_server(data: str, cache: str | None = None):
 @contextlib.contextmanager
 def _serve(data: str, cache: str):
     port = _free_port()
+    # A file, not a pipe: nobody drains a pipe while the server runs, and a full one would
+    # block the server on its next write.
+    errors = tempfile.TemporaryFile()
     proc = subprocess.Popen(
         [BINARY, "--bind", f"127.0.0.1:{port}", "--data", data, "--cache", cache],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=errors,
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
@@ -90,14 +93,17 @@ def _serve(data: str, cache: str):
                         break
             except OSError:
                 if proc.poll() is not None:
-                    raise RuntimeError(f"server exited: {proc.stderr.read().decode()}")
+                    errors.seek(0)
+                    raise RuntimeError(f"server exited: {errors.read().decode()}")
                 time.sleep(0.05)
         else:
             raise RuntimeError("server did not become ready")
         yield base
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        # A stop waits for derived data being persisted (up to 30 s).
+        proc.wait(timeout=40)
+        errors.close()
 
 
 @pytest.fixture(scope="session")

@@ -418,3 +418,37 @@ async fn docs_and_openapi_are_served() {
     assert_eq!(docs.status, 200);
     assert!(docs.text().contains("swagger"));
 }
+
+/// After the shutdown signal and the last answer, serving ends only once background work (the
+/// persisting of derived data) has finished.
+#[tokio::test]
+async fn a_shutdown_waits_for_background_work() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let dataset = mlenergy_server::engine::load::load_compiled_dir(&crate::common::sample_dir())
+        .await
+        .unwrap();
+    let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:")
+        .await
+        .unwrap();
+    let state = mlenergy_server::http::AppState::new(
+        std::sync::Arc::new(mlenergy_server::engine::Engine::new(dataset)),
+        mlenergy_server::http::Limits {
+            max_rows: 100,
+            stream_bytes: 1 << 20,
+        },
+        1 << 20,
+        catalog,
+    );
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = done.clone();
+    state.background.spawn_blocking(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        flag.store(true, Ordering::SeqCst);
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    mlenergy_server::http::serve_until(state, listener, async {})
+        .await
+        .unwrap();
+    assert!(done.load(Ordering::SeqCst));
+}

@@ -105,3 +105,40 @@ fn a_missing_data_directory_fails_cleanly() {
         "{err}"
     );
 }
+
+/// A stop (SIGTERM) right after answers that parsed raw files: the process exits cleanly, with
+/// every run's derived data persisted in the cache.
+#[test]
+fn a_stop_waits_for_derived_data_to_be_persisted() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut server = start(&["--cache", cache.path().to_str().unwrap()]);
+    let uris = [
+        "/v1/llm/runs/video-chat~Qwen--Qwen3-VL-30B-A3B-Instruct~H100~g2~b8~r1/itl?summary=true",
+        "/v1/diffusion/runs/text-to-image~Efficient-Large-Model--SANA1.5_1.6B_1024px_diffusers~B200~g2~b1~1024x1024~s20~u1~r2/timeline",
+        "/v1/diffusion/runs/text-to-video~Wan-AI--Wan2.1-T2V-1.3B-Diffusers~B200~g2~b1~480x832~s50~u1~r2/timeline",
+    ];
+    for uri in uris {
+        let (status, _, body) = get(&server.addr, uri);
+        assert_eq!(status, 200, "{uri}: {body}");
+    }
+    let stopped = Command::new("sh")
+        .args(["-c", &format!("kill -TERM {}", server.child.id())])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let exit = loop {
+        if let Some(s) = server.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the server did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(exit.success(), "{exit:?}");
+    let persisted = walkdir::WalkDir::new(cache.path().join("derived"))
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".arrow"))
+        .count();
+    assert_eq!(persisted, 3);
+}
