@@ -2,7 +2,8 @@
 //! (ryu); non-finite floats and nulls are JSON `null` and empty CSV cells. Struct columns nest in
 //! JSON/NDJSON/Arrow/Parquet and flatten to `parent.child` columns in CSV.
 
-use datafusion::arrow::ipc::writer::StreamWriter;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::ipc::writer::StreamEncoder;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
@@ -157,25 +158,36 @@ pub fn csv(frame: &Frame) -> Vec<u8> {
 
 /// Arrow IPC stream (one batch).
 pub fn arrow_ipc(frame: &Frame, nullable: &dyn Fn(&str) -> bool) -> Result<Vec<u8>, EngineError> {
-    let batch = frame_to_batch(frame, nullable)?;
-    let mut out = Vec::new();
-    {
-        let mut w = StreamWriter::try_new(&mut out, &batch.schema())?;
-        w.write(&batch)?;
-        w.finish()?;
+    batch_ipc(&frame_to_batch(frame, nullable)?)
+}
+
+/// One batch as an Arrow IPC stream.
+fn batch_ipc(batch: &RecordBatch) -> Result<Vec<u8>, EngineError> {
+    // arrow's StreamEncoder hands back the framing and the batch's own buffers, so the stream is
+    // copied once, into a buffer of its exact size (StreamWriter first copies the batch whole,
+    // then into an output that grows by doubling).
+    let mut encoder = StreamEncoder::try_new(&batch.schema())?;
+    let mut pieces = encoder.encode(batch)?;
+    pieces.extend(encoder.finish()?);
+    let mut out = Vec::with_capacity(pieces.iter().map(|b| b.len()).sum());
+    for piece in &pieces {
+        out.extend_from_slice(piece.as_slice());
     }
     Ok(out)
 }
 
 /// Parquet file (one row group, snappy).
 pub fn parquet(frame: &Frame, nullable: &dyn Fn(&str) -> bool) -> Result<Vec<u8>, EngineError> {
-    let batch = frame_to_batch(frame, nullable)?;
+    batch_parquet(&frame_to_batch(frame, nullable)?)
+}
+
+fn batch_parquet(batch: &RecordBatch) -> Result<Vec<u8>, EngineError> {
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .build();
     let mut out = Vec::new();
     let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props))?;
-    w.write(&batch)?;
+    w.write(batch)?;
     w.close()?;
     Ok(out)
 }
@@ -198,6 +210,29 @@ pub fn encode_frame(
         Format::Arrow => arrow_ipc(frame, nullable)?,
         Format::Parquet => parquet(frame, nullable)?,
     })
+}
+
+/// `encode_frame` of a frame not needed afterwards: in Arrow and Parquet it is dropped once
+/// converted, so the frame and the encoded answer are not held together (a timeline of many runs
+/// is large).
+pub fn encode_owned_frame(
+    frame: Frame,
+    format: Format,
+    nullable: &dyn Fn(&str) -> bool,
+    json: impl FnOnce(&mut Vec<u8>, &Frame),
+) -> Result<Vec<u8>, EngineError> {
+    match format {
+        Format::Arrow | Format::Parquet => {
+            let batch = frame_to_batch(&frame, nullable)?;
+            drop(frame);
+            if format == Format::Arrow {
+                batch_ipc(&batch)
+            } else {
+                batch_parquet(&batch)
+            }
+        }
+        _ => encode_frame(&frame, format, nullable, json),
+    }
 }
 
 #[cfg(test)]
@@ -237,6 +272,46 @@ mod tests {
             String::from_utf8(out).unwrap(),
             r#"[{"s":"a,\"b\"","f":0.1,"i":3,"b":true},{"s":null,"f":0.00001,"i":null,"b":null}]"#
         );
+    }
+
+    /// The stream is the bytes StreamWriter writes for the batch, in a buffer of exactly its size.
+    #[test]
+    fn arrow_stream_is_the_writers_bytes() {
+        use datafusion::arrow::ipc::writer::StreamWriter;
+
+        let nullable = |_: &str| true;
+        let got = arrow_ipc(&frame(), &nullable).unwrap();
+        assert_eq!(got.capacity(), got.len());
+        let batch = frame_to_batch(&frame(), &nullable).unwrap();
+        let mut want = Vec::new();
+        let mut w = StreamWriter::try_new(&mut want, &batch.schema()).unwrap();
+        w.write(&batch).unwrap();
+        w.finish().unwrap();
+        drop(w);
+        assert_eq!(got, want);
+        let read = datafusion::arrow::ipc::reader::StreamReader::try_new(&got[..], None)
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        assert_eq!(read, vec![batch]);
+    }
+
+    /// A frame encoded by value is the same answer, in every format.
+    #[test]
+    fn owned_frames_encode_alike() {
+        let nullable = |_: &str| true;
+        for format in [
+            Format::Json,
+            Format::Csv,
+            Format::Ndjson,
+            Format::Arrow,
+            Format::Parquet,
+        ] {
+            let owned = encode_owned_frame(frame(), format, &nullable, json_array).unwrap();
+            let borrowed = encode_frame(&frame(), format, &nullable, json_array).unwrap();
+            assert!(!owned.is_empty());
+            assert_eq!(owned, borrowed, "{}", format.name());
+        }
     }
 
     #[test]

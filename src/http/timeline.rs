@@ -68,23 +68,29 @@ fn key_columns(snapshot: &Dataset, domain: Domain, rows: &[Option<usize>]) -> Ve
         .collect()
 }
 
+/// The timelines of `rows`, downsampled if asked; the per-GPU series are kept only `per_gpu` (the
+/// long form has only their total).
 async fn collect(
     state: &AppState,
     p: &Prepared,
     domain: Domain,
     rows: &[usize],
     m: Metric,
+    per_gpu: bool,
 ) -> Result<Vec<(usize, DeviceTimeline)>, AppError> {
     let bucket = every(p)?;
     let mut out = Vec::with_capacity(rows.len());
     for &row in rows {
         let d = super::raw::run_derived(state, &p.snapshot, domain, row).await?;
-        let t = run_timeline(&d.timeline, m, domain == Domain::Llm).map_err(|e| {
+        let mut t = run_timeline(&d.timeline, m, domain == Domain::Llm).map_err(|e| {
             AppError::RawInvalid {
                 run_id: p.snapshot.table(domain).run_id(row).to_string(),
                 detail: e.to_string(),
             }
         })?;
+        if !per_gpu {
+            t.devices = Vec::new();
+        }
         out.push((
             row,
             match bucket {
@@ -184,11 +190,12 @@ fn encoded(
     let format = p.format;
     let e = cached(state, &p.snapshot, uri, format, || {
         let nullable = |n: &str| n.contains("_device_");
-        let body = encode::encode_frame(&frame, format, &nullable, encode::json_array)?;
+        let rows = frame.num_rows();
+        let body = encode::encode_owned_frame(frame, format, &nullable, encode::json_array)?;
         Ok(Encoded {
             content_type: format.content_type(),
             body: body.into(),
-            total: Some(frame.num_rows()),
+            total: Some(rows),
             next: None,
         })
     })?;
@@ -246,7 +253,7 @@ pub async fn run_timeline_handler(
             domain: domain.as_str().into(),
             run_id: run.clone(),
         })?;
-    let runs = collect(&state, &p, domain, &[row], m).await?;
+    let runs = collect(&state, &p, domain, &[row], m, per_gpu).await?;
     let frame = if per_gpu {
         wide_frame(&p.snapshot, domain, row, &runs[0].1, m)
     } else {
@@ -295,7 +302,7 @@ pub async fn timelines(
     }
     let domain = p.domain;
     let rows = p.filtered_rows()?;
-    let runs = collect(&state, &p, domain, &rows, m).await?;
+    let runs = collect(&state, &p, domain, &rows, m, false).await?;
     let frame = long_frame(&p.snapshot, domain, &runs, m, true);
     encoded(&state, &p, &uri, frame)
 }
