@@ -5,7 +5,8 @@
 //! URL (`s3://`, `gs://`, `az://`, `http(s)://`, `file://`). Remote sources fetch only the parquet
 //! summaries at start; raw files are fetched on first use through [`cache::CachedStore`], an
 //! `ObjectStore` decorator that keeps them in a local directory (or a bucket) indexed by the
-//! [`catalog::Catalog`].
+//! [`catalog::Catalog`]. Persisted derived data ([`derived::DerivedStore`]) lives in the same
+//! place, and both count toward one bound ([`bound::Bound`]).
 
 pub mod bound;
 pub mod cache;
