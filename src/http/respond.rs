@@ -97,19 +97,21 @@ pub fn cached(
 
 /// The HTTP response for an encoded answer.
 pub fn respond(e: &Encoded) -> Response {
-    let mut resp = e.body.clone().into_response();
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(e.content_type),
-    );
-    if let Some(total) = e.total {
-        h.insert("x-total-count", HeaderValue::from(total));
-    }
+    let mut resp = answer(e.body.clone().into_response(), e.content_type, e.total);
     if let Some(next) = &e.next
         && let Ok(v) = HeaderValue::from_str(&format!("<{next}>; rel=\"next\""))
     {
-        h.insert(header::LINK, v);
+        resp.headers_mut().insert(header::LINK, v);
+    }
+    resp
+}
+
+/// `resp` with the content type and, when known, the row count (`x-total-count`) of an answer.
+fn answer(mut resp: Response, content_type: &'static str, total: Option<usize>) -> Response {
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Some(total) = total {
+        h.insert("x-total-count", HeaderValue::from(total));
     }
     resp
 }
@@ -119,13 +121,13 @@ pub fn respond(e: &Encoded) -> Response {
 pub fn pieces(content_type: &'static str, total: Option<usize>, pieces: Vec<Bytes>) -> Response {
     let len: usize = pieces.iter().map(Bytes::len).sum();
     let body = futures::stream::iter(pieces.into_iter().map(Ok::<_, std::convert::Infallible>));
-    let mut resp = axum::body::Body::from_stream(body).into_response();
-    let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    if let Some(total) = total {
-        h.insert("x-total-count", HeaderValue::from(total));
-    }
+    let mut resp = answer(
+        axum::body::Body::from_stream(body).into_response(),
+        content_type,
+        total,
+    );
+    resp.headers_mut()
+        .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     resp
 }
 
@@ -156,13 +158,11 @@ pub fn streamed(
     let body = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|chunk| (chunk, rx))
     });
-    let mut resp = axum::body::Body::from_stream(body).into_response();
-    let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    if let Some(total) = total {
-        h.insert("x-total-count", HeaderValue::from(total));
-    }
-    resp
+    answer(
+        axum::body::Body::from_stream(body).into_response(),
+        content_type,
+        total,
+    )
 }
 
 /// A writer that sends what it is given to a response body, a chunk at a time.

@@ -326,7 +326,8 @@ pub fn from_ipc(bytes: bytes::Bytes) -> Result<RunDerived, String> {
     let success = values::<BooleanArray>(&batch, "success")?;
     let output_len = values::<Int64Array>(&batch, "output_len")?;
     let mut itl_chunks = vec![values::<Float64Array>(&batch, "itl_s")?.values().clone()];
-    let (mut t, mut v) = (Vec::new(), Vec::new());
+    // Each batch's `t` and `v` (slices of `bytes`), read in order into the series below.
+    let mut point_batches = Vec::new();
     let mut points_of = |b: &RecordBatch| -> Result<(), String> {
         let (bt, bv) = (
             values::<Float64Array>(b, "t")?,
@@ -335,8 +336,7 @@ pub fn from_ipc(bytes: bytes::Bytes) -> Result<RunDerived, String> {
         if bt.len() != bv.len() {
             return Err("column lengths disagree".into());
         }
-        t.extend_from_slice(bt.values());
-        v.extend_from_slice(bv.values());
+        point_batches.push((bt.values().clone(), bv.values().clone()));
         Ok(())
     };
     points_of(&batch)?;
@@ -358,18 +358,18 @@ pub fn from_ipc(bytes: bytes::Bytes) -> Result<RunDerived, String> {
     }
     let mut devices: [Vec<(String, Points)>; 3] = Default::default();
     let mut errors = meta.series_errors.into_iter().peekable();
-    let mut at = 0usize;
+    let mut left: usize = point_batches.iter().map(|(t, _)| t.len()).sum();
+    let mut all_points = point_batches
+        .iter()
+        .flat_map(|(t, v)| t.iter().copied().zip(v.iter().copied()));
     for i in 0..key.len() {
         let n = points.value(i) as usize;
         let pts = match errors.next_if(|e| e.0 == i) {
             Some((_, e)) => Err(e),
             None => {
-                let end = at
-                    .checked_add(n)
-                    .filter(|&e| e <= t.len())
-                    .ok_or("series points overrun")?;
-                let p = (at..end).map(|k| (t[k], v[k])).collect();
-                at = end;
+                left = left.checked_sub(n).ok_or("series points overrun")?;
+                let mut p = Vec::with_capacity(n);
+                p.extend(all_points.by_ref().take(n));
                 Ok(p)
             }
         };

@@ -349,15 +349,8 @@ impl<R: Read> Window<R> {
         &mut self,
         on_key: impl FnMut(&str, &mut Self) -> Result<(), Fallback>,
     ) -> Result<(), Fallback> {
+        self.indent = self.member_indent()?;
         self.expect(b'{')?;
-        // `{`, a newline, spaces, the first key: written by `json.dump(..., indent=...)`.
-        if let Some(rest) = self.buf.get(self.pos..)
-            && rest.first() == Some(&b'\n')
-            && let Some(k) = rest[1..].iter().position(|&b| b != b' ')
-            && rest[1 + k] == b'"'
-        {
-            self.indent = Some(k);
-        }
         self.members(on_key)?;
         match self.peek()? {
             None => Ok(()),

@@ -144,13 +144,14 @@ impl Catalog {
         row.as_ref().map(entry).transpose()
     }
 
-    pub async fn touch(&self, key: &str) -> Result<(), sqlx::Error> {
+    /// Mark `key` used now; whether the catalog lists it.
+    pub async fn touch(&self, key: &str) -> Result<bool, sqlx::Error> {
         sqlx::query("UPDATE cache_entries SET last_access_ms = $1 WHERE key = $2")
             .bind(now_ms())
             .bind(key)
             .execute(&self.pool)
             .await
-            .map(|_| ())
+            .map(|r| r.rows_affected() > 0)
     }
 
     /// Record a file just written to the cache (replacing any older row).

@@ -66,9 +66,9 @@ impl DerivedStore {
             return;
         };
         let key = path.as_ref();
-        let noted = match bound.catalog().lookup(key).await {
-            Ok(Some(_)) => bound.catalog().touch(key).await.map_err(Into::into),
-            Ok(None) => {
+        let noted = match bound.catalog().touch(key).await {
+            Ok(true) => Ok(()),
+            Ok(false) => {
                 let entry = Entry {
                     key: key.to_string(),
                     size: size as u64,
