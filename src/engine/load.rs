@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::datasource::MemTable;
@@ -63,14 +62,7 @@ pub async fn load_compiled(
     let llm = table_from_batches(Domain::Llm, &read_parquet(&ctx, llm).await?)?;
     let diffusion = table_from_batches(Domain::Diffusion, &read_parquet(&ctx, diffusion).await?)?;
     register_tables(&ctx, &[&llm, &diffusion])?;
-    Ok(Dataset {
-        generation: super::next_generation(),
-        llm,
-        diffusion,
-        source,
-        loaded_at: SystemTime::now(),
-        ctx,
-    })
+    Ok(Dataset::new(llm, diffusion, source, ctx))
 }
 
 /// Normalise parquet batches to the published columns of `domain`. Every published column must
@@ -200,11 +192,10 @@ pub async fn load_raw_root(root: &Path) -> Result<Dataset, EngineError> {
         .runs
         .first()
         .map_or(root.clone(), |r| r.bench_root.clone());
-    Ok(Dataset {
-        generation: super::next_generation(),
-        llm: built.llm,
-        diffusion: built.diffusion,
-        source: DatasetSource {
+    Ok(Dataset::new(
+        built.llm,
+        built.diffusion,
+        DatasetSource {
             location: format!("raw:{}", root.display()),
             revision: None,
             root: Some(bench_root),
@@ -216,9 +207,8 @@ pub async fn load_raw_root(root: &Path) -> Result<Dataset, EngineError> {
             remote: None,
             derived: None,
         },
-        loaded_at: SystemTime::now(),
         ctx,
-    })
+    ))
 }
 
 /// Register `llm_runs` / `diffusion_runs` as in-memory DataFusion tables (normalised schema,

@@ -104,14 +104,25 @@ pub struct DatasetSource {
     pub derived: Option<crate::store::derived::DerivedStore>,
 }
 
-/// Where a run's raw file is read from.
-#[derive(Debug, Clone)]
-pub enum RawLocation {
-    /// A file on this machine (a local dataset, or an absolute stored path).
-    Local(PathBuf),
-    /// A path in a remote source, fetched through the raw cache.
-    Remote(crate::store::cache::CachedStore, String),
+pub use crate::store::RawLocation;
+
+/// A raw path that a run's row gives but that is not read: it would leave the dataset root
+/// (absolute, `..` above the root, or a symlink out of it). The row is served without that file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedPath {
+    pub domain: Domain,
+    pub run_id: String,
+    /// `results_path` or `prometheus_path`.
+    pub field: &'static str,
+    /// The path as the data gives it.
+    pub path: String,
+    pub reason: String,
 }
+
+/// Why a run has no raw file to read: the detail of a 404 `raw_unavailable`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NoRawFile(pub String);
 
 /// One loaded snapshot: both run tables plus the DataFusion context they are registered in.
 pub struct Dataset {
@@ -123,6 +134,9 @@ pub struct Dataset {
     pub loaded_at: SystemTime,
     /// Tables `llm_runs` and `diffusion_runs` (normalised, in default order) for SQL access.
     pub ctx: SessionContext,
+    /// Raw paths of rows that leave the dataset root, in table order; never read.
+    pub refused: Vec<RefusedPath>,
+    refused_at: std::collections::HashMap<(Domain, usize, RawFile), usize>,
 }
 
 /// A fresh snapshot generation number.
@@ -132,10 +146,27 @@ pub fn next_generation() -> u64 {
 }
 
 /// A raw file of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RawFile {
     Results,
     Prometheus,
+}
+
+impl RawFile {
+    /// The run field that stores its path.
+    pub fn field(self) -> &'static str {
+        match self {
+            RawFile::Results => "results_path",
+            RawFile::Prometheus => "prometheus_path",
+        }
+    }
+
+    pub fn file_name(self) -> &'static str {
+        match self {
+            RawFile::Results => "results.json",
+            RawFile::Prometheus => "prometheus.json",
+        }
+    }
 }
 
 impl Dataset {
@@ -146,34 +177,112 @@ impl Dataset {
         }
     }
 
-    /// Where a run's raw file is, resolved like the toolkit's `from_directory` (pathlib): a
-    /// relative stored path is joined onto the dataset root (or looked up in the remote source),
-    /// an absolute one replaces it. `None` when the path is null or empty, the domain has no such
-    /// file, or a relative path has nothing to resolve against.
-    pub fn raw_location(&self, domain: Domain, row: usize, file: RawFile) -> Option<RawLocation> {
-        let t = self.table(domain);
-        let col = t.field_index(match file {
-            RawFile::Results => "results_path",
-            RawFile::Prometheus => "prometheus_path",
-        })?;
-        let frame::Value::Str(stored) = t.column(col).get(row) else {
-            return None;
+    /// A snapshot of two loaded tables from `source`, with every stored raw path checked
+    /// against the source's root ([`crate::store::confine`]): a row whose path leaves it is kept
+    /// and listed in `refused`, and its file is never read.
+    pub fn new(
+        llm: RunTable,
+        diffusion: RunTable,
+        source: DatasetSource,
+        ctx: SessionContext,
+    ) -> Self {
+        let mut dataset = Dataset {
+            generation: next_generation(),
+            llm,
+            diffusion,
+            source,
+            loaded_at: SystemTime::now(),
+            ctx,
+            refused: Vec::new(),
+            refused_at: std::collections::HashMap::new(),
         };
-        if stored.is_empty() {
-            return None;
+        for domain in Domain::ALL {
+            for file in [RawFile::Results, RawFile::Prometheus] {
+                for row in 0..dataset.table(domain).len() {
+                    let Some(stored) = dataset.stored_path(domain, row, file) else {
+                        continue;
+                    };
+                    if let Err(reason) = dataset.confine(stored) {
+                        let refused = RefusedPath {
+                            domain,
+                            run_id: dataset.table(domain).run_id(row).to_string(),
+                            field: file.field(),
+                            path: stored.to_string(),
+                            reason: reason.to_string(),
+                        };
+                        tracing::warn!(run_id = %refused.run_id, field = refused.field, path = %refused.path, reason = %refused.reason, "raw path refused");
+                        dataset
+                            .refused_at
+                            .insert((domain, row, file), dataset.refused.len());
+                        dataset.refused.push(refused);
+                    }
+                }
+            }
         }
-        let p = std::path::Path::new(stored);
-        if p.is_absolute() {
-            return Some(RawLocation::Local(p.to_path_buf()));
+        dataset
+    }
+
+    /// The raw path a row stores for `file`, when it is a non-empty string.
+    fn stored_path(&self, domain: Domain, row: usize, file: RawFile) -> Option<&str> {
+        let t = self.table(domain);
+        let col = t.field_index(file.field())?;
+        match t.column(col).get(row) {
+            frame::Value::Str(s) if !s.is_empty() => Some(s),
+            _ => None,
         }
+    }
+
+    /// Where the stored relative path `stored` is read from, if it stays inside the source's
+    /// root: a key of the remote source, or a file under the local root (symlinks resolved).
+    fn confine(&self, stored: &str) -> Result<Option<RawLocation>, crate::store::confine::Escape> {
+        use crate::store::confine;
+        let key = confine::relative_key(stored)?;
         if let Some(remote) = &self.source.remote {
-            let key = stored.replace('\\', "/");
-            return Some(RawLocation::Remote(remote.clone(), key));
+            return Ok(Some(RawLocation::Remote(remote.clone(), key)));
         }
-        self.source
-            .root
-            .as_ref()
-            .map(|r| RawLocation::Local(r.join(p)))
+        match &self.source.root {
+            Some(root) => Ok(Some(RawLocation::Local {
+                path: confine::resolve_local(root, &key)?,
+                root: root.clone(),
+            })),
+            None => Ok(None),
+        }
+    }
+
+    /// Where a run's raw file is: its stored path, relative to the dataset root (a local
+    /// directory, or the remote source's root through the raw cache). Unlike the toolkit's
+    /// `from_directory`, an absolute stored path or one that leaves the root is not followed.
+    pub fn raw_location(
+        &self,
+        domain: Domain,
+        row: usize,
+        file: RawFile,
+    ) -> Result<RawLocation, NoRawFile> {
+        if let Some(&i) = self.refused_at.get(&(domain, row, file)) {
+            let r = &self.refused[i];
+            return Err(NoRawFile(format!(
+                "its {} '{}' is not served: {}",
+                r.field, r.path, r.reason
+            )));
+        }
+        let name = file.file_name();
+        let Some(stored) = self.stored_path(domain, row, file) else {
+            return Err(NoRawFile(format!(
+                "this dataset has no {name} for it ({} is null)",
+                file.field()
+            )));
+        };
+        match self.confine(stored) {
+            Ok(Some(loc)) => Ok(loc),
+            Ok(None) => Err(NoRawFile(format!(
+                "this dataset has no root to resolve its {} '{stored}' against",
+                file.field()
+            ))),
+            Err(reason) => Err(NoRawFile(format!(
+                "its {} '{stored}' is not served: {reason}",
+                file.field()
+            ))),
+        }
     }
 }
 

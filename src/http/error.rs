@@ -321,6 +321,7 @@ impl AppError {
                 run_id,
                 detail: format!("{path} is not in the source"),
             },
+            F::Refused(detail) => AppError::RawUnavailable { run_id, detail },
             F::Denied { detail, .. } => AppError::SourceDenied { run_id, detail },
             F::Upstream(detail) => AppError::Upstream {
                 run_id,

@@ -45,11 +45,14 @@ fn targets(snapshot: &Dataset, domain: Domain, rows: &[usize]) -> Vec<Target> {
     rows.iter()
         .flat_map(|&row| {
             files.iter().filter_map(move |&(which, name)| {
-                snapshot.raw_location(domain, row, which).map(|loc| Target {
-                    run_id: t.run_id(row).to_string(),
-                    file: name,
-                    loc,
-                })
+                snapshot
+                    .raw_location(domain, row, which)
+                    .ok()
+                    .map(|loc| Target {
+                        run_id: t.run_id(row).to_string(),
+                        file: name,
+                        loc,
+                    })
             })
         })
         .collect()
@@ -58,7 +61,7 @@ fn targets(snapshot: &Dataset, domain: Domain, rows: &[usize]) -> Vec<Target> {
 /// Make one file local; its size.
 async fn fetch(t: &Target) -> Result<u64, String> {
     match &t.loc {
-        RawLocation::Local(p) => tokio::fs::metadata(p)
+        RawLocation::Local { path: p, .. } => tokio::fs::metadata(p)
             .await
             .map(|m| m.len())
             .map_err(|e| format!("{}: {e}", p.display())),

@@ -93,12 +93,27 @@ pub struct SkippedFile {
     pub reason: String,
 }
 
+/// A raw path of a run that is not served because it would leave the dataset root.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RefusedRawPath {
+    pub domain: Domain,
+    pub run_id: String,
+    /// `results_path` or `prometheus_path`.
+    pub field: &'static str,
+    /// The path as the dataset gives it.
+    pub path: String,
+    pub reason: String,
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DatasetList {
     pub datasets: Vec<DatasetInfo>,
     /// Raw results files passed over when the rows were derived from a raw tree (empty for a
     /// compiled directory).
     pub skipped: Vec<SkippedFile>,
+    /// Raw paths of loaded runs that leave the dataset root (absolute, `..` above the root, or a
+    /// symlink out of it): the runs are served, their raw endpoints answer 404 `raw_unavailable`.
+    pub refused_paths: Vec<RefusedRawPath>,
 }
 
 /// What is loaded.
@@ -130,6 +145,17 @@ pub async fn datasets(State(state): State<AppState>) -> Json<DatasetList> {
             .map(|(path, reason)| SkippedFile {
                 path: path.clone(),
                 reason: reason.clone(),
+            })
+            .collect(),
+        refused_paths: snapshot
+            .refused
+            .iter()
+            .map(|r| RefusedRawPath {
+                domain: r.domain,
+                run_id: r.run_id.clone(),
+                field: r.field,
+                path: r.path.clone(),
+                reason: r.reason.clone(),
             })
             .collect(),
     })

@@ -63,18 +63,14 @@ pub(super) async fn open_raw(
     file: RawFile,
 ) -> Result<(Opened, Option<u64>), AppError> {
     let id = snapshot.table(domain).run_id(row).to_string();
-    let (name, column) = match file {
-        RawFile::Results => ("results.json", "results_path"),
-        RawFile::Prometheus => ("prometheus.json", "prometheus_path"),
-    };
     let loc = snapshot
         .raw_location(domain, row, file)
-        .ok_or_else(|| AppError::RawUnavailable {
+        .map_err(|e| AppError::RawUnavailable {
             run_id: id.clone(),
-            detail: format!("this dataset has no {name} for it ({column} is null)"),
+            detail: e.0,
         })?;
     match loc {
-        RawLocation::Local(path) => {
+        RawLocation::Local { root, path } => {
             let f = std::fs::File::open(&path).map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => AppError::RawUnavailable {
                     run_id: id.clone(),
@@ -82,6 +78,13 @@ pub(super) async fn open_raw(
                 },
                 _ => AppError::Internal(format!("{}: {e}", path.display())),
             })?;
+            // Checked again once open: a symlink swapped in since the path was resolved.
+            if let Err(reason) = crate::store::confine::inside(&root, &path) {
+                return Err(AppError::RawUnavailable {
+                    run_id: id,
+                    detail: format!("its {} is not served: {reason}", file.field()),
+                });
+            }
             let len = f.metadata().map(|m| m.len()).ok();
             Ok((Opened::File(f), len))
         }
@@ -166,7 +169,7 @@ async fn load_derived(
     let id = snapshot.table(domain).run_id(row).to_string();
     let store = snapshot.source.derived.as_ref();
     let fingerprint = store
-        .and(snapshot.raw_location(domain, row, RawFile::Results))
+        .and(snapshot.raw_location(domain, row, RawFile::Results).ok())
         .as_ref()
         .and_then(crate::store::derived::fingerprint);
     if let (Some(store), Some(fp)) = (store, &fingerprint)

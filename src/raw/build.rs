@@ -285,6 +285,14 @@ pub fn discover(
             }
         }
         for mut run in found {
+            // A results.json reached through a symlinked directory out of the tree is not read.
+            if let Err(e) = crate::store::confine::inside(&run.bench_root, &run.path) {
+                skipped.push(Skipped {
+                    path: run.path.display().to_string(),
+                    reason: format!("not read: {e}"),
+                });
+                continue;
+            }
             run.canonical = fs::canonicalize(&run.path).unwrap_or_else(|_| run.path.clone());
             if seen.insert(run.canonical.clone()) {
                 runs.push(run);
@@ -406,6 +414,13 @@ fn yaml_to_json(y: &yaml_rust2::Yaml) -> Value {
         ),
         Yaml::Null | Yaml::Alias(_) | Yaml::BadValue => Value::Null,
     }
+}
+
+/// `path` if it resolves inside `root` (symlinks followed); else why it is not read.
+fn confined(root: &Path, path: PathBuf) -> Result<PathBuf, String> {
+    crate::store::confine::inside(root, &path)
+        .map(|()| path.clone())
+        .map_err(|e| format!("{} is not read: {e}", path.display()))
 }
 
 /// Small config files, read once per path.
@@ -536,12 +551,13 @@ fn model_info(
     p: &ParsedPath,
 ) -> Result<ModelInfo, String> {
     let cfg = cfg.ok_or("Missing required config root (llm_config_dir/diffusion_config_dir)")?;
-    let info = cache.model_info(
-        &cfg.join(&p.workload)
+    let info = cache.model_info(&confined(
+        cfg,
+        cfg.join(&p.workload)
             .join(&p.org)
             .join(&p.model)
             .join("model_info.json"),
-    )?;
+    )?)?;
     let total = safe_float(info.get("total_parameters_billion")).ok_or_else(|| {
         format!(
             "Missing required model_info.total_parameters_billion for {}",
@@ -582,8 +598,8 @@ fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> LlmOutc
     let results = read_llm_results(&run.path);
     let prom_path = run.prometheus_path();
     let prometheus: Option<Result<Prometheus, String>> = prom_path.exists().then(|| {
-        fs::read(&prom_path)
-            .map_err(|e| e.to_string())
+        confined(&run.bench_root, prom_path.clone())
+            .and_then(|p| fs::read(&p).map_err(|e| e.to_string()))
             .and_then(|b| {
                 serde_json::from_slice::<Prometheus>(&b)
                     .map_err(|e| format!("{}: {e}", prom_path.display()))
@@ -654,14 +670,15 @@ fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> LlmOutc
             .as_deref()
             .ok_or("gpu_sku is required for llm parallelization settings")?;
         let cfg_dir = cfg.ok_or("llm_config_dir is required to load parallelization settings")?;
-        let mono = cache.monolithic(
-            &cfg_dir
+        let mono = cache.monolithic(&confined(
+            cfg_dir,
+            cfg_dir
                 .join(&p.workload)
                 .join(&p.org)
                 .join(&p.model)
                 .join(sku)
                 .join("monolithic.config.yaml"),
-        )?;
+        )?)?;
         let get_int = |key: &str, default: i64| mono.get(key).map_or(Ok(default), py_int);
         let ep = if truthy(mono.get("enable-expert-parallel")) {
             get_int("expert-parallel-size", num_gpus)?

@@ -90,6 +90,11 @@ pub fn write_compiled(
                 let Ok(rel) = src.strip_prefix(&run.bench_root) else {
                     continue;
                 };
+                // A symlink out of the tree is not copied into the dataset (discover and the
+                // row derivation refuse it too).
+                if crate::store::confine::inside(&run.bench_root, &src).is_err() {
+                    continue;
+                }
                 if copy_if_changed(&src, &out.join(rel))? {
                     report.raw_files_copied += 1;
                 } else {

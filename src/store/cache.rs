@@ -51,6 +51,8 @@ struct Inner {
     namespace: String,
     cache: Arc<dyn ObjectStore>,
     cache_desc: String,
+    /// The cache directory, when the cache is one: cached files are checked to resolve inside it.
+    local_root: Option<std::path::PathBuf>,
     bound: Arc<Bound>,
     timeout: Duration,
     inflight: Mutex<HashMap<String, Flight>>,
@@ -139,11 +141,13 @@ pub fn sweep_staging(dir: &std::path::Path) -> usize {
 }
 
 impl CachedStore {
-    /// Over `cache`, indexed and bounded by `bound` (over the same store).
+    /// Over `cache`, indexed and bounded by `bound` (over the same store); `local_root` is the
+    /// directory `cache` keeps its files in, when it is one.
     pub fn new(
         upstream: Arc<dyn Upstream>,
         cache: Arc<dyn ObjectStore>,
         cache_desc: String,
+        local_root: Option<std::path::PathBuf>,
         bound: Arc<Bound>,
         timeout: Duration,
     ) -> CachedStore {
@@ -154,6 +158,7 @@ impl CachedStore {
                 namespace,
                 cache,
                 cache_desc,
+                local_root,
                 bound,
                 timeout,
                 inflight: Mutex::new(HashMap::new()),
@@ -228,7 +233,18 @@ impl CachedStore {
         for _ in 0..2 {
             self.ensure(path).await?;
             match self.inner.cache.get(&StorePath::from(self.key(path))).await {
-                Ok(r) => return Ok(r),
+                Ok(r) => {
+                    if let (Some(root), object_store::GetResultPayload::File(_, file)) =
+                        (&self.inner.local_root, &r.payload)
+                    {
+                        super::confine::inside(root, file).map_err(|reason| {
+                            FetchError::Refused(format!(
+                                "the cached file of {path} is not served: {reason}"
+                            ))
+                        })?;
+                    }
+                    return Ok(r);
+                }
                 // Evicted or removed between the two steps: fetch again.
                 Err(object_store::Error::NotFound { .. }) => {
                     self.inner.bound.catalog().remove(&self.key(path)).await?;
@@ -292,55 +308,70 @@ impl Inner {
     }
 
     async fn fetch_into_cache(&self, key: &str, path: &str) -> Result<Entry, FetchError> {
-        let mut dl = self.upstream.fetch(path).await?;
-        let upload = self
-            .cache
-            .put_multipart(&StorePath::from(key))
-            .await
-            .map_err(FetchError::from)?;
-        let mut w = WriteMultipart::new(upload);
-        let mut hasher = Sha256::new();
-        let mut n: u64 = 0;
-        let failed = loop {
-            match tokio::time::timeout(self.timeout, dl.stream.next()).await {
-                Err(_) => break Some(FetchError::Timeout(format!("body of {path} stalled"))),
-                Ok(None) => break None,
-                Ok(Some(Err(e))) => break Some(e),
-                Ok(Some(Ok(chunk))) => {
-                    hasher.update(&chunk);
-                    n += chunk.len() as u64;
-                    if let Err(e) = w.wait_for_capacity(4).await {
-                        break Some(e.into());
-                    }
-                    w.put(chunk);
-                }
-            }
-        };
-        let sha = hex::encode(hasher.finalize());
-        let failed = failed.or_else(|| match (dl.size, &dl.sha256) {
-            (Some(want), _) if want != n => Some(FetchError::Corrupt {
-                key: path.into(),
-                detail: format!("got {n} bytes, the source announced {want}"),
-            }),
-            (_, Some(want)) if *want != sha => Some(FetchError::Corrupt {
-                key: path.into(),
-                detail: format!("SHA-256 {sha} does not match the source's {want}"),
-            }),
-            _ => None,
-        });
-        if let Some(e) = failed {
-            if let Err(abort) = w.abort().await {
-                tracing::warn!(key, error = %abort, "could not abort the cache write");
-            }
-            return Err(e);
-        }
-        w.finish().await.map_err(FetchError::from)?;
+        let dl = self.upstream.fetch(path).await?;
+        let (size, sha) =
+            write_verified(&*self.cache, &StorePath::from(key), dl, path, self.timeout).await?;
         Ok(Entry {
             key: key.to_string(),
-            size: n,
+            size,
             sha256: Some(sha),
         })
     }
+}
+
+/// Write `dl` to `location` in `store` through a multipart upload (a staging file renamed into
+/// place for a directory) that is completed only when the byte count, and the SHA-256 when the
+/// source gives one, match; otherwise it is aborted and nothing is left. A body that stalls for
+/// `timeout` fails. Returns the size and the hex SHA-256. `path` names the file in errors.
+pub(crate) async fn write_verified(
+    store: &dyn ObjectStore,
+    location: &StorePath,
+    mut dl: super::Download,
+    path: &str,
+    timeout: Duration,
+) -> Result<(u64, String), FetchError> {
+    let upload = store
+        .put_multipart(location)
+        .await
+        .map_err(FetchError::from)?;
+    let mut w = WriteMultipart::new(upload);
+    let mut hasher = Sha256::new();
+    let mut n: u64 = 0;
+    let failed = loop {
+        match tokio::time::timeout(timeout, dl.stream.next()).await {
+            Err(_) => break Some(FetchError::Timeout(format!("body of {path} stalled"))),
+            Ok(None) => break None,
+            Ok(Some(Err(e))) => break Some(e),
+            Ok(Some(Ok(chunk))) => {
+                hasher.update(&chunk);
+                n += chunk.len() as u64;
+                if let Err(e) = w.wait_for_capacity(4).await {
+                    break Some(e.into());
+                }
+                w.put(chunk);
+            }
+        }
+    };
+    let sha = hex::encode(hasher.finalize());
+    let failed = failed.or_else(|| match (dl.size, &dl.sha256) {
+        (Some(want), _) if want != n => Some(FetchError::Corrupt {
+            key: path.into(),
+            detail: format!("got {n} bytes, the source announced {want}"),
+        }),
+        (_, Some(want)) if *want != sha => Some(FetchError::Corrupt {
+            key: path.into(),
+            detail: format!("SHA-256 {sha} does not match the source's {want}"),
+        }),
+        _ => None,
+    });
+    if let Some(e) = failed {
+        if let Err(abort) = w.abort().await {
+            tracing::warn!(%location, error = %abort, "could not abort the cache write");
+        }
+        return Err(e);
+    }
+    w.finish().await.map_err(FetchError::from)?;
+    Ok((n, sha))
 }
 
 fn read_only() -> object_store::Error {

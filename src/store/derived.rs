@@ -12,9 +12,9 @@ use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use sha2::Digest;
 
+use super::RawLocation;
 use super::bound::Bound;
 use super::catalog::Entry;
-use crate::engine::RawLocation;
 use crate::raw::persist::FORMAT_VERSION;
 
 /// Where derived files are kept. Cheap to clone.
@@ -204,7 +204,7 @@ impl DerivedStore {
 pub fn fingerprint(loc: &RawLocation) -> Option<String> {
     let text = match loc {
         RawLocation::Remote(store, key) => format!("remote\n{}", store.key(key)),
-        RawLocation::Local(path) => {
+        RawLocation::Local { path, .. } => {
             let meta = std::fs::metadata(path).ok()?;
             let modified = meta
                 .modified()

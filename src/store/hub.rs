@@ -1,22 +1,29 @@
 //! The Hugging Face dataset as a source: `hf://datasets/ORG/NAME[@REVISION]`.
 //!
-//! hf-hub resolves the revision to a commit once at start, and downloads the parquet summaries
-//! into the standard hub cache (`HF_HOME`), where the Python toolkit finds them too. Everything
-//! after that uses the pinned commit, so summaries and raw files always come from one snapshot.
-//! Raw files are streamed from `{endpoint}/datasets/{repo}/resolve/{commit}/{path}` with the
-//! redirect followed by hand: the first answer carries the file's size and SHA-256
-//! (`X-Linked-Size`, `X-Linked-Etag`) that the cache verifies the download against, and the token
-//! is never sent to the storage host it redirects to.
+//! The revision is resolved to a commit once at start (`/api/datasets/{repo}/revision/{rev}`),
+//! and the parquet summaries are downloaded into the standard hub cache (`HF_HOME`, laid out as
+//! huggingface_hub does, so the Python toolkit finds them too; hf-hub names its paths and reads
+//! the token file). Everything after that uses the pinned commit, so summaries and raw files
+//! always come from one snapshot. Files are streamed from
+//! `{endpoint}/datasets/{repo}/resolve/{commit}/{path}` with redirects followed by hand: the first
+//! answer carries the file's size and SHA-256 (`X-Linked-Size`, `X-Linked-Etag`) that the download
+//! is verified against, and the token is sent only to the hub's own host, never to the storage
+//! host a redirect points to. Paths are checked to stay inside the repository
+//! (`confine::relative_key`) and percent-encoded a segment at a time.
 
 use std::path::PathBuf;
 
 use futures::StreamExt;
-use hf_hub::api::tokio::{Api, ApiBuilder, ApiError};
 use hf_hub::{Cache, Repo, RepoType};
 use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, CONTENT_LENGTH, HeaderMap, LOCATION};
 
+use super::confine::relative_key;
 use super::{Download, FetchError, FetchOptions, Upstream, with_retries};
+
+/// Redirects followed for one request (the hub answers one or two: a renamed repository, then
+/// the storage host).
+const MAX_REDIRECTS: usize = 5;
 
 /// Hub settings (`HF_ENDPOINT`, `HF_TOKEN`, `HF_HOME`).
 #[derive(Debug, Clone)]
@@ -65,11 +72,13 @@ pub struct Hub {
     pub revision: String,
     /// The commit it resolved to.
     pub commit: String,
-    endpoint: String,
-    api: Api,
-    /// Sends the token; does not follow redirects.
+    endpoint: url::Url,
+    /// The hub cache (`HF_HOME/hub`) and this repository in it.
+    cache: Cache,
+    repo: Repo,
+    /// Sends the token; follows no redirect.
     client: reqwest::Client,
-    /// For the redirect target: no token.
+    /// For hosts other than the hub's: no token; follows no redirect.
     plain: reqwest::Client,
     fetch: FetchOptions,
 }
@@ -97,25 +106,6 @@ fn request_error(e: &reqwest::Error, what: &str) -> FetchError {
     }
 }
 
-/// An hf-hub error, with the hub's status when it had one.
-fn api_error(repo_id: &str, endpoint: &str, e: ApiError, what: &str) -> FetchError {
-    match &e {
-        ApiError::RequestError(r) => match r.status() {
-            Some(s) => status_error(repo_id, endpoint, s, what),
-            None => request_error(r, what),
-        },
-        ApiError::TooManyRetries(inner) => match inner.as_ref() {
-            ApiError::RequestError(r) => match r.status() {
-                Some(s) => status_error(repo_id, endpoint, s, what),
-                None => request_error(r, what),
-            },
-            _ => FetchError::Upstream(format!("{what}: {e}")),
-        },
-        ApiError::IoError(io) => FetchError::Cache(format!("{what}: {io}")),
-        _ => FetchError::Upstream(format!("{what}: {e}")),
-    }
-}
-
 fn header(h: &HeaderMap, name: &str) -> Option<String> {
     h.get(name)
         .and_then(|v| v.to_str().ok())
@@ -138,124 +128,174 @@ impl Hub {
             .clone()
             .filter(|t| !t.is_empty())
             .or_else(|| cache.token());
-        let endpoint = cfg.endpoint.trim_end_matches('/').to_string();
-        let api = ApiBuilder::from_cache(cache)
-            .with_endpoint(endpoint.clone())
-            .with_token(token.clone())
-            .with_progress(false)
-            .build()
-            .map_err(|e| FetchError::Upstream(format!("hub client: {e}")))?;
+        let endpoint_text = cfg.endpoint.trim_end_matches('/');
+        let endpoint = url::Url::parse(endpoint_text)
+            .map_err(|e| FetchError::Upstream(format!("hub endpoint {endpoint_text}: {e}")))?;
+        if endpoint.cannot_be_a_base() {
+            return Err(FetchError::Upstream(format!(
+                "hub endpoint {endpoint_text} is not an http(s) URL"
+            )));
+        }
         let mut headers = HeaderMap::new();
         if let Some(t) = &token {
-            let v = format!("Bearer {t}")
+            let mut v: reqwest::header::HeaderValue = format!("Bearer {t}")
                 .parse()
                 .map_err(|_| FetchError::Upstream("HF_TOKEN is not a valid header value".into()))?;
+            v.set_sensitive(true);
             headers.insert(AUTHORIZATION, v);
         }
         let agent = concat!("mlenergy-server/", env!("CARGO_PKG_VERSION"));
-        let client = reqwest::Client::builder()
-            .user_agent(agent)
-            .default_headers(headers)
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(cfg.fetch.timeout)
-            .build()
-            .map_err(|e| FetchError::Upstream(format!("http client: {e}")))?;
-        let plain = reqwest::Client::builder()
-            .user_agent(agent)
-            .connect_timeout(cfg.fetch.timeout)
-            .build()
-            .map_err(|e| FetchError::Upstream(format!("http client: {e}")))?;
+        let build = |headers: HeaderMap| {
+            reqwest::Client::builder()
+                .user_agent(agent)
+                .default_headers(headers)
+                .redirect(reqwest::redirect::Policy::none())
+                .connect_timeout(cfg.fetch.timeout)
+                .build()
+                .map_err(|e| FetchError::Upstream(format!("http client: {e}")))
+        };
         let revision = revision.unwrap_or("main").to_string();
-        let what = format!("{repo_id}@{revision}");
-        let info = with_retries(cfg.fetch.retries, || async {
-            let repo = api.repo(Repo::with_revision(
-                repo_id.to_string(),
-                RepoType::Dataset,
-                revision.clone(),
-            ));
-            match tokio::time::timeout(cfg.fetch.timeout, repo.info()).await {
-                Ok(r) => r.map_err(|e| api_error(repo_id, &endpoint, e, &what)),
-                Err(_) => Err(FetchError::Timeout(format!("resolving {what}"))),
+        let mut hub = Hub {
+            repo_id: repo_id.to_string(),
+            commit: String::new(),
+            endpoint,
+            repo: Repo::with_revision(repo_id.to_string(), RepoType::Dataset, revision.clone()),
+            revision,
+            cache,
+            client: build(headers)?,
+            plain: build(HeaderMap::new())?,
+            fetch: cfg.fetch.clone(),
+        };
+        let what = format!("{repo_id}@{}", hub.revision);
+        let url = hub.url(&["api", "datasets"], &["revision", &hub.revision.clone()]);
+        let info: RevisionInfo = with_retries(cfg.fetch.retries, || async {
+            let resp = hub.get(url.clone(), &what).await?;
+            if !resp.status().is_success() {
+                return Err(hub.status_error(resp.status(), &what));
             }
+            let body = match tokio::time::timeout(cfg.fetch.timeout, resp.bytes()).await {
+                Ok(r) => r.map_err(|e| request_error(&e, &what))?,
+                Err(_) => return Err(FetchError::Timeout(format!("resolving {what}"))),
+            };
+            serde_json::from_slice::<RevisionInfo>(&body)
+                .map_err(|e| FetchError::Upstream(format!("{what}: the hub's answer: {e}")))
         })
         .await?;
-        Ok(Hub {
-            repo_id: repo_id.to_string(),
-            revision,
-            commit: info.sha,
-            endpoint,
-            api,
-            client,
-            plain,
-            fetch: cfg.fetch.clone(),
-        })
+        if info.sha.len() < 7 || !info.sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(FetchError::Upstream(format!(
+                "the hub resolved {what} to '{}', which is not a commit",
+                info.sha
+            )));
+        }
+        hub.commit = info.sha;
+        Ok(hub)
     }
 
     pub fn repo_id(&self) -> &str {
         &self.repo_id
     }
 
-    /// Download `path` at the pinned commit into the hub cache (a hit if it is there already)
-    /// and return its local path. Used for the parquet summaries.
-    pub async fn summary(&self, path: &str) -> Result<PathBuf, FetchError> {
-        let repo = self.api.repo(Repo::with_revision(
-            self.repo_id.clone(),
-            RepoType::Dataset,
-            self.commit.clone(),
-        ));
-        with_retries(self.fetch.retries, || async {
-            match tokio::time::timeout(self.fetch.timeout * 4, repo.get(path)).await {
-                Ok(r) => r.map_err(|e| api_error(&self.repo_id, &self.endpoint, e, path)),
-                Err(_) => Err(FetchError::Timeout(format!("downloading {path}"))),
-            }
-        })
-        .await
+    /// `{endpoint}/{before…}/{repo id}/{after…}`, each segment percent-encoded.
+    fn url(&self, before: &[&str], after: &[&str]) -> url::Url {
+        let mut url = self.endpoint.clone();
+        {
+            let mut segs = url
+                .path_segments_mut()
+                .expect("checked at open: a base URL");
+            segs.pop_if_empty();
+            segs.extend(before);
+            segs.extend(self.repo_id.split('/'));
+            segs.extend(after);
+        }
+        url
     }
 
-    fn resolve_url(&self, path: &str) -> String {
-        format!(
-            "{}/datasets/{}/resolve/{}/{}",
-            self.endpoint, self.repo_id, self.commit, path
+    fn status_error(&self, status: StatusCode, what: &str) -> FetchError {
+        status_error(
+            &self.repo_id,
+            self.endpoint.as_str().trim_end_matches('/'),
+            status,
+            what,
         )
+    }
+
+    /// GET `url`, following redirects by hand: the token goes only to the hub's own origin
+    /// (scheme, host and port of the endpoint), never to another host a redirect points to.
+    async fn get(&self, url: url::Url, what: &str) -> Result<reqwest::Response, FetchError> {
+        let timeout = self.fetch.timeout;
+        let mut url = url;
+        for _ in 0..=MAX_REDIRECTS {
+            let client = if url.origin() == self.endpoint.origin() {
+                &self.client
+            } else {
+                &self.plain
+            };
+            let resp = match tokio::time::timeout(timeout, client.get(url.clone()).send()).await {
+                Ok(r) => r.map_err(|e| request_error(&e, what))?,
+                Err(_) => return Err(FetchError::Timeout(format!("no answer for {what}"))),
+            };
+            if !resp.status().is_redirection() {
+                return Ok(resp);
+            }
+            let loc = header(resp.headers(), LOCATION.as_str()).ok_or_else(|| {
+                FetchError::Upstream(format!("redirect without Location for {what}"))
+            })?;
+            url = resp
+                .url()
+                .join(&loc)
+                .map_err(|e| FetchError::Upstream(format!("bad redirect for {what}: {e}")))?;
+        }
+        Err(FetchError::Upstream(format!(
+            "more than {MAX_REDIRECTS} redirects for {what}"
+        )))
+    }
+
+    /// Download `path` at the pinned commit into the hub cache (a hit if it is there already)
+    /// and return its local path. Used for the parquet summaries. The file is written as
+    /// huggingface_hub's cache keeps it where links are not available
+    /// (`snapshots/{commit}/{path}`, with `refs/{revision}` naming the commit), verified and
+    /// atomically, so a failed download leaves nothing.
+    pub async fn summary(&self, path: &str) -> Result<PathBuf, FetchError> {
+        let key = relative_key(path).map_err(|e| FetchError::Refused(format!("{path}: {e}")))?;
+        let repo_dir = self.cache.path().join(self.repo.folder_name());
+        let snapshot = PathBuf::from("snapshots").join(&self.commit);
+        let local = repo_dir.join(&snapshot).join(&key);
+        if !local.is_file() {
+            std::fs::create_dir_all(&repo_dir)
+                .map_err(|e| FetchError::Cache(format!("{}: {e}", repo_dir.display())))?;
+            let store = object_store::local::LocalFileSystem::new_with_prefix(&repo_dir)
+                .map_err(|e| FetchError::Cache(format!("{}: {e}", repo_dir.display())))?
+                .with_automatic_cleanup(true);
+            let location = object_store::path::Path::from_iter(
+                ["snapshots", self.commit.as_str()]
+                    .into_iter()
+                    .chain(key.split('/')),
+            );
+            with_retries(self.fetch.retries, || async {
+                let dl = self.get_once(&key).await?;
+                super::cache::write_verified(&store, &location, dl, &key, self.fetch.timeout).await
+            })
+            .await?;
+        }
+        let refs = repo_dir.join("refs");
+        let written = std::fs::create_dir_all(&refs)
+            .and_then(|()| std::fs::write(refs.join(sanitize_ref(&self.revision)), &self.commit));
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "cannot record the revision in the hub cache");
+        }
+        Ok(local)
     }
 
     /// One attempt: the resolve request, and the redirect target if there is one.
     async fn get_once(&self, path: &str) -> Result<Download, FetchError> {
-        let url = self.resolve_url(path);
-        let timeout = self.fetch.timeout;
-        let send = |req: reqwest::RequestBuilder| async move {
-            match tokio::time::timeout(timeout, req.send()).await {
-                Ok(r) => r.map_err(|e| request_error(&e, path)),
-                Err(_) => Err(FetchError::Timeout(format!("no answer for {path}"))),
-            }
-        };
-        let first = send(self.client.get(&url)).await?;
-        let linked_sha = header(first.headers(), "x-linked-etag");
-        let linked_size = header(first.headers(), "x-linked-size").and_then(|s| s.parse().ok());
-        let resp = if first.status().is_redirection() {
-            let loc = header(first.headers(), LOCATION.as_str()).ok_or_else(|| {
-                FetchError::Upstream(format!("redirect without Location for {path}"))
-            })?;
-            let target = first
-                .url()
-                .join(&loc)
-                .map_err(|e| FetchError::Upstream(format!("bad redirect for {path}: {e}")))?;
-            // Same host (a renamed repo): keep the token. Another host (storage): drop it.
-            if target.host_str() == first.url().host_str() {
-                send(self.client.get(target)).await?
-            } else {
-                send(self.plain.get(target)).await?
-            }
-        } else {
-            first
-        };
+        let key = relative_key(path).map_err(|e| FetchError::Refused(format!("{path}: {e}")))?;
+        let mut after = vec!["resolve", self.commit.as_str()];
+        after.extend(key.split('/'));
+        let url = self.url(&["datasets"], &after);
+        let first = self.get_following_first(url, path).await?;
+        let (linked_sha, linked_size, resp) = first;
         if !resp.status().is_success() {
-            return Err(status_error(
-                &self.repo_id,
-                &self.endpoint,
-                resp.status(),
-                path,
-            ));
+            return Err(self.status_error(resp.status(), path));
         }
         let size = linked_size.or_else(|| {
             header(resp.headers(), CONTENT_LENGTH.as_str()).and_then(|s| s.parse().ok())
@@ -286,6 +326,47 @@ impl Hub {
             size,
             sha256: sha256.map(|s| s.to_ascii_lowercase()),
         })
+    }
+
+    /// The resolve request's own headers (`X-Linked-Etag`, `X-Linked-Size` are on the hub's
+    /// first answer, not on the storage host's), then the final answer after redirects.
+    async fn get_following_first(
+        &self,
+        url: url::Url,
+        what: &str,
+    ) -> Result<(Option<String>, Option<u64>, reqwest::Response), FetchError> {
+        let timeout = self.fetch.timeout;
+        let first = match tokio::time::timeout(timeout, self.client.get(url).send()).await {
+            Ok(r) => r.map_err(|e| request_error(&e, what))?,
+            Err(_) => return Err(FetchError::Timeout(format!("no answer for {what}"))),
+        };
+        let linked_sha = header(first.headers(), "x-linked-etag");
+        let linked_size = header(first.headers(), "x-linked-size").and_then(|s| s.parse().ok());
+        if !first.status().is_redirection() {
+            return Ok((linked_sha, linked_size, first));
+        }
+        let loc = header(first.headers(), LOCATION.as_str())
+            .ok_or_else(|| FetchError::Upstream(format!("redirect without Location for {what}")))?;
+        let target = first
+            .url()
+            .join(&loc)
+            .map_err(|e| FetchError::Upstream(format!("bad redirect for {what}: {e}")))?;
+        Ok((linked_sha, linked_size, self.get(target, what).await?))
+    }
+}
+
+/// The part of the revision API's answer that is read.
+#[derive(serde::Deserialize)]
+struct RevisionInfo {
+    sha: String,
+}
+
+/// A revision as a file name under `refs/` (huggingface_hub keeps `refs/pr/1` as a nested file;
+/// anything that would climb out of `refs/` is flattened).
+fn sanitize_ref(revision: &str) -> PathBuf {
+    match relative_key(revision) {
+        Ok(k) => PathBuf::from(k),
+        Err(_) => PathBuf::from(revision.replace(['/', '\\', '.'], "_")),
     }
 }
 

@@ -11,6 +11,7 @@
 pub mod bound;
 pub mod cache;
 pub mod catalog;
+pub mod confine;
 pub mod derived;
 pub mod hub;
 pub mod open;
@@ -24,6 +25,19 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
+
+/// Where a run's raw file is read from. Built only from paths that passed [`confine`].
+#[derive(Debug, Clone)]
+pub enum RawLocation {
+    /// A file of a dataset on this machine: `path` is `root` joined with the stored relative
+    /// path. It is checked again against `root` when opened (a symlink may have changed since).
+    Local {
+        root: std::path::PathBuf,
+        path: std::path::PathBuf,
+    },
+    /// A key in a remote source, fetched through the raw cache.
+    Remote(cache::CachedStore, String),
+}
 
 /// Why a raw file could not be fetched. Each kind maps to one HTTP status in the API.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -44,6 +58,10 @@ pub enum FetchError {
     /// kept in the cache.
     #[error("download of {key} is corrupt: {detail}")]
     Corrupt { key: String, detail: String },
+    /// The path leaves its root (a symlink in the cache directory pointing out of it): never
+    /// read (404).
+    #[error("{0}")]
+    Refused(String),
     /// The cache store or catalog failed (500).
     #[error("cache: {0}")]
     Cache(String),
@@ -92,6 +110,9 @@ pub struct StoreUpstream {
     pub prefix: StorePath,
     /// The URL it was opened from (for the namespace and messages).
     pub url: String,
+    /// The directory of a `file://` URL: object_store follows symlinks there, so each file is
+    /// checked to resolve inside it.
+    local_root: Option<std::path::PathBuf>,
 }
 
 impl StoreUpstream {
@@ -102,10 +123,19 @@ impl StoreUpstream {
         let env: Vec<(String, String)> = std::env::vars().collect();
         let (store, prefix) =
             object_store::parse_url_opts(&parsed, env).map_err(|e| format!("{url}: {e}"))?;
+        let local_root = match parsed.scheme() {
+            "file" => Some(
+                parsed
+                    .to_file_path()
+                    .map_err(|()| format!("{url}: not a local path"))?,
+            ),
+            _ => None,
+        };
         Ok(StoreUpstream {
             store: Arc::from(store),
             prefix,
             url: url.trim_end_matches('/').to_string(),
+            local_root,
         })
     }
 
@@ -123,9 +153,15 @@ impl StoreUpstream {
 #[async_trait::async_trait]
 impl Upstream for StoreUpstream {
     async fn fetch(&self, path: &str) -> Result<Download, FetchError> {
+        let key = confine::relative_key(path)
+            .map_err(|e| FetchError::Refused(format!("{path} is not served: {e}")))?;
+        if let Some(root) = &self.local_root {
+            confine::inside(root, &root.join(&key))
+                .map_err(|e| FetchError::Refused(format!("{path} is not served: {e}")))?;
+        }
         let got = self
             .store
-            .get(&self.location(path))
+            .get(&self.location(&key))
             .await
             .map_err(|e| match e {
                 object_store::Error::NotFound { .. } => FetchError::NotFound(path.to_string()),

@@ -139,11 +139,16 @@ pub async fn load_remote(
     }
     let bound = Arc::new(Bound::new(cache_store.clone(), catalog, opts.max_bytes));
     let derived = derived_store(cache_store.clone(), local, bound.clone());
+    let local_root = match &location {
+        CacheLocation::Dir(d) if local => Some(d.clone()),
+        _ => None,
+    };
     let cached = |upstream: Arc<dyn Upstream>| {
         CachedStore::new(
             upstream,
             cache_store.clone(),
             cache_desc.clone(),
+            local_root.clone(),
             bound.clone(),
             opts.hub.fetch.timeout,
         )

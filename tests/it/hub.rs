@@ -45,6 +45,11 @@ struct HubState {
     faults: HashMap<String, Fault>,
     /// GET requests per resolve path.
     gets: HashMap<String, usize>,
+    /// When set, every resolve answers 302 to this storage host, as the real hub does for LFS
+    /// files.
+    redirect_to: Option<String>,
+    /// GETs the storage host received: (path, the Authorization header it carried).
+    storage_gets: Vec<(String, Option<String>)>,
 }
 
 type Shared = Arc<Mutex<HubState>>;
@@ -115,6 +120,20 @@ async fn resolve(
             None => return (StatusCode::NOT_FOUND, "entry not found").into_response(),
         }
     };
+    if let Some(storage) = shared.lock().unwrap().redirect_to.clone() {
+        let sha = hex::encode(sha2::Sha256::digest(&body));
+        let mut h = HeaderMap::new();
+        h.insert(
+            "location",
+            HeaderValue::from_str(&format!("{storage}/{path}")).unwrap(),
+        );
+        h.insert(
+            "x-linked-etag",
+            HeaderValue::from_str(&format!("\"{sha}\"")).unwrap(),
+        );
+        h.insert("x-linked-size", HeaderValue::from(body.len()));
+        return (StatusCode::FOUND, h).into_response();
+    }
     let sha = hex::encode(sha2::Sha256::digest(&body));
     let linked = if fault == Some(Fault::BadChecksum) {
         "f".repeat(64)
@@ -166,6 +185,24 @@ async fn resolve(
             (StatusCode::OK, h, Body::from_stream(stream)).into_response()
         }
         _ => (StatusCode::OK, h, body).into_response(),
+    }
+}
+
+/// The storage host a redirecting hub sends clients to: serves the hub's files and records what
+/// each GET carried.
+async fn storage(
+    State(shared): State<Shared>,
+    AxPath(path): AxPath<String>,
+    headers: HeaderMap,
+) -> Response {
+    let mut s = shared.lock().unwrap();
+    let auth = headers
+        .get("authorization")
+        .map(|v| v.to_str().unwrap_or("?").to_string());
+    s.storage_gets.push((path.clone(), auth));
+    match s.files.get(&path) {
+        Some(b) => (StatusCode::OK, b.clone()).into_response(),
+        None => (StatusCode::NOT_FOUND, "no such object").into_response(),
     }
 }
 
@@ -232,6 +269,35 @@ impl FakeHub {
 
     fn gate(&self, token: Option<&str>) {
         self.state.lock().unwrap().token = token.map(String::from);
+    }
+
+    /// Replace (or add) a file of the dataset.
+    fn put(&self, path: &str, bytes: Vec<u8>) {
+        self.state
+            .lock()
+            .unwrap()
+            .files
+            .insert(path.to_string(), bytes);
+    }
+
+    /// Resolve requests per path, every path.
+    fn all_gets(&self) -> HashMap<String, usize> {
+        self.state.lock().unwrap().gets.clone()
+    }
+
+    /// Start a storage host on another port and redirect every resolve to it.
+    async fn redirect_to_storage(&self) {
+        let router = Router::new()
+            .route("/{*path}", axum::routing::get(storage))
+            .with_state(self.state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        self.state.lock().unwrap().redirect_to = Some(url);
+    }
+
+    fn storage_gets(&self) -> Vec<(String, Option<String>)> {
+        self.state.lock().unwrap().storage_gets.clone()
     }
 }
 
@@ -692,4 +758,135 @@ async fn a_bad_hf_url_is_refused_with_the_expected_form() {
         .err()
         .unwrap();
     assert!(err.contains("unsupported scheme 'ftp'"), "{err}");
+}
+
+/// The token goes to the hub and never to the storage host its redirects point to: not for the
+/// parquet summaries (hf-hub's client sent it there) and not for raw files.
+#[tokio::test]
+async fn the_token_never_leaves_for_the_storage_host() {
+    let hub = FakeHub::start().await;
+    hub.gate(Some("hf_secret"));
+    hub.redirect_to_storage().await;
+    let dirs = Dirs::new();
+    let app = service(&dirs.options(&hub, Some("hf_secret"), 1 << 30)).await;
+    let (_, id, path) = raw_runs(&app)
+        .await
+        .into_iter()
+        .find(|r| r.0 == "diffusion")
+        .unwrap();
+    let r = app
+        .get(&format!("/v1/diffusion/runs/{id}/raw/results.json"))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.body, sample_file(&path));
+    let gets = hub.storage_gets();
+    let fetched: Vec<&str> = gets.iter().map(|g| g.0.as_str()).collect();
+    assert_eq!(
+        fetched,
+        ["runs/llm.parquet", "runs/diffusion.parquet", path.as_str()],
+        "the summaries and the raw file came from the storage host"
+    );
+    for (path, auth) in &gets {
+        assert_eq!(auth, &None, "{path} was sent with a credential");
+    }
+    // The summaries are in HF_HOME as huggingface_hub lays them out.
+    let repo = dirs.home.join("hub/datasets--ml-energy--benchmark-v3");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("refs/main")).unwrap(),
+        COMMIT
+    );
+    assert_eq!(
+        std::fs::read(repo.join(format!("snapshots/{COMMIT}/runs/llm.parquet"))).unwrap(),
+        sample_file("runs/llm.parquet")
+    );
+}
+
+/// A summary whose raw paths leave the repository: the runs load, the paths are listed as
+/// refused, and the hub is never asked for them (a `..` in a resolve URL would reach another
+/// repository).
+#[tokio::test]
+async fn hub_keys_out_of_the_repository_are_never_requested() {
+    let hub = FakeHub::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let summary = tmp.path().join("llm.parquet");
+    crate::confine::rewrite_llm(
+        &summary,
+        &[
+            (0, "../../../other/private/resolve/main/secret.json", None),
+            (1, "/etc/passwd", None),
+            (2, "llm/%2e%2e/%2e%2e/x/results.json", None),
+        ],
+    );
+    hub.put("runs/llm.parquet", std::fs::read(&summary).unwrap());
+    let dirs = Dirs::new();
+    let app = service(&dirs.options(&hub, None, 1 << 30)).await;
+    let refused = app.get("/v1/datasets").await.json()["refused_paths"].clone();
+    assert_eq!(refused.as_array().unwrap().len(), 2, "{refused}");
+    let runs = app
+        .get("/v1/llm/runs?stability=all&fields=run_id,results_path")
+        .await
+        .json()["runs"]
+        .clone();
+    for run in runs.as_array().unwrap() {
+        let p = run["results_path"].as_str().unwrap_or("");
+        if p.starts_with("../") || p.starts_with('/') {
+            let id = run["run_id"].as_str().unwrap();
+            let r = app
+                .get(&format!("/v1/llm/runs/{id}/raw/results.json"))
+                .await;
+            r.problem(404, "raw_unavailable");
+        }
+        if p.contains("%2e") {
+            // A file name with a percent sign: asked for as that name, encoded, inside the repo.
+            let id = run["run_id"].as_str().unwrap();
+            let r = app
+                .get(&format!("/v1/llm/runs/{id}/raw/results.json"))
+                .await;
+            r.problem(404, "raw_unavailable");
+        }
+    }
+    let asked: Vec<String> = hub.all_gets().into_keys().collect();
+    for path in &asked {
+        assert!(
+            path.starts_with("runs/") || path == "llm/%2e%2e/%2e%2e/x/results.json",
+            "the hub was asked for {path}"
+        );
+    }
+    assert_eq!(hub.gets("llm/%2e%2e/%2e%2e/x/results.json"), 1);
+}
+
+/// A cached file replaced by a symlink out of the cache directory is not followed.
+#[tokio::test]
+async fn a_symlink_in_the_cache_directory_is_not_followed() {
+    let hub = FakeHub::start().await;
+    let dirs = Dirs::new();
+    let app = service(&dirs.options(&hub, None, 1 << 30)).await;
+    let (_, id, path) = raw_runs(&app)
+        .await
+        .into_iter()
+        .find(|r| r.0 == "diffusion")
+        .unwrap();
+    let uri = format!("/v1/diffusion/runs/{id}/raw/results.json");
+    assert_eq!(app.get(&uri).await.status, 200);
+    let cached = walkdir::WalkDir::new(&dirs.cache)
+        .into_iter()
+        .flatten()
+        .find(|e| e.file_type().is_file() && e.path().ends_with(&path))
+        .expect("the file is cached")
+        .into_path();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret");
+    // Of the cached file's size, so the catalog's check of the entry does not see a difference.
+    let mut text = b"outside the cache".to_vec();
+    text.resize(sample_file(&path).len(), b'.');
+    std::fs::write(&secret, text).unwrap();
+    std::fs::remove_file(&cached).unwrap();
+    std::os::unix::fs::symlink(&secret, &cached).unwrap();
+    let r = app.get(&uri).await;
+    let p = r.problem(404, "raw_unavailable");
+    assert!(
+        p["detail"].as_str().unwrap().contains("symbolic link"),
+        "{p}"
+    );
+    assert!(!r.text().contains("outside the cache"));
 }

@@ -114,10 +114,11 @@ async fn pandas_encodings_load_and_raw_paths_resolve() {
         local_path(&ds, Domain::Llm, 0, RawFile::Prometheus),
         Some(root.join("llm/a/prometheus.json"))
     );
-    assert_eq!(
-        local_path(&ds, Domain::Llm, 1, RawFile::Results),
-        Some("/abs/results.json".into())
-    );
+    // An absolute stored path is not followed (the toolkit's pathlib join would): a dataset
+    // must not make the server read files outside its root.
+    assert_eq!(local_path(&ds, Domain::Llm, 1, RawFile::Results), None);
+    assert_eq!(ds.refused.len(), 1);
+    assert_eq!(ds.refused[0].path, "/abs/results.json");
     assert_eq!(local_path(&ds, Domain::Llm, 1, RawFile::Prometheus), None);
 }
 
@@ -169,8 +170,8 @@ fn local_path(
     row: usize,
     file: RawFile,
 ) -> Option<std::path::PathBuf> {
-    ds.raw_location(domain, row, file).map(|l| match l {
-        mlenergy_server::engine::RawLocation::Local(p) => p,
+    ds.raw_location(domain, row, file).ok().map(|l| match l {
+        mlenergy_server::engine::RawLocation::Local { path, .. } => path,
         other => panic!("expected a local path, got {other:?}"),
     })
 }
