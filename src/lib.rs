@@ -7,5 +7,6 @@
 pub mod config;
 pub mod engine;
 pub mod http;
+pub mod pycompat;
 pub mod raw;
 pub mod store;

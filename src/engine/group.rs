@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::str::FromStr;
 
 use super::frame::{ColumnData, Frame, FrameColumn, Value};
-use super::numeric::{np_mean, np_median, np_sum};
 use super::query::{Filter, Stability};
 use super::{EngineError, RunTable};
+use crate::pycompat::numpy::{np_mean, np_median, np_sum};
 
 /// An aggregate function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,6 @@ pub mod fields;
 pub mod frame;
 pub mod group;
 pub mod load;
-pub mod numeric;
 pub mod query;
 pub mod runid;
 pub mod sample;

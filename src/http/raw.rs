@@ -265,7 +265,7 @@ async fn itl_summary(
     p: Prepared,
     rows: Vec<usize>,
 ) -> Result<Response, AppError> {
-    use crate::engine::numeric::{np_histogram, np_mean, np_percentiles};
+    use crate::pycompat::numpy::{np_histogram, np_mean, np_percentiles};
     if let Some(hit) = lookup(&state, &p.snapshot, &uri, p.format) {
         return Ok(hit);
     }

@@ -17,11 +17,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::itl::itl_stats;
-use super::path::{ParsedPath, RawDomain, coerce_int, parse_results_path};
-use super::pyjson::{LlmResults, Prometheus, itl_pool, py_int, safe_float, truthy};
-use super::repr::python_float_repr;
-use crate::engine::numeric::np_mean;
+use super::path::{ParsedPath, RawDomain, parse_results_path};
+use super::pyjson::{LlmResults, Prometheus, itl_pool};
 use crate::engine::{Domain, EngineError, RunTable, frame::ColumnData};
+use crate::pycompat::numpy::np_mean;
+use crate::pycompat::repr::python_float_repr;
+use crate::pycompat::value::{coerce_int, py_int, safe_float, truthy};
 
 /// Tasks the toolkit's fast discovery path knows (§5.2).
 const KNOWN_LLM_TASKS: [&str; 5] = [

@@ -197,8 +197,9 @@ mod runfile {
     use serde_json::Value;
 
     use super::{ItlSamples, ResultsList, RunDerived};
+    use crate::pycompat::value::{py_int, truthy};
     use crate::raw::itl::smooth_into;
-    use crate::raw::pyjson::{ItlSeed, py_int, scalars_answer, truthy};
+    use crate::raw::pyjson::{ItlSeed, scalars_answer};
     use crate::raw::scan::{AtReader, Fallback, Forward, ReadAt, Window};
     use crate::raw::timeline::Timeline;
     use crate::raw::usual::{self, Seen};

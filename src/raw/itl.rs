@@ -1,7 +1,7 @@
 //! Inter-token latencies (toolkit-behaviour.md §11.2): the chunked-prefill smoothing of one
 //! request's `itl` list, and the run-level statistics over the pooled smoothed values.
 
-use crate::engine::numeric::{np_mean, np_percentiles};
+use crate::pycompat::numpy::{np_mean, np_percentiles};
 
 /// Spread each positive gap over the exact zeros that follow it (tokens that arrived in the same
 /// chunk): `v` followed by `z` zeros becomes `z + 1` copies of `v / (z + 1)`. Leading non-positive

@@ -9,7 +9,6 @@ pub mod itl;
 pub mod path;
 pub mod persist;
 pub mod pyjson;
-pub mod repr;
 pub mod scan;
 pub mod timeline;
 mod usual;

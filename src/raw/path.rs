@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::pycompat::value::coerce_int;
+
 /// Why a path is not a results path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
@@ -132,31 +134,6 @@ pub fn parse_results_path(rel: &str) -> Result<ParsedPath, PathError> {
     }
 }
 
-/// Python's `int(str)` for configuration values: surrounding whitespace, an optional sign, and
-/// `_` between digits are accepted; anything else (`"16.0"`, `"None"`, `""`) gives `None`, as does
-/// a value outside i64.
-pub fn coerce_int(v: Option<&str>) -> Option<i64> {
-    let t = v?.trim();
-    let (neg, digits) = match t.as_bytes().first()? {
-        b'-' => (true, &t[1..]),
-        b'+' => (false, &t[1..]),
-        _ => (false, t),
-    };
-    if digits.is_empty()
-        || digits.starts_with('_')
-        || digits.ends_with('_')
-        || digits.contains("__")
-    {
-        return None;
-    }
-    if !digits.bytes().all(|b| b.is_ascii_digit() || b == b'_') {
-        return None;
-    }
-    let clean: String = digits.chars().filter(|&c| c != '_').collect();
-    let n: i64 = clean.parse().ok()?;
-    Some(if neg { -n } else { n })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,25 +212,5 @@ mod tests {
             parse_results_path("llm/h100/current/run/llm/gpqa/results.json"),
             Err(PathError::TooShort(_))
         ));
-    }
-
-    #[test]
-    fn python_int_coercion() {
-        for (s, want) in [
-            ("16", Some(16)),
-            (" 16 ", Some(16)),
-            ("+8", Some(8)),
-            ("-3", Some(-3)),
-            ("1_024", Some(1024)),
-            ("16.0", None),
-            ("None", None),
-            ("", None),
-            ("_1", None),
-            ("1__0", None),
-            ("0x10", None),
-        ] {
-            assert_eq!(coerce_int(Some(s)), want, "{s:?}");
-        }
-        assert_eq!(coerce_int(None), None);
     }
 }

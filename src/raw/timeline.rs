@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 
 use super::bulk::RawError;
-use super::path::coerce_int;
-use crate::engine::numeric::np_mean;
+use crate::pycompat::numpy::np_mean;
+use crate::pycompat::value::coerce_int;
 
 /// A timeline metric the toolkit exposes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,8 +138,9 @@ mod parse {
     use serde_json::Value;
 
     use super::{Points, Power, Series, Timeline};
-    use crate::raw::path::coerce_int;
-    use crate::raw::pyjson::{safe_float, scalars_answer};
+    use crate::pycompat::value::coerce_int;
+    use crate::pycompat::value::safe_float;
+    use crate::raw::pyjson::scalars_answer;
 
     /// Drain the rest of a sequence.
     fn drain<'de, A: SeqAccess<'de>>(seq: &mut A) -> Result<(), A::Error> {

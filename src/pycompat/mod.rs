@@ -1,0 +1,9 @@
+//! Leaf utilities that reproduce Python and numpy to the last bit: numpy's float64 reductions,
+//! percentiles and histograms ([`numpy`]), CPython's `repr(float)` ([`repr`]), and Python's
+//! conversions of JSON values (`float()`, `int()`, truthiness: [`value`]).
+//!
+//! Imports nothing of the crate; every other layer may use it.
+
+pub mod numpy;
+pub mod repr;
+pub mod value;
