@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use mlenergy_server::raw::bulk::{read_run, read_run_at};
+use mlenergy_server::rawfile::reader::{read_run, read_run_at};
 
 fn stats(mut t: Vec<Duration>) -> String {
     t.sort();

@@ -9,4 +9,5 @@ pub mod engine;
 pub mod http;
 pub mod pycompat;
 pub mod raw;
+pub mod rawfile;
 pub mod store;

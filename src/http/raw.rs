@@ -15,8 +15,8 @@ use super::respond::{Encoded, Prepared, cached, lookup, pieces, prepare, respond
 use super::state::{ApiPath, AppState};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Dataset, Domain, RawFile, RawLocation, RunTable};
-use crate::raw::bulk::{self, RawError, RunDerived};
-use crate::raw::persist;
+use crate::rawfile::ipc;
+use crate::rawfile::{self, RawError, RunDerived};
 
 /// The run columns that precede raw-derived values (the toolkit's frames, plus run_id).
 const KEY_COLUMNS: [&str; 5] = ["run_id", "task", "model_id", "num_gpus", "max_num_seqs"];
@@ -151,7 +151,7 @@ fn persist_derived(
     let Some(store) = snapshot.source.derived.as_ref() else {
         return;
     };
-    let written = store.put_with(fingerprint, |out| persist::write_ipc(d, out));
+    let written = store.put_with(fingerprint, |out| ipc::write_ipc(d, out));
     if let Err(e) = written {
         let id = snapshot.table(domain).run_id(row);
         tracing::warn!(run_id = %id, error = %e, "cannot persist derived data");
@@ -175,7 +175,7 @@ async fn load_derived(
     if let (Some(store), Some(fp)) = (store, &fingerprint)
         && let Some(bytes) = store.get(fp).await
     {
-        match persist::from_ipc(bytes) {
+        match ipc::from_ipc(bytes) {
             Ok(d) => return Ok((d, None)),
             Err(e) => {
                 tracing::warn!(run_id = %id, error = %e, "persisted derived data unusable; reading the raw file");
@@ -187,8 +187,8 @@ async fn load_derived(
     let (opened, len) = open_raw(snapshot, domain, row, RawFile::Results).await?;
     let started = std::time::Instant::now();
     let fast = match opened {
-        Opened::File(f) => bulk::read_run_at(&f, llm),
-        other => bulk::read_run_fast(other.into_reader(), llm),
+        Opened::File(f) => rawfile::read_run_at(&f, llm),
+        other => rawfile::read_run_fast(other.into_reader(), llm),
     };
     let derived = match fast {
         Ok(d) => d,
@@ -196,7 +196,7 @@ async fn load_derived(
             // Not what the fast path expects: the reader path gives the answer or the error.
             let (opened, _) = open_raw(snapshot, domain, row, RawFile::Results).await?;
             let label = format!("results.json of {id}");
-            bulk::read_run(opened.into_reader(), &label, llm).map_err(|e| raw_error(&id, &e))?
+            rawfile::read_run(opened.into_reader(), &label, llm).map_err(|e| raw_error(&id, &e))?
         }
     };
     tracing::debug!(run_id = %id, bytes = len, elapsed_ms = started.elapsed().as_millis() as u64, "read results.json");
@@ -276,7 +276,7 @@ async fn itl_summary(
     let mut hists = Vec::new();
     for &row in &rows {
         let raw = run_derived(&state, &snapshot, Domain::Llm, row).await?;
-        let joined = bulk::itl_samples(&raw)
+        let joined = rawfile::itl_samples(&raw)
             .map_err(|e| raw_error(t.run_id(row), &e))?
             .joined();
         let v: &[f64] = &joined;
@@ -359,9 +359,9 @@ async fn answer(
         let raw = run_derived(&state, &snapshot, Domain::Llm, row).await?;
         let checked = match kind {
             Kind::OutputLengths => {
-                bulk::output_lengths(&raw, include_unsuccessful).map(|v| lengths.push(v.into()))
+                rawfile::output_lengths(&raw, include_unsuccessful).map(|v| lengths.push(v.into()))
             }
-            Kind::Itl => bulk::itl_samples(&raw).map(|_| ()),
+            Kind::Itl => rawfile::itl_samples(&raw).map(|_| ()),
         };
         checked.map_err(|e| raw_error(t.run_id(row), &e))?;
         derived.push(raw);

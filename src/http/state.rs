@@ -10,7 +10,7 @@ use super::error::AppError;
 use super::jobs::JobMap;
 use super::respond::Encoded;
 use crate::engine::{Domain, Engine};
-use crate::raw::bulk::RunDerived;
+use crate::rawfile::reader::RunDerived;
 use crate::store::catalog::Catalog;
 
 /// Limits applied to every request.

@@ -13,7 +13,7 @@ use super::respond::{Encoded, Prepared, cached, lookup, prepare, respond};
 use super::state::{ApiPath, AppState};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Dataset, Domain};
-use crate::raw::timeline::{DeviceTimeline, Metric, downsample, run_timeline};
+use crate::rawfile::timeline::{DeviceTimeline, Metric, downsample, run_timeline};
 
 const ONE_FLAGS: &[&str] = &["metric", "per_gpu", "every"];
 const MANY_FLAGS: &[&str] = &["metric", "every"];

@@ -16,13 +16,13 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::itl::itl_stats;
 use super::path::{ParsedPath, RawDomain, parse_results_path};
-use super::pyjson::{LlmResults, Prometheus, itl_pool};
 use crate::engine::{Domain, EngineError, RunTable, frame::ColumnData};
 use crate::pycompat::numpy::np_mean;
 use crate::pycompat::repr::python_float_repr;
 use crate::pycompat::value::{coerce_int, py_int, safe_float, truthy};
+use crate::rawfile::itl::itl_stats;
+use crate::rawfile::lenient::{LlmResults, Prometheus, itl_pool};
 
 /// Tasks the toolkit's fast discovery path knows (§5.2).
 const KNOWN_LLM_TASKS: [&str; 5] = [
@@ -579,8 +579,8 @@ fn model_info(
 }
 
 fn read_llm_results(path: &Path) -> Result<LlmResults, String> {
-    super::bulk::read_llm_results(path).map_err(|e| match e {
-        super::bulk::RawError::Unreadable { detail, .. } => detail,
+    crate::rawfile::reader::read_llm_results(path).map_err(|e| match e {
+        crate::rawfile::reader::RawError::Unreadable { detail, .. } => detail,
         other => other.to_string(),
     })
 }

@@ -2,13 +2,6 @@
 //! rules, exactly as the reference toolkit applies them (toolkit-behaviour.md §3, §11.2).
 
 pub mod build;
-pub mod bulk;
 pub mod compile;
 pub mod generate;
-pub mod itl;
 pub mod path;
-pub mod persist;
-pub mod pyjson;
-pub mod scan;
-pub mod timeline;
-mod usual;

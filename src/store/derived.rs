@@ -15,7 +15,6 @@ use sha2::Digest;
 use super::RawLocation;
 use super::bound::Bound;
 use super::catalog::Entry;
-use crate::raw::persist::FORMAT_VERSION;
 
 /// Where derived files are kept. Cheap to clone.
 #[derive(Clone)]
@@ -25,6 +24,8 @@ pub struct DerivedStore {
     part: usize,
     /// The catalog and bound the files are kept under (none: unbounded, unlisted).
     bound: Option<Arc<Bound>>,
+    /// Format version of the files (the writer's): they live under `derived/v<format>/`.
+    format: u32,
 }
 
 impl std::fmt::Debug for DerivedStore {
@@ -35,25 +36,32 @@ impl std::fmt::Debug for DerivedStore {
 
 impl DerivedStore {
     /// Over `store`; `local` when it is a directory on this machine; files listed and bounded by
-    /// `bound` (over the same store).
+    /// `bound` (over the same store); `format` is the version of what is written and read.
     pub fn new(
         store: Arc<dyn ObjectStore>,
         local: bool,
         bound: Option<Arc<Bound>>,
+        format: u32,
     ) -> DerivedStore {
         // A local directory takes parts of any size, so little is held while a file is written;
         // S3 wants parts of 5 MiB or more, so elsewhere object_store's default of 10 MiB.
         let part = if local { 1 << 20 } else { 10 << 20 };
-        DerivedStore { store, part, bound }
+        DerivedStore {
+            store,
+            part,
+            bound,
+            format,
+        }
     }
 
     pub fn bound(&self) -> Option<&Arc<Bound>> {
         self.bound.as_ref()
     }
 
-    fn path(fingerprint: &str) -> StorePath {
+    fn path(&self, fingerprint: &str) -> StorePath {
         StorePath::from(format!(
-            "derived/v{FORMAT_VERSION}/{}/{fingerprint}.arrow",
+            "derived/v{}/{}/{fingerprint}.arrow",
+            self.format,
             &fingerprint[..2]
         ))
     }
@@ -86,7 +94,7 @@ impl DerivedStore {
     /// The stored bytes, if any. A read failure is logged and treated as absent (the raw file is
     /// then parsed again).
     pub async fn get(&self, fingerprint: &str) -> Option<Bytes> {
-        let path = Self::path(fingerprint);
+        let path = self.path(fingerprint);
         let got = match self.store.get(&path).await {
             Ok(g) => g.bytes().await,
             Err(e) => Err(e),
@@ -115,7 +123,7 @@ impl DerivedStore {
     ) -> Result<(), String> {
         use std::io::Write;
         let handle = tokio::runtime::Handle::current();
-        let path = Self::path(fingerprint);
+        let path = self.path(fingerprint);
         let upload = object_store::buffered::BufWriter::with_capacity(
             self.store.clone(),
             path.clone(),
@@ -153,7 +161,7 @@ impl DerivedStore {
 
     /// Remove a stored file that could not be decoded.
     pub async fn remove(&self, fingerprint: &str) {
-        let path = Self::path(fingerprint);
+        let path = self.path(fingerprint);
         match &self.bound {
             Some(bound) => {
                 if let Err(e) = bound.remove(path.as_ref()).await {
@@ -170,7 +178,7 @@ impl DerivedStore {
     /// never read: how many.
     pub async fn sweep_other_versions(&self) -> usize {
         use futures::TryStreamExt;
-        let current = format!("v{FORMAT_VERSION}");
+        let current = format!("v{}", self.format);
         let root = StorePath::from("derived");
         let Ok(listed) = self.store.list_with_delimiter(Some(&root)).await else {
             return 0;
@@ -233,7 +241,7 @@ mod tests {
     async fn streamed_puts_are_whole_or_absent() {
         let dir = tempfile::tempdir().unwrap();
         let fs = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
-        let store = DerivedStore::new(Arc::new(fs), true, None);
+        let store = DerivedStore::new(Arc::new(fs), true, None, 3);
         let big: Vec<u8> = (0..12_000_000u32).map(|i| (i % 253) as u8).collect();
         let (s, data) = (store.clone(), big.clone());
         tokio::task::spawn_blocking(move || {
@@ -280,7 +288,7 @@ mod tests {
             Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap());
         let catalog = Catalog::open("sqlite::memory:").await.unwrap();
         let bound = Arc::new(Bound::new(fs.clone(), catalog.clone(), 1_000_000));
-        let store = DerivedStore::new(fs.clone(), true, Some(bound.clone()));
+        let store = DerivedStore::new(fs.clone(), true, Some(bound.clone()), 3);
         let put = |fp: &'static str, n: usize| {
             let s = store.clone();
             async move {
@@ -294,7 +302,7 @@ mod tests {
                 .unwrap()
             }
         };
-        let on_disk = |fp: &str| dir.path().join(DerivedStore::path(fp).as_ref()).exists();
+        let on_disk = |fp: &str| dir.path().join(store.path(fp).as_ref()).exists();
         put("aa01", 400_000).await;
         put("bb02", 400_000).await;
         assert_eq!(catalog.totals().await.unwrap(), (2, 800_000));
@@ -309,7 +317,7 @@ mod tests {
         assert!(store.get("bb02").await.is_none());
 
         // Written by another replica (not listed here): listed, and so bounded, once used.
-        let other = DerivedStore::path("dd04");
+        let other = store.path("dd04");
         fs.put(&other, vec![2u8; 200_000].into()).await.unwrap();
         assert_eq!(catalog.totals().await.unwrap(), (2, 700_000));
         assert!(store.get("dd04").await.is_some());

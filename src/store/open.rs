@@ -108,7 +108,12 @@ fn derived_store(
     local: bool,
     bound: Arc<Bound>,
 ) -> DerivedStore {
-    let derived = DerivedStore::new(store, local, Some(bound));
+    let derived = DerivedStore::new(
+        store,
+        local,
+        Some(bound),
+        crate::rawfile::ipc::FORMAT_VERSION,
+    );
     let sweep = derived.clone();
     tokio::spawn(async move {
         let n = sweep.sweep_other_versions().await;

@@ -3,7 +3,7 @@
 //! - a request record whose `success` is `true`/`false`, whose `output_len` is an integer or
 //!   `null` and whose `itl` is a list of numbers (the `itl` numbers are most of a large file);
 //! - a `timeline` series' point list, `[[t, v], ...]` of numbers, and a steady-state bound, a
-//!   number or `null` (the timeline object around them is walked by `bulk`'s
+//!   number or `null` (the timeline object around them is walked by `reader`'s
 //!   `timeline_by_series`).
 //!
 //! Every other value is skipped by serde_json, which validates it as before. Anything else

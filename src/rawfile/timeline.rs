@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::bulk::RawError;
+use super::error::RawError;
 use crate::pycompat::numpy::np_mean;
 use crate::pycompat::value::coerce_int;
 
@@ -140,7 +140,7 @@ mod parse {
     use super::{Points, Power, Series, Timeline};
     use crate::pycompat::value::coerce_int;
     use crate::pycompat::value::safe_float;
-    use crate::raw::pyjson::scalars_answer;
+    use crate::rawfile::lenient::scalars_answer;
 
     /// Drain the rest of a sequence.
     fn drain<'de, A: SeqAccess<'de>>(seq: &mut A) -> Result<(), A::Error> {

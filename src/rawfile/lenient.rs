@@ -1,7 +1,7 @@
-//! Reading raw JSON the way the toolkit's Python does: `float(v)` with None on failure,
-//! truthiness, `int(v)`, and a lenient typed model of LLM `results.json` that never builds a DOM
-//! of the (possibly 400 MB) request list: only `success`, `itl` and `output_len` of each request
-//! are kept, and `timeline` and every other large key are skipped while parsing.
+//! A lenient typed model of an LLM `results.json` as the toolkit reads it (serde visitors that
+//! never build a DOM of the possibly 400 MB request list: only `success`, `itl` and `output_len`
+//! of each request are kept, and `timeline` and every other large key are skipped while parsing),
+//! and `float(x)` of an `itl` element read straight from the parser.
 
 use std::fmt;
 
@@ -60,7 +60,7 @@ macro_rules! scalars_answer {
         }
     };
     ($value:expr) => {
-        $crate::raw::pyjson::scalars_answer!(|_visitor| $value);
+        $crate::rawfile::lenient::scalars_answer!(|_visitor| $value);
     };
 }
 pub(crate) use scalars_answer;

@@ -1,7 +1,8 @@
-//! Per-run data that only the raw `results.json` holds (toolkit-behaviour.md §11.1, §11.2):
-//! output lengths with the success rules, and ITL samples in seconds. A file is read once,
-//! streamed through the lenient model (no DOM of the request list), and what the endpoints need is
-//! kept in a compact `RunRaw`.
+//! Reading one run's `results.json` into [`RunDerived`] in one pass with bounded memory (no DOM of
+//! the request list or the timeline): the serde reader (`read_run`), which is the reference for
+//! every answer and error message, and the fast paths (`read_run_fast` through a window of the
+//! file, `read_run_at` in pieces at offsets), which read the same into the same accumulator or give
+//! up with `Fallback`, after which the caller reads through `read_run`.
 
 use std::fs::File;
 use std::io::BufReader;
@@ -9,141 +10,9 @@ use std::path::Path;
 
 use serde::de::DeserializeOwned;
 
-use super::pyjson::LlmResults;
-use super::timeline::Timeline;
-
-/// Why a run's raw data cannot be produced.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum RawError {
-    /// The file is not there.
-    #[error("raw file not found: {0}")]
-    NotFound(String),
-    /// The file is there but is not JSON or cannot be read.
-    #[error("cannot read {path}: {detail}")]
-    Unreadable { path: String, detail: String },
-    /// The content lacks something the computation requires (the toolkit's ValueError).
-    #[error("{0}")]
-    Content(String),
-}
-
-/// What the `results` key held.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResultsList {
-    Missing,
-    NotAList,
-    List,
-}
-
-/// Everything the raw endpoints need of one run's `results.json`, read in one streaming pass
-/// (the request list and the timeline are never held as JSON): output lengths with success flags,
-/// the smoothed ITL samples and the timeline series. Diffusion runs fill only `timeline`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunDerived {
-    pub results: ResultsList,
-    /// Some request record is not an object (`req.get` raises in the toolkit).
-    pub non_object: bool,
-    /// Per request: `bool(req.get("success", False))`.
-    pub success: Vec<bool>,
-    /// Per request: `int(output_len)`, None when null, absent or not an integer.
-    pub output_len: Vec<Option<i64>>,
-    /// Requests whose `output_len` is not an integer: (index, its JSON text), ascending.
-    pub bad_output_len: Vec<(usize, String)>,
-    /// `inter_token_latencies()`: positive finite smoothed samples, or why the toolkit raises.
-    pub itl: Result<ItlSamples, String>,
-    pub timeline: Timeline,
-}
-
-impl RunDerived {
-    /// Approximate memory, for cache weighing.
-    pub fn weight(&self) -> usize {
-        self.success.len() * 17
-            + self
-                .itl
-                .as_ref()
-                .map_or(0, |p| p.held_bytes() + p.chunks().len() * 64)
-            + self
-                .bad_output_len
-                .iter()
-                .map(|b| b.1.len() + 32)
-                .sum::<usize>()
-            + self.timeline.weight()
-            + 128
-    }
-}
-
-/// ITL samples in file order, in one or more Arrow buffers (as the pieces of a file were read:
-/// joining them would copy every sample once more; persisting and loading copies nothing).
-/// Equal when the samples are, however they are split.
-#[derive(Debug, Clone, Default)]
-pub struct ItlSamples {
-    chunks: Vec<arrow::buffer::ScalarBuffer<f64>>,
-    len: usize,
-}
-
-impl ItlSamples {
-    /// The samples of `chunks`, in order (empty ones dropped).
-    pub fn from_chunks(chunks: impl IntoIterator<Item = arrow::buffer::ScalarBuffer<f64>>) -> Self {
-        let chunks: Vec<_> = chunks.into_iter().filter(|c| !c.is_empty()).collect();
-        let len = chunks.iter().map(|c| c.len()).sum();
-        ItlSamples { chunks, len }
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The buffers, in order, none empty.
-    pub fn chunks(&self) -> &[arrow::buffer::ScalarBuffer<f64>] {
-        &self.chunks
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = f64> + '_ {
-        self.chunks.iter().flat_map(|c| c.iter().copied())
-    }
-
-    /// All the samples in one buffer (shared, not copied, when there is one chunk).
-    pub fn joined(&self) -> arrow::buffer::ScalarBuffer<f64> {
-        match &self.chunks[..] {
-            [one] => one.clone(),
-            _ => self.iter().collect::<Vec<f64>>().into(),
-        }
-    }
-
-    /// The memory the chunks keep alive: each allocation under them counted once, whole. A
-    /// chunk read from a persisted file is a slice of all of its bytes, which it holds.
-    pub fn held_bytes(&self) -> usize {
-        let mut seen: Vec<std::ptr::NonNull<u8>> = Vec::new();
-        let mut held = 0;
-        for chunk in &self.chunks {
-            let buffer = chunk.inner();
-            if !seen.contains(&buffer.data_ptr()) {
-                seen.push(buffer.data_ptr());
-                held += buffer.capacity().max(buffer.len());
-            }
-        }
-        held
-    }
-}
-
-impl From<Vec<f64>> for ItlSamples {
-    fn from(v: Vec<f64>) -> Self {
-        ItlSamples::from_chunks([v.into()])
-    }
-}
-
-impl PartialEq for ItlSamples {
-    fn eq(&self, other: &Self) -> bool {
-        self.len == other.len
-            && self
-                .iter()
-                .map(f64::to_bits)
-                .eq(other.iter().map(f64::to_bits))
-    }
-}
+pub use super::derived::{ItlSamples, ResultsList, RunDerived, itl_samples, output_lengths};
+pub use super::error::RawError;
+use super::lenient::LlmResults;
 
 /// Read a run's `results.json` (`llm`: also the request list) in one pass with bounded memory.
 pub fn read_run(
@@ -169,16 +38,16 @@ pub fn read_run(
 pub fn read_run_fast(
     reader: impl std::io::Read,
     llm: bool,
-) -> Result<RunDerived, super::scan::Fallback> {
-    runfile::read_fast(super::scan::Plain(reader), None, llm)
+) -> Result<RunDerived, super::window::Fallback> {
+    runfile::read_fast(super::window::Plain(reader), None, llm)
 }
 
 /// `read_run_fast` of a source read at offsets (a file): an indented request list is read in
 /// pieces by two threads, each piece straight from the source.
 pub fn read_run_at(
-    src: &dyn super::scan::ReadAt,
+    src: &dyn super::window::ReadAt,
     llm: bool,
-) -> Result<RunDerived, super::scan::Fallback> {
+) -> Result<RunDerived, super::window::Fallback> {
     runfile::read_at(src, llm, runfile::PIECE)
 }
 
@@ -186,7 +55,7 @@ mod runfile {
     //! The streaming reader behind `read_run`: serde visitors that accumulate straight into
     //! `RunDerived` (requests one at a time, ITLs smoothed as they arrive); and the fast path
     //! behind `read_run_fast` / `read_run_at`, which reads the same into the same accumulator
-    //! through `scan::Window` and the readers of `usual`, on up to three threads.
+    //! through `window::Window` and the readers of `common_shapes`, on up to three threads.
 
     use std::fmt;
     use std::io::Read;
@@ -198,11 +67,11 @@ mod runfile {
 
     use super::{ItlSamples, ResultsList, RunDerived};
     use crate::pycompat::value::{py_int, truthy};
-    use crate::raw::itl::smooth_into;
-    use crate::raw::pyjson::{ItlSeed, scalars_answer};
-    use crate::raw::scan::{AtReader, Fallback, Forward, ReadAt, Window};
-    use crate::raw::timeline::Timeline;
-    use crate::raw::usual::{self, Seen};
+    use crate::rawfile::common_shapes::{self as usual, Seen};
+    use crate::rawfile::itl::smooth_into;
+    use crate::rawfile::lenient::{ItlSeed, scalars_answer};
+    use crate::rawfile::timeline::Timeline;
+    use crate::rawfile::window::{AtReader, Fallback, Forward, ReadAt, Window};
 
     #[derive(Default)]
     struct Acc {
@@ -323,7 +192,7 @@ mod runfile {
         Ok(acc)
     }
 
-    /// Fold the request record at the start of `bytes` into `acc`: read by `usual` in the usual
+    /// Fold the request record at the start of `bytes` into `acc`: read by `common_shapes` in the usual
     /// shape, else by the serde visitor. Its length.
     fn record(acc: &mut Acc, bytes: &[u8]) -> Result<usize, Fallback> {
         if let Some((f, n)) = usual::request_prefix(bytes, &mut acc.scratch) {
@@ -679,7 +548,7 @@ mod runfile {
     /// other shape (a repeated key, another type) is `Fallback`, and the caller reads the text
     /// with serde, whose answer is the reference.
     pub(super) fn timeline_by_series(reader: impl Read) -> Result<Timeline, Fallback> {
-        use crate::raw::timeline::{Power, Series};
+        use crate::rawfile::timeline::{Power, Series};
 
         /// Each member of the object value next, its bytes handed to `read` with its key: found
         /// by its closing line when the object is indented, so only one member is held at a time.
@@ -699,7 +568,7 @@ mod runfile {
             })
         }
         fn series<R: Read>(w: &mut Window<R>) -> Result<Series, Fallback> {
-            let mut devices: Vec<(String, crate::raw::timeline::Points)> = Vec::new();
+            let mut devices: Vec<(String, crate::rawfile::timeline::Points)> = Vec::new();
             members(w, |key, b| {
                 if devices.iter().any(|(k, _)| k == key) {
                     return Err(Fallback);
@@ -783,7 +652,7 @@ mod runfile {
         read_fast(AtReader { src, pos: 0 }, Some((src, piece)), llm)
     }
 
-    /// The same reading through `scan::Window` (slices instead of a reader). The `timeline` value
+    /// The same reading through `window::Window` (slices instead of a reader). The `timeline` value
     /// (which comes before the long request list) is parsed on a second thread meanwhile. With
     /// `pieces` (the reader's own source, read at offsets), an indented request list is read in
     /// pieces (`requests_in_pieces`) and the window moves on past it.
@@ -981,51 +850,11 @@ pub fn read_llm_results(path: &Path) -> Result<LlmResults, RawError> {
     read_json(path)
 }
 
-/// `LLMRun.output_lengths(include_unsuccessful=...)` (§11.1).
-pub fn output_lengths(raw: &RunDerived, include_unsuccessful: bool) -> Result<Vec<i64>, RawError> {
-    if raw.results != ResultsList::List {
-        return Err(RawError::Content("Missing required 'results' list".into()));
-    }
-    if raw.non_object {
-        return Err(RawError::Content(
-            "a request record in 'results' is not an object".into(),
-        ));
-    }
-    let mut out = Vec::with_capacity(raw.success.len());
-    for (i, (success, len)) in raw.success.iter().zip(&raw.output_len).enumerate() {
-        if !success && !include_unsuccessful {
-            continue;
-        }
-        match len {
-            Some(v) => out.push(*v),
-            None => {
-                if let Ok(k) = raw.bad_output_len.binary_search_by_key(&i, |b| b.0) {
-                    return Err(RawError::Content(format!(
-                        "'output_len' of request {i} is not an integer: {}",
-                        raw.bad_output_len[k].1
-                    )));
-                }
-                if *success {
-                    return Err(RawError::Content(format!(
-                        "Missing required 'output_len' in successful request {i}"
-                    )));
-                }
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// `LLMRun.inter_token_latencies()` (§11.2): the smoothed pool, positive and finite values only.
-pub fn itl_samples(raw: &RunDerived) -> Result<&ItlSamples, RawError> {
-    raw.itl.as_ref().map_err(|e| RawError::Content(e.clone()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::scan::Fallback;
-    use crate::raw::timeline::{Power, Series};
+    use crate::rawfile::timeline::{Power, Series, Timeline};
+    use crate::rawfile::window::Fallback;
 
     const PIECE_TEST: u64 = runfile::PIECE;
 
@@ -1216,7 +1045,7 @@ mod tests {
         let held = runfile::timeline_by_series(text.as_bytes());
         let padded = format!("xx{text}yy");
         let src = padded.as_bytes();
-        let at = crate::raw::scan::AtReader { src: &src, pos: 2 };
+        let at = crate::rawfile::window::AtReader { src: &src, pos: 2 };
         let at = runfile::timeline_by_series(at.take(text.len() as u64));
         assert_eq!(held, at, "{text}");
         held

@@ -22,7 +22,7 @@ use arrow::ipc::reader::StreamDecoder;
 use arrow::ipc::writer::StreamEncoder;
 use serde::{Deserialize, Serialize};
 
-use super::bulk::{ItlSamples, ResultsList, RunDerived};
+use super::derived::{ItlSamples, ResultsList, RunDerived};
 use super::timeline::{Points, Power, Series, Timeline};
 
 /// Bumped whenever the layout or the derivation changes; older files are then ignored.
@@ -424,7 +424,7 @@ pub fn from_ipc(bytes: bytes::Bytes) -> Result<RunDerived, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::bulk::read_run;
+    use crate::rawfile::reader::read_run;
 
     #[test]
     fn round_trips_every_state() {

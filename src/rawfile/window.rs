@@ -1,14 +1,14 @@
-//! The fast path of `bulk::read_run`: serde_json parses a byte slice several times faster than a
+//! The fast path of `reader::read_run`: serde_json parses a byte slice several times faster than a
 //! reader (its reader path goes byte by byte), but a whole 400 MB file must not be held in memory.
 //! So a small scanner walks the top-level object of `results.json` through a window of the file,
 //! finds where each top-level value and each request record ends, and hands those slices to the
-//! readers of `usual` (or the same serde visitors the reader path uses). Only the current request
+//! readers of `common_shapes` (or the same serde visitors the reader path uses). Only the current request
 //! (or the `timeline` value) is held, never the request list.
 //!
 //! A file that can be read at offsets (`ReadAt`: the cached or local file) and was written with
 //! indentation, as the real files are, is read with less scanning: the `timeline` object is found
 //! by its closing line, and the request list is read in pieces by two threads straight from the
-//! file (`bulk`); the window then moves on past them (`Forward`).
+//! file (`reader`); the window then moves on past them (`Forward`).
 //!
 //! The scanner only finds boundaries; every value is still parsed and validated. Anything
 //! unexpected (malformed JSON, a truncated file, an indentation that does not match) makes it give
@@ -56,7 +56,7 @@ fn structure_pos(s: &[u8], table: &[bool; 256]) -> Option<usize> {
 }
 
 /// Reads at an offset: a file, or bytes in memory. A long request list is then read in pieces
-/// by two threads at once, each piece straight from the source (see `bulk`).
+/// by two threads at once, each piece straight from the source (see `reader`).
 pub trait ReadAt: Sync {
     /// Fill `buf` from `offset` as far as the source goes; the count read (short at its end).
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize>;
