@@ -4,10 +4,10 @@
 //! rules for raw benchmark results; `store` the remote sources and the raw cache; `config` holds
 //! the command line.
 
+pub mod build;
 pub mod config;
 pub mod engine;
 pub mod http;
 pub mod pycompat;
-pub mod raw;
 pub mod rawfile;
 pub mod store;

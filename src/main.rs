@@ -5,11 +5,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
+use mlenergy_server::build::compile::write_compiled;
+use mlenergy_server::build::sample;
+use mlenergy_server::build::{BuildCache, BuildOptions, build};
 use mlenergy_server::config::{BuildArgs, Cli, Command, HealthcheckArgs, LogFormat, ServeArgs};
-use mlenergy_server::engine::{Engine, sample};
+use mlenergy_server::engine::Engine;
 use mlenergy_server::http::{self, AppState, Limits};
-use mlenergy_server::raw::build::{BuildCache, BuildOptions, build};
-use mlenergy_server::raw::compile::write_compiled;
 use mlenergy_server::store::open::open_dataset;
 use tracing_subscriber::EnvFilter;
 

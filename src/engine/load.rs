@@ -177,11 +177,11 @@ pub async fn load_raw_root(root: &Path) -> Result<Dataset, EngineError> {
         )));
     }
     let root = std::path::absolute(root)?;
-    let opts = crate::raw::build::BuildOptions {
+    let opts = crate::build::BuildOptions {
         roots: vec![root.clone()],
         ..Default::default()
     };
-    let built = tokio::task::spawn_blocking(move || crate::raw::build::build(&opts, None))
+    let built = tokio::task::spawn_blocking(move || crate::build::build(&opts, None))
         .await
         .map_err(|e| EngineError::Load(format!("raw build failed: {e}")))??;
     let ctx = summary_context();

@@ -9,7 +9,6 @@ pub mod group;
 pub mod load;
 pub mod query;
 pub mod runid;
-pub mod sample;
 pub mod table;
 
 use std::fmt;

@@ -1,4 +1,4 @@
-//! Persisted derived data: each run's `RunDerived` as Arrow IPC (`raw::persist`) under
+//! Persisted derived data: each run's `RunDerived` as Arrow IPC (`rawfile::ipc`) under
 //! `derived/v<format>/` in the cache location (a directory or an object_store URL), named by a
 //! fingerprint of the raw file it came from. A restart, or another replica sharing the cache
 //! bucket, answers from it without reading `results.json` again. The files are listed in the

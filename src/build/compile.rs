@@ -5,8 +5,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::build::Built;
-use crate::engine::sample::write_parquet;
+use super::Built;
+use crate::build::sample::write_parquet;
 use crate::engine::{EngineError, RunTable, frame::Frame};
 
 /// What `write_compiled` did.
