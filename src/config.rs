@@ -136,9 +136,10 @@ pub struct SampleArgs {
 
 impl ServeArgs {
     /// Cache, catalog and hub settings.
-    pub fn source_options(&self) -> crate::store::open::SourceOptions {
-        use crate::store::{FetchOptions, hub::HubConfig, open::default_cache_dir};
-        crate::store::open::SourceOptions {
+    pub fn source_options(&self) -> crate::service::open::SourceOptions {
+        use crate::service::open::default_cache_dir;
+        use crate::store::{FetchOptions, hub::HubConfig};
+        crate::service::open::SourceOptions {
             hub: HubConfig {
                 endpoint: self.hf_endpoint.clone(),
                 token: self.hf_token.clone(),

@@ -10,4 +10,5 @@ pub mod engine;
 pub mod http;
 pub mod pycompat;
 pub mod rawfile;
+pub mod service;
 pub mod store;

@@ -9,9 +9,9 @@ use mlenergy_server::build::compile::write_compiled;
 use mlenergy_server::build::sample;
 use mlenergy_server::build::{BuildCache, BuildOptions, build};
 use mlenergy_server::config::{BuildArgs, Cli, Command, HealthcheckArgs, LogFormat, ServeArgs};
-use mlenergy_server::engine::Engine;
 use mlenergy_server::http::{self, AppState, Limits};
-use mlenergy_server::store::open::open_dataset;
+use mlenergy_server::service::Service;
+use mlenergy_server::service::open::open_dataset;
 use tracing_subscriber::EnvFilter;
 
 fn init_tracing(format: LogFormat) {
@@ -47,13 +47,12 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         "dataset loaded"
     );
     let state = AppState::new(
-        Arc::new(Engine::new(dataset)),
+        Arc::new(Service::new(dataset, catalog)),
         Limits {
             max_rows: args.max_rows,
             stream_bytes: args.stream_answer_bytes,
         },
         args.response_cache_bytes,
-        catalog,
     );
     http::serve(state, args.bind, |addr| {
         tracing::info!(%addr, ready_ms = started.elapsed().as_millis() as u64, "listening");

@@ -1,7 +1,7 @@
 //! Loading a compiled data directory (`runs/llm.parquet`, `runs/diffusion.parquet`) through
 //! DataFusion into `RunTable`s, and registering the normalised tables for SQL access.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
@@ -11,7 +11,7 @@ use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use super::arrow_conv::{column_from_array, frame_to_batch};
 use super::fields::published_fields;
 use super::frame::ColumnData;
-use super::{Dataset, DatasetSource, Domain, EngineError, RunTable};
+use super::{Dataset, Domain, EngineError, RunTable};
 
 /// The parquet file of a domain inside a compiled data directory.
 pub fn parquet_path(root: &Path, domain: Domain) -> std::path::PathBuf {
@@ -30,7 +30,7 @@ async fn read_parquet(
     Ok(df.collect().await?)
 }
 
-fn local_parquet(root: &Path, domain: Domain) -> Result<String, EngineError> {
+pub fn local_parquet(root: &Path, domain: Domain) -> Result<String, EngineError> {
     let path = parquet_path(root, domain);
     if !path.is_file() {
         return Err(EngineError::Load(format!(
@@ -52,17 +52,29 @@ pub fn summary_context() -> SessionContext {
 }
 
 /// Load the two summaries (local paths, or URLs of object stores registered in `ctx`) as one
-/// snapshot.
+/// dataset.
 pub async fn load_compiled(
     ctx: SessionContext,
     llm: &str,
     diffusion: &str,
-    source: DatasetSource,
 ) -> Result<Dataset, EngineError> {
     let llm = table_from_batches(Domain::Llm, &read_parquet(&ctx, llm).await?)?;
     let diffusion = table_from_batches(Domain::Diffusion, &read_parquet(&ctx, diffusion).await?)?;
+    from_tables(ctx, llm, diffusion)
+}
+
+/// A dataset of two tables built elsewhere (from a raw tree), registered in `ctx`.
+pub fn from_tables(
+    ctx: SessionContext,
+    llm: RunTable,
+    diffusion: RunTable,
+) -> Result<Dataset, EngineError> {
     register_tables(&ctx, &[&llm, &diffusion])?;
-    Ok(Dataset::new(llm, diffusion, source, ctx))
+    Ok(Dataset {
+        llm,
+        diffusion,
+        ctx,
+    })
 }
 
 /// Normalise parquet batches to the published columns of `domain`. Every published column must
@@ -111,104 +123,6 @@ pub fn table_from_batches(
         columns.push(data);
     }
     RunTable::from_published(domain, columns)
-}
-
-/// Load a compiled data directory from the local file system.
-pub async fn load_compiled_dir(root: &Path) -> Result<Dataset, EngineError> {
-    let llm = local_parquet(root, Domain::Llm)?;
-    let diffusion = local_parquet(root, Domain::Diffusion)?;
-    let root = std::path::absolute(root)?;
-    let source = DatasetSource {
-        location: format!("local:{}", root.display()),
-        revision: None,
-        root: Some(root),
-        skipped: Vec::new(),
-        remote: None,
-        derived: None,
-    };
-    load_compiled(summary_context(), &llm, &diffusion, source).await
-}
-
-/// What a `--data` value names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DataLocation {
-    /// A compiled data directory (`runs/llm.parquet`, ...).
-    Compiled(PathBuf),
-    /// A raw benchmark root (`llm/`, `diffusion/` trees of results.json files).
-    Raw(PathBuf),
-}
-
-impl DataLocation {
-    /// `raw:DIR` is a raw root; a directory with `runs/llm.parquet` is compiled; one with `llm/`
-    /// or `diffusion/` but no `runs/` (or a `.../run` directory) is raw; anything else is taken
-    /// as compiled, so the error names the missing parquet file.
-    pub fn detect(spec: &str) -> DataLocation {
-        if let Some(raw) = spec.strip_prefix("raw:") {
-            return DataLocation::Raw(PathBuf::from(raw));
-        }
-        let p = PathBuf::from(spec);
-        let compiled = p.join("runs").join("llm.parquet").is_file();
-        let raw_like = p.join("llm").is_dir()
-            || p.join("diffusion").is_dir()
-            || p.file_name().is_some_and(|n| n == "run");
-        if !compiled && raw_like {
-            DataLocation::Raw(p)
-        } else {
-            DataLocation::Compiled(p)
-        }
-    }
-}
-
-/// Load whatever `location` names.
-pub async fn load(location: &DataLocation) -> Result<Dataset, EngineError> {
-    match location {
-        DataLocation::Compiled(p) => load_compiled_dir(p).await,
-        DataLocation::Raw(p) => load_raw_root(p).await,
-    }
-}
-
-/// Derive the run tables from a raw benchmark root (configs auto-detected under it), in
-/// parallel, and serve them like a compiled directory.
-pub async fn load_raw_root(root: &Path) -> Result<Dataset, EngineError> {
-    if !root.is_dir() {
-        return Err(EngineError::Load(format!(
-            "{} is not a directory",
-            root.display()
-        )));
-    }
-    let root = std::path::absolute(root)?;
-    let opts = crate::build::BuildOptions {
-        roots: vec![root.clone()],
-        ..Default::default()
-    };
-    let built = tokio::task::spawn_blocking(move || crate::build::build(&opts, None))
-        .await
-        .map_err(|e| EngineError::Load(format!("raw build failed: {e}")))??;
-    let ctx = summary_context();
-    register_tables(&ctx, &[&built.llm, &built.diffusion])?;
-    // Stored paths are relative to each run's benchmark root, which is the root itself unless
-    // discovery had to infer one above it.
-    let bench_root = built
-        .runs
-        .first()
-        .map_or(root.clone(), |r| r.bench_root.clone());
-    Ok(Dataset::new(
-        built.llm,
-        built.diffusion,
-        DatasetSource {
-            location: format!("raw:{}", root.display()),
-            revision: None,
-            root: Some(bench_root),
-            skipped: built
-                .skipped
-                .into_iter()
-                .map(|s| (s.path, s.reason))
-                .collect(),
-            remote: None,
-            derived: None,
-        },
-        ctx,
-    ))
 }
 
 /// Register `llm_runs` / `diffusion_runs` as in-memory DataFusion tables (normalised schema,

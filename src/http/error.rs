@@ -305,6 +305,22 @@ impl From<EngineError> for AppError {
     }
 }
 
+impl From<crate::service::ServiceError> for AppError {
+    fn from(e: crate::service::ServiceError) -> Self {
+        use crate::service::ServiceError as S;
+        match e {
+            S::UnknownRun { domain, run_id } => AppError::UnknownRun {
+                domain: domain.as_str().into(),
+                run_id,
+            },
+            S::RawUnavailable { run_id, detail } => AppError::RawUnavailable { run_id, detail },
+            S::RawInvalid { run_id, detail } => AppError::RawInvalid { run_id, detail },
+            S::Fetch { run_id, error } => AppError::fetch(&run_id, error),
+            S::Internal(detail) => AppError::Internal(detail),
+        }
+    }
+}
+
 impl From<sqlx::Error> for AppError {
     fn from(e: sqlx::Error) -> Self {
         AppError::Internal(format!("catalog: {e}"))

@@ -485,7 +485,7 @@ mod tests {
         use datafusion::arrow::ipc::reader::StreamReader;
         use datafusion::arrow::ipc::writer::StreamWriter;
 
-        use crate::engine::load::{DataLocation, load};
+        use crate::service::open::{DataLocation, load};
 
         let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample");
         let dataset = load(&DataLocation::detect(sample)).await.unwrap();

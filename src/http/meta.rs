@@ -47,7 +47,7 @@ pub async fn fields(
     ApiPath(domain): ApiPath<String>,
 ) -> Result<Json<FieldList>, AppError> {
     let domain = parse_domain(&domain)?;
-    let snapshot = state.engine.snapshot();
+    let snapshot = state.service.snapshot();
     let table = snapshot.table(domain);
     let params = allowed_parameters(domain, Endpoint::List);
     Ok(Json(FieldList {
@@ -119,7 +119,7 @@ pub struct DatasetList {
 /// What is loaded.
 #[utoipa::path(get, path = "/v1/datasets", tag = "catalog", responses((status = 200, body = DatasetList)))]
 pub async fn datasets(State(state): State<AppState>) -> Json<DatasetList> {
-    let snapshot = state.engine.snapshot();
+    let snapshot = state.service.snapshot();
     let loaded_at = humantime::format_rfc3339_millis(snapshot.loaded_at).to_string();
     Json(DatasetList {
         datasets: Domain::ALL
@@ -190,8 +190,8 @@ pub struct CacheInfo {
 #[utoipa::path(get, path = "/v1/cache", tag = "catalog", responses((status = 200, body = CacheInfo)))]
 pub async fn cache(State(state): State<AppState>) -> Result<Json<CacheInfo>, AppError> {
     use std::sync::atomic::Ordering::Relaxed;
-    let snapshot = state.engine.snapshot();
-    let (files, bytes) = state.catalog.totals().await?;
+    let snapshot = state.service.snapshot();
+    let (files, bytes) = state.service.catalog.totals().await?;
     let remote = snapshot.source.remote.as_ref();
     let bound = remote
         .map(|r| r.bound())
@@ -202,7 +202,7 @@ pub async fn cache(State(state): State<AppState>) -> Result<Json<CacheInfo>, App
     Ok(Json(CacheInfo {
         enabled: remote.is_some(),
         location: remote.map(|r| r.cache_location().to_string()),
-        catalog: state.catalog.url().to_string(),
+        catalog: state.service.catalog.url().to_string(),
         max_bytes: bound.map(|b| b.max_bytes()),
         files,
         bytes,
@@ -236,7 +236,7 @@ pub struct Readiness {
 /// process that answers is ready.
 #[utoipa::path(get, path = "/readyz", tag = "health", responses((status = 200, body = Readiness)))]
 pub async fn readyz(State(state): State<AppState>) -> Json<Readiness> {
-    let snapshot = state.engine.snapshot();
+    let snapshot = state.service.snapshot();
     Json(Readiness {
         status: "ready",
         llm_runs: snapshot.llm.len(),

@@ -109,7 +109,7 @@ pub async fn serve_until(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let background = state.background.clone();
+    let background = state.service.derived.background().clone();
     let served = axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown)
         .await;

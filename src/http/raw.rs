@@ -14,206 +14,27 @@ use super::params::Endpoint;
 use super::respond::{Encoded, Prepared, cached, lookup, pieces, prepare, respond, streamed};
 use super::state::{ApiPath, AppState};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
-use crate::engine::{Dataset, Domain, RawFile, RawLocation, RunTable};
-use crate::rawfile::ipc;
+use crate::engine::{Domain, RunTable};
 use crate::rawfile::{self, RawError, RunDerived};
+use crate::service::raw_files::open_raw;
+use crate::service::{RawFile, Snapshot};
 
 /// The run columns that precede raw-derived values (the toolkit's frames, plus run_id).
 const KEY_COLUMNS: [&str; 5] = ["run_id", "task", "model_id", "num_gpus", "max_num_seqs"];
 
-/// A raw file opened for reading: a local file (the dataset directory, or the raw cache's
-/// directory), or a stream from a cache bucket.
-pub(super) enum Opened {
-    File(std::fs::File),
-    Stream(futures::stream::BoxStream<'static, object_store::Result<bytes::Bytes>>),
-}
-
-impl Opened {
-    /// A blocking reader (call on the blocking pool).
-    fn into_reader(self) -> Box<dyn std::io::Read + Send> {
-        use futures::TryStreamExt;
-        match self {
-            Opened::File(f) => Box::new(f),
-            Opened::Stream(s) => Box::new(tokio_util::io::SyncIoBridge::new(
-                tokio_util::io::StreamReader::new(s.map_err(std::io::Error::other)),
-            )),
-        }
-    }
-
-    /// A response body streaming the bytes.
-    fn into_body(self) -> axum::body::Body {
-        match self {
-            Opened::File(f) => {
-                axum::body::Body::from_stream(tokio_util::io::ReaderStream::with_capacity(
-                    tokio::fs::File::from_std(f),
-                    256 * 1024,
-                ))
-            }
-            Opened::Stream(s) => axum::body::Body::from_stream(s),
-        }
-    }
-}
-
-/// Open a run's raw file, fetching it into the raw cache first for a remote source. Returns the
-/// file and its length.
-pub(super) async fn open_raw(
-    snapshot: &Dataset,
-    domain: Domain,
-    row: usize,
-    file: RawFile,
-) -> Result<(Opened, Option<u64>), AppError> {
-    let id = snapshot.table(domain).run_id(row).to_string();
-    let loc = snapshot
-        .raw_location(domain, row, file)
-        .map_err(|e| AppError::RawUnavailable {
-            run_id: id.clone(),
-            detail: e.0,
-        })?;
-    match loc {
-        RawLocation::Local { root, path } => {
-            let f = std::fs::File::open(&path).map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => AppError::RawUnavailable {
-                    run_id: id.clone(),
-                    detail: format!("{} does not exist", path.display()),
-                },
-                _ => AppError::Internal(format!("{}: {e}", path.display())),
-            })?;
-            // Checked again once open: a symlink swapped in since the path was resolved.
-            if let Err(reason) = crate::store::confine::inside(&root, &path) {
-                return Err(AppError::RawUnavailable {
-                    run_id: id,
-                    detail: format!("its {} is not served: {reason}", file.field()),
-                });
-            }
-            let len = f.metadata().map(|m| m.len()).ok();
-            Ok((Opened::File(f), len))
-        }
-        RawLocation::Remote(store, key) => {
-            let got = store
-                .open(&key)
-                .await
-                .map_err(|e| AppError::fetch(&id, e))?;
-            let len = Some(got.meta.size);
-            match got.payload {
-                object_store::GetResultPayload::File(f, _) => Ok((Opened::File(f), len)),
-                object_store::GetResultPayload::Stream(s) => Ok((Opened::Stream(s), len)),
-            }
-        }
-    }
-}
-
-/// A run's derived raw data: from memory, else from the persisted copy, else read from its
-/// `results.json` (fetched into the raw cache first for a remote source) and persisted. Concurrent
-/// callers for one run share one load.
+/// A run's derived raw data, through the service (memory, persisted copy, or the raw file).
 pub(super) async fn run_derived(
     state: &AppState,
-    snapshot: &Arc<Dataset>,
+    snapshot: &Arc<Snapshot>,
     domain: Domain,
     row: usize,
 ) -> Result<Arc<RunDerived>, AppError> {
-    let key = (snapshot.generation, domain, row);
-    if let Some(hit) = state.derived.get(&key) {
-        return Ok(hit);
-    }
-    let cache = state.derived.clone();
-    let snapshot = snapshot.clone();
-    let handle = tokio::runtime::Handle::current();
-    let (derived, fresh) = tokio::task::spawn_blocking(move || {
-        let mut fresh = None;
-        let got = cache.try_get_with(key, || {
-            let (d, persist_as) = handle.block_on(load_derived(&snapshot, domain, row))?;
-            fresh = persist_as.map(|fp| (snapshot, fp));
-            Ok::<_, AppError>(Arc::new(d))
-        });
-        got.map(|d| (d, fresh))
-    })
-    .await
-    .map_err(|e| AppError::Internal(format!("raw reader task failed: {e}")))?
-    .map_err(|e| (*e).clone())?;
-    if let Some((snapshot, fingerprint)) = fresh {
-        // Persist off the request path; a failure only costs a re-read after a restart.
-        let d = derived.clone();
-        state
-            .background
-            .spawn_blocking(move || persist_derived(&snapshot, domain, row, &fingerprint, &d));
-    }
-    Ok(derived)
+    Ok(state.service.derived.get(snapshot, domain, row).await?)
 }
 
-/// Write a run's derived data to the snapshot's derived store under `fingerprint`.
-fn persist_derived(
-    snapshot: &Dataset,
-    domain: Domain,
-    row: usize,
-    fingerprint: &str,
-    d: &RunDerived,
-) {
-    let Some(store) = snapshot.source.derived.as_ref() else {
-        return;
-    };
-    let written = store.put_with(fingerprint, |out| ipc::write_ipc(d, out));
-    if let Err(e) = written {
-        let id = snapshot.table(domain).run_id(row);
-        tracing::warn!(run_id = %id, error = %e, "cannot persist derived data");
-    }
-}
-
-/// `run_derived` without the memory cache (on the blocking pool): the persisted copy, else the
-/// raw file. With the data comes the fingerprint to persist it under, when it was read from the raw
-/// file and the snapshot has a derived store.
-async fn load_derived(
-    snapshot: &Dataset,
-    domain: Domain,
-    row: usize,
-) -> Result<(RunDerived, Option<String>), AppError> {
-    let id = snapshot.table(domain).run_id(row).to_string();
-    let store = snapshot.source.derived.as_ref();
-    let fingerprint = store
-        .and(snapshot.raw_location(domain, row, RawFile::Results).ok())
-        .as_ref()
-        .and_then(crate::store::derived::fingerprint);
-    if let (Some(store), Some(fp)) = (store, &fingerprint)
-        && let Some(bytes) = store.get(fp).await
-    {
-        match ipc::from_ipc(bytes) {
-            Ok(d) => return Ok((d, None)),
-            Err(e) => {
-                tracing::warn!(run_id = %id, error = %e, "persisted derived data unusable; reading the raw file");
-                store.remove(fp).await;
-            }
-        }
-    }
-    let llm = domain == Domain::Llm;
-    let (opened, len) = open_raw(snapshot, domain, row, RawFile::Results).await?;
-    let started = std::time::Instant::now();
-    let fast = match opened {
-        Opened::File(f) => rawfile::read_run_at(&f, llm),
-        other => rawfile::read_run_fast(other.into_reader(), llm),
-    };
-    let derived = match fast {
-        Ok(d) => d,
-        Err(_) => {
-            // Not what the fast path expects: the reader path gives the answer or the error.
-            let (opened, _) = open_raw(snapshot, domain, row, RawFile::Results).await?;
-            let label = format!("results.json of {id}");
-            rawfile::read_run(opened.into_reader(), &label, llm).map_err(|e| raw_error(&id, &e))?
-        }
-    };
-    tracing::debug!(run_id = %id, bytes = len, elapsed_ms = started.elapsed().as_millis() as u64, "read results.json");
-    Ok((derived, fingerprint))
-}
-
-pub(super) fn raw_error(run_id: &str, e: &RawError) -> AppError {
-    match e {
-        RawError::NotFound(p) => AppError::RawUnavailable {
-            run_id: run_id.into(),
-            detail: format!("{p} does not exist"),
-        },
-        RawError::Unreadable { detail, .. } | RawError::Content(detail) => AppError::RawInvalid {
-            run_id: run_id.into(),
-            detail: detail.clone(),
-        },
-    }
+/// A reading error of run `run_id` as the HTTP layer reports it.
+fn raw_error(run_id: &str, e: &RawError) -> AppError {
+    crate::service::derived::raw_error(run_id, e).into()
 }
 
 /// Rows of the key columns repeated per value, plus the value column.
@@ -615,7 +436,7 @@ pub async fn raw_file(
         run_id: run.clone(),
     })?;
     let (opened, len) = open_raw(&p.snapshot, domain, row, which).await?;
-    let mut resp = Response::new(opened.into_body());
+    let mut resp = Response::new(axum::body::Body::from_stream(opened.into_stream()));
     let h = resp.headers_mut();
     h.insert(
         axum::http::header::CONTENT_TYPE,

@@ -11,7 +11,8 @@ use super::error::AppError;
 use super::negotiate::{Format, negotiate};
 use super::params::{Endpoint, Params};
 use super::state::{AppState, parse_domain};
-use crate::engine::{Dataset, Domain};
+use crate::engine::Domain;
+use crate::service::Snapshot;
 
 /// What every data endpoint starts from: the domain, its checked parameters, the representation
 /// and the snapshot to answer from.
@@ -19,7 +20,7 @@ pub struct Prepared {
     pub domain: Domain,
     pub params: Params,
     pub format: Format,
-    pub snapshot: Arc<Dataset>,
+    pub snapshot: Arc<Snapshot>,
 }
 
 impl Prepared {
@@ -50,7 +51,7 @@ pub fn prepare(
         domain,
         params,
         format,
-        snapshot: state.engine.snapshot(),
+        snapshot: state.service.snapshot(),
     })
 }
 
@@ -65,13 +66,18 @@ pub struct Encoded {
     pub next: Option<String>,
 }
 
-fn cache_key(snapshot: &Dataset, uri: &Uri, format: Format) -> String {
+fn cache_key(snapshot: &Snapshot, uri: &Uri, format: Format) -> String {
     format!("{}|{}|{}", snapshot.generation, format.name(), uri)
 }
 
 /// The cached answer for a request, if any: endpoints whose inputs are costly to gather (raw
 /// files) check this before gathering them.
-pub fn lookup(state: &AppState, snapshot: &Dataset, uri: &Uri, format: Format) -> Option<Response> {
+pub fn lookup(
+    state: &AppState,
+    snapshot: &Snapshot,
+    uri: &Uri,
+    format: Format,
+) -> Option<Response> {
     state
         .cache
         .get(&cache_key(snapshot, uri, format))
@@ -81,7 +87,7 @@ pub fn lookup(state: &AppState, snapshot: &Dataset, uri: &Uri, format: Format) -
 /// Answer from the cache, or compute, cache and answer. Errors are not cached.
 pub fn cached(
     state: &AppState,
-    snapshot: &Dataset,
+    snapshot: &Snapshot,
     uri: &Uri,
     format: Format,
     compute: impl FnOnce() -> Result<Encoded, AppError>,

@@ -1,4 +1,4 @@
-//! Shared request state: the engine handle, limits, and the encoded-response cache.
+//! Shared request state: the service, limits, and the encoded-response cache.
 
 use std::sync::Arc;
 
@@ -7,11 +7,9 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use super::error::AppError;
-use super::jobs::JobMap;
 use super::respond::Encoded;
-use crate::engine::{Domain, Engine};
-use crate::rawfile::reader::RunDerived;
-use crate::store::catalog::Catalog;
+use crate::engine::Domain;
+use crate::service::Service;
 
 /// Limits applied to every request.
 #[derive(Debug, Clone)]
@@ -32,25 +30,16 @@ impl Limits {
 /// State shared by all handlers.
 #[derive(Clone)]
 pub struct AppState {
-    pub engine: Arc<Engine>,
+    /// What requests are answered from: the snapshot, derived data, prefetch jobs.
+    pub service: Arc<Service>,
     pub limits: Limits,
     /// Encoded responses by (snapshot, path, query, format). Snapshots are immutable, so an entry
     /// never goes stale; a reload changes the snapshot part of the key.
     pub cache: moka::sync::Cache<String, Arc<Encoded>>,
-    /// Derived raw data per (snapshot generation, domain, run row), weighed by bytes.
-    /// `try_get_with` makes concurrent requests for one run read its file once.
-    pub derived: moka::sync::Cache<(u64, Domain, usize), Arc<RunDerived>>,
-    /// The catalog database (raw cache index, prefetch jobs).
-    pub catalog: Catalog,
-    /// Prefetch jobs started by this process.
-    pub jobs: JobMap,
-    /// Work that outlives its request (persisting derived data): a shutdown waits for it, so
-    /// what was computed is written rather than cut off.
-    pub background: tokio_util::task::TaskTracker,
 }
 
 impl AppState {
-    pub fn new(engine: Arc<Engine>, limits: Limits, cache_bytes: u64, catalog: Catalog) -> Self {
+    pub fn new(service: Arc<Service>, limits: Limits, cache_bytes: u64) -> Self {
         let cache = moka::sync::Cache::builder()
             .max_capacity(cache_bytes)
             .weigher(|k: &String, v: &Arc<Encoded>| {
@@ -58,20 +47,10 @@ impl AppState {
                     .unwrap_or(u32::MAX)
             })
             .build();
-        let derived = moka::sync::Cache::builder()
-            .max_capacity(512 * 1024 * 1024)
-            .weigher(|_: &(u64, Domain, usize), v: &Arc<RunDerived>| {
-                u32::try_from(v.weight()).unwrap_or(u32::MAX)
-            })
-            .build();
         AppState {
-            engine,
+            service,
             limits,
             cache,
-            derived,
-            catalog,
-            jobs: JobMap::default(),
-            background: tokio_util::task::TaskTracker::new(),
         }
     }
 }

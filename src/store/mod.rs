@@ -14,7 +14,6 @@ pub mod catalog;
 pub mod confine;
 pub mod derived;
 pub mod hub;
-pub mod open;
 
 use std::fmt;
 use std::sync::Arc;

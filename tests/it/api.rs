@@ -425,24 +425,23 @@ async fn docs_and_openapi_are_served() {
 async fn a_shutdown_waits_for_background_work() {
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    let dataset = mlenergy_server::engine::load::load_compiled_dir(&crate::common::sample_dir())
+    let dataset = mlenergy_server::service::open::load_compiled_dir(&crate::common::sample_dir())
         .await
         .unwrap();
     let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:")
         .await
         .unwrap();
     let state = mlenergy_server::http::AppState::new(
-        std::sync::Arc::new(mlenergy_server::engine::Engine::new(dataset)),
+        std::sync::Arc::new(mlenergy_server::service::Service::new(dataset, catalog)),
         mlenergy_server::http::Limits {
             max_rows: 100,
             stream_bytes: 1 << 20,
         },
         1 << 20,
-        catalog,
     );
     let done = std::sync::Arc::new(AtomicBool::new(false));
     let flag = done.clone();
-    state.background.spawn_blocking(move || {
+    state.service.derived.background().spawn_blocking(move || {
         std::thread::sleep(std::time::Duration::from_millis(300));
         flag.store(true, Ordering::SeqCst);
     });

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, StringArray};
-use mlenergy_server::engine::Engine;
 use mlenergy_server::http::{AppState, Limits, app};
-use mlenergy_server::store::open::{SourceOptions, open_dataset};
+use mlenergy_server::service::Service;
+use mlenergy_server::service::open::{SourceOptions, open_dataset};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
@@ -114,13 +114,12 @@ impl Escapes {
         };
         let (dataset, catalog) = open_dataset(spec, &opts).await.expect("the dataset opens");
         let state = AppState::new(
-            Arc::new(Engine::new(dataset)),
+            Arc::new(Service::new(dataset, catalog)),
             Limits {
                 max_rows: 100_000,
                 stream_bytes: Limits::STREAM_BYTES,
             },
             8 * 1024 * 1024,
-            catalog,
         );
         TestApp { router: app(state) }
     }
@@ -336,13 +335,12 @@ async fn a_raw_tree_reads_nothing_through_symlinks_out_of_it() {
         .expect("the raw tree loads");
     let skipped: Vec<(String, String)> = dataset.source.skipped.clone();
     let state = AppState::new(
-        Arc::new(Engine::new(dataset)),
+        Arc::new(Service::new(dataset, catalog)),
         Limits {
             max_rows: 100_000,
             stream_bytes: Limits::STREAM_BYTES,
         },
         8 * 1024 * 1024,
-        catalog,
     );
     let app = TestApp { router: app(state) };
     let reason = |needle: &str| {

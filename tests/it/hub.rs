@@ -16,11 +16,11 @@ use axum::extract::{Path as AxPath, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use mlenergy_server::engine::Engine;
 use mlenergy_server::http::{AppState, Limits, app};
+use mlenergy_server::service::Service;
+use mlenergy_server::service::open::{SourceOptions, open_dataset};
 use mlenergy_server::store::FetchOptions;
 use mlenergy_server::store::hub::HubConfig;
-use mlenergy_server::store::open::{SourceOptions, open_dataset};
 use sha2::Digest;
 
 const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
@@ -353,13 +353,12 @@ async fn service(opts: &SourceOptions) -> TestApp {
         .await
         .expect("the hub source opens");
     let state = AppState::new(
-        Arc::new(Engine::new(dataset)),
+        Arc::new(Service::new(dataset, catalog)),
         Limits {
             max_rows: 100_000,
             stream_bytes: Limits::STREAM_BYTES,
         },
         8 * 1024 * 1024,
-        catalog,
     );
     TestApp { router: app(state) }
 }

@@ -8,9 +8,11 @@ use datafusion::arrow::array::{
     StringArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use mlenergy_server::engine::Domain;
 use mlenergy_server::engine::fields::{FieldType, published_fields};
 use mlenergy_server::engine::frame::Value;
-use mlenergy_server::engine::{Domain, RawFile, load};
+use mlenergy_server::service::RawFile;
+use mlenergy_server::service::open as load;
 use parquet::arrow::ArrowWriter;
 
 /// A two-run LLM table: every published column, with the encodings pandas produces for nullable
@@ -165,13 +167,13 @@ async fn fractional_ints_and_missing_columns_are_refused() {
 
 /// A raw location that must be a local path.
 fn local_path(
-    ds: &mlenergy_server::engine::Dataset,
+    ds: &mlenergy_server::service::Snapshot,
     domain: Domain,
     row: usize,
     file: RawFile,
 ) -> Option<std::path::PathBuf> {
     ds.raw_location(domain, row, file).ok().map(|l| match l {
-        mlenergy_server::engine::RawLocation::Local { path, .. } => path,
+        mlenergy_server::store::RawLocation::Local { path, .. } => path,
         other => panic!("expected a local path, got {other:?}"),
     })
 }

@@ -10,8 +10,9 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
-use mlenergy_server::engine::{Engine, load};
 use mlenergy_server::http::{AppState, Limits, app};
+use mlenergy_server::service::Service;
+use mlenergy_server::service::open as load;
 use tower::ServiceExt;
 
 pub fn sample_dir() -> PathBuf {
@@ -82,10 +83,9 @@ impl TestApp {
             .await
             .expect("catalog");
         let state = AppState::new(
-            Arc::new(Engine::new(dataset)),
+            Arc::new(Service::new(dataset, catalog)),
             limits,
             8 * 1024 * 1024,
-            catalog,
         );
         TestApp { router: app(state) }
     }

@@ -1,17 +1,20 @@
-//! Opening a remote `--data` source: pin it, fetch the two parquet summaries, and hand back a
-//! snapshot whose raw files resolve through the raw cache.
+//! Opening what `--data` names as a snapshot: a compiled directory, a raw benchmark tree (rows
+//! built at start), the Hugging Face dataset or an object-store URL (pinned, the two parquet
+//! summaries fetched, raw files resolved through the raw cache); with the catalog and the store
+//! that derived data is persisted in.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::bound::Bound;
-use super::cache::{CacheLocation, CachedStore, sweep_staging};
-use super::catalog::Catalog;
-use super::derived::DerivedStore;
-use super::hub::{Hub, HubConfig, parse_hf_url};
-use super::{FetchError, StoreUpstream, Upstream};
-use crate::engine::load::{load_compiled, summary_context};
-use crate::engine::{Dataset, DatasetSource};
+use super::snapshot::{Snapshot, Source};
+use crate::engine::load::{from_tables, load_compiled, local_parquet, summary_context};
+use crate::engine::{Domain, EngineError};
+use crate::store::bound::Bound;
+use crate::store::cache::{CacheLocation, CachedStore, sweep_staging};
+use crate::store::catalog::Catalog;
+use crate::store::derived::DerivedStore;
+use crate::store::hub::{Hub, HubConfig, parse_hf_url};
+use crate::store::{FetchError, StoreUpstream, Upstream};
 
 /// A `--data` value that names a remote source.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +100,7 @@ impl SourceOptions {
         }
         Catalog::open(&url)
             .await
-            .map_err(|e| format!("catalog {}: {e}", super::catalog::redact(&url)))
+            .map_err(|e| format!("catalog {}: {e}", crate::store::catalog::redact(&url)))
     }
 }
 
@@ -133,7 +136,7 @@ pub async fn load_remote(
     remote: &Remote,
     opts: &SourceOptions,
     catalog: Catalog,
-) -> Result<Dataset, String> {
+) -> Result<Snapshot, String> {
     let location = CacheLocation::parse(&opts.cache);
     let (cache_store, cache_desc, local) = location.open()?;
     if local && let CacheLocation::Dir(d) = &location {
@@ -174,7 +177,7 @@ pub async fn load_remote(
                 .map_err(fetch_message)?;
             let commit = hub.commit.clone();
             let location = format!("hf://datasets/{}@{}", hub.repo_id(), hub.revision);
-            let source = DatasetSource {
+            let source = Source {
                 location,
                 revision: Some(commit),
                 root: None,
@@ -187,9 +190,10 @@ pub async fn load_remote(
                     .map(str::to_string)
                     .ok_or("non-UTF-8 hub cache path")
             };
-            load_compiled(summary_context(), &path(&llm)?, &path(&diffusion)?, source)
+            let dataset = load_compiled(summary_context(), &path(&llm)?, &path(&diffusion)?)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string())?;
+            Ok(Snapshot::new(dataset, source))
         }
         Remote::Url(url) => {
             let cached = cached(Arc::new(StoreUpstream::open(url)?));
@@ -203,7 +207,7 @@ pub async fn load_remote(
                     .await
                     .map_err(|e| format!("{url}/{file}: {e}"))?;
             }
-            let source = DatasetSource {
+            let source = Source {
                 location: url.clone(),
                 revision: None,
                 root: None,
@@ -211,14 +215,14 @@ pub async fn load_remote(
                 remote: Some(cached),
                 derived: Some(derived),
             };
-            load_compiled(
+            let dataset = load_compiled(
                 ctx,
                 "mlenergy-source://data/runs/llm.parquet",
                 "mlenergy-source://data/runs/diffusion.parquet",
-                source,
             )
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+            Ok(Snapshot::new(dataset, source))
         }
     }
 }
@@ -226,7 +230,7 @@ pub async fn load_remote(
 /// Load what `spec` names, with the catalog: a remote source pins and fetches its summaries; a
 /// local one opens the catalog only for prefetch jobs (in memory if the default file cannot be
 /// created).
-pub async fn open_dataset(spec: &str, opts: &SourceOptions) -> Result<(Dataset, Catalog), String> {
+pub async fn open_dataset(spec: &str, opts: &SourceOptions) -> Result<(Snapshot, Catalog), String> {
     match Remote::parse(spec)? {
         Some(remote) => {
             let catalog = opts.open_catalog().await?;
@@ -236,10 +240,8 @@ pub async fn open_dataset(spec: &str, opts: &SourceOptions) -> Result<(Dataset, 
             Ok((dataset, catalog))
         }
         None => {
-            let location = crate::engine::load::DataLocation::detect(spec);
-            let mut dataset = crate::engine::load::load(&location)
-                .await
-                .map_err(|e| format!("{spec}: {e}"))?;
+            let location = DataLocation::detect(spec);
+            let mut dataset = load(&location).await.map_err(|e| format!("{spec}: {e}"))?;
             let catalog = match opts.open_catalog().await {
                 Ok(c) => c,
                 Err(e) => {
@@ -262,4 +264,100 @@ pub async fn open_dataset(spec: &str, opts: &SourceOptions) -> Result<(Dataset, 
             Ok((dataset, catalog))
         }
     }
+}
+
+/// Load a compiled data directory from the local file system.
+pub async fn load_compiled_dir(root: &Path) -> Result<Snapshot, EngineError> {
+    let llm = local_parquet(root, Domain::Llm)?;
+    let diffusion = local_parquet(root, Domain::Diffusion)?;
+    let root = std::path::absolute(root)?;
+    let source = Source {
+        location: format!("local:{}", root.display()),
+        revision: None,
+        root: Some(root),
+        skipped: Vec::new(),
+        remote: None,
+        derived: None,
+    };
+    let dataset = load_compiled(summary_context(), &llm, &diffusion).await?;
+    Ok(Snapshot::new(dataset, source))
+}
+
+/// What a `--data` value names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataLocation {
+    /// A compiled data directory (`runs/llm.parquet`, ...).
+    Compiled(PathBuf),
+    /// A raw benchmark root (`llm/`, `diffusion/` trees of results.json files).
+    Raw(PathBuf),
+}
+
+impl DataLocation {
+    /// `raw:DIR` is a raw root; a directory with `runs/llm.parquet` is compiled; one with `llm/`
+    /// or `diffusion/` but no `runs/` (or a `.../run` directory) is raw; anything else is taken
+    /// as compiled, so the error names the missing parquet file.
+    pub fn detect(spec: &str) -> DataLocation {
+        if let Some(raw) = spec.strip_prefix("raw:") {
+            return DataLocation::Raw(PathBuf::from(raw));
+        }
+        let p = PathBuf::from(spec);
+        let compiled = p.join("runs").join("llm.parquet").is_file();
+        let raw_like = p.join("llm").is_dir()
+            || p.join("diffusion").is_dir()
+            || p.file_name().is_some_and(|n| n == "run");
+        if !compiled && raw_like {
+            DataLocation::Raw(p)
+        } else {
+            DataLocation::Compiled(p)
+        }
+    }
+}
+
+/// Load whatever `location` names.
+pub async fn load(location: &DataLocation) -> Result<Snapshot, EngineError> {
+    match location {
+        DataLocation::Compiled(p) => load_compiled_dir(p).await,
+        DataLocation::Raw(p) => load_raw_root(p).await,
+    }
+}
+
+/// Derive the run tables from a raw benchmark root (configs auto-detected under it), in
+/// parallel, and serve them like a compiled directory.
+pub async fn load_raw_root(root: &Path) -> Result<Snapshot, EngineError> {
+    if !root.is_dir() {
+        return Err(EngineError::Load(format!(
+            "{} is not a directory",
+            root.display()
+        )));
+    }
+    let root = std::path::absolute(root)?;
+    let opts = crate::build::BuildOptions {
+        roots: vec![root.clone()],
+        ..Default::default()
+    };
+    let built = tokio::task::spawn_blocking(move || crate::build::build(&opts, None))
+        .await
+        .map_err(|e| EngineError::Load(format!("raw build failed: {e}")))??;
+    let dataset = from_tables(summary_context(), built.llm, built.diffusion)?;
+    // Stored paths are relative to each run's benchmark root, which is the root itself unless
+    // discovery had to infer one above it.
+    let bench_root = built
+        .runs
+        .first()
+        .map_or(root.clone(), |r| r.bench_root.clone());
+    Ok(Snapshot::new(
+        dataset,
+        Source {
+            location: format!("raw:{}", root.display()),
+            revision: None,
+            root: Some(bench_root),
+            skipped: built
+                .skipped
+                .into_iter()
+                .map(|s| (s.path, s.reason))
+                .collect(),
+            remote: None,
+            derived: None,
+        },
+    ))
 }

@@ -1,0 +1,228 @@
+//! One loaded snapshot: the run tables (`engine::Dataset`), where they came from, and where each
+//! run's raw files are; and the handle that serves the current snapshot and swaps in a new one.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crate::engine::frame::Value;
+use crate::engine::{Dataset, Domain};
+use crate::store::RawLocation;
+use crate::store::cache::CachedStore;
+use crate::store::confine::{self, Escape};
+use crate::store::derived::DerivedStore;
+
+/// Where a snapshot came from (`GET /v1/datasets`).
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// Human-readable location, e.g. `local:/srv/data/sample`.
+    pub location: String,
+    /// Pinned revision (commit) for remote sources; `None` for a local directory.
+    pub revision: Option<String>,
+    /// Dataset root on the local file system, if any (raw paths resolve against it).
+    pub root: Option<PathBuf>,
+    /// Raw results files passed over while deriving rows from a raw tree, with the reason.
+    pub skipped: Vec<(String, String)>,
+    /// For a remote source: its raw files, through the raw cache.
+    pub remote: Option<CachedStore>,
+    /// Where derived per-run data (ITLs, output lengths, timelines) is persisted, if anywhere.
+    pub derived: Option<DerivedStore>,
+}
+
+/// A raw file of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RawFile {
+    Results,
+    Prometheus,
+}
+
+impl RawFile {
+    /// The run field that stores its path.
+    pub fn field(self) -> &'static str {
+        match self {
+            RawFile::Results => "results_path",
+            RawFile::Prometheus => "prometheus_path",
+        }
+    }
+
+    pub fn file_name(self) -> &'static str {
+        match self {
+            RawFile::Results => "results.json",
+            RawFile::Prometheus => "prometheus.json",
+        }
+    }
+}
+
+/// A raw path that a run's row gives but that is not read: it would leave the dataset root
+/// (absolute, `..` above the root, or a symlink out of it). The row is served without that file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedPath {
+    pub domain: Domain,
+    pub run_id: String,
+    /// `results_path` or `prometheus_path`.
+    pub field: &'static str,
+    /// The path as the data gives it.
+    pub path: String,
+    pub reason: String,
+}
+
+/// Why a run has no raw file to read: the detail of a 404 `raw_unavailable`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NoRawFile(pub String);
+
+/// A fresh snapshot generation number.
+fn next_generation() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// One loaded snapshot: the run tables (reached through `Deref`), their source, and the raw
+/// paths refused at load.
+pub struct Snapshot {
+    /// Unique per loaded snapshot (process-wide counter): keys caches of derived answers.
+    pub generation: u64,
+    pub dataset: Dataset,
+    pub source: Source,
+    pub loaded_at: SystemTime,
+    /// Raw paths of rows that leave the dataset root, in table order; never read.
+    pub refused: Vec<RefusedPath>,
+    refused_at: HashMap<(Domain, usize, RawFile), usize>,
+}
+
+impl std::ops::Deref for Snapshot {
+    type Target = Dataset;
+    fn deref(&self) -> &Dataset {
+        &self.dataset
+    }
+}
+
+impl Snapshot {
+    /// A snapshot of `dataset` from `source`, with every stored raw path checked against the
+    /// source's root ([`confine`]): a row whose path leaves it is kept and listed in `refused`,
+    /// and its file is never read.
+    pub fn new(dataset: Dataset, source: Source) -> Self {
+        let mut snapshot = Snapshot {
+            generation: next_generation(),
+            dataset,
+            source,
+            loaded_at: SystemTime::now(),
+            refused: Vec::new(),
+            refused_at: HashMap::new(),
+        };
+        for domain in Domain::ALL {
+            for file in [RawFile::Results, RawFile::Prometheus] {
+                for row in 0..snapshot.table(domain).len() {
+                    let Some(stored) = snapshot.stored_path(domain, row, file) else {
+                        continue;
+                    };
+                    if let Err(reason) = snapshot.confine(stored) {
+                        let refused = RefusedPath {
+                            domain,
+                            run_id: snapshot.table(domain).run_id(row).to_string(),
+                            field: file.field(),
+                            path: stored.to_string(),
+                            reason: reason.to_string(),
+                        };
+                        tracing::warn!(run_id = %refused.run_id, field = refused.field, path = %refused.path, reason = %refused.reason, "raw path refused");
+                        snapshot
+                            .refused_at
+                            .insert((domain, row, file), snapshot.refused.len());
+                        snapshot.refused.push(refused);
+                    }
+                }
+            }
+        }
+        snapshot
+    }
+
+    /// The raw path a row stores for `file`, when it is a non-empty string.
+    fn stored_path(&self, domain: Domain, row: usize, file: RawFile) -> Option<&str> {
+        let t = self.table(domain);
+        let col = t.field_index(file.field())?;
+        match t.column(col).get(row) {
+            Value::Str(s) if !s.is_empty() => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Where the stored relative path `stored` is read from, if it stays inside the source's
+    /// root: a key of the remote source, or a file under the local root (symlinks resolved).
+    fn confine(&self, stored: &str) -> Result<Option<RawLocation>, Escape> {
+        let key = confine::relative_key(stored)?;
+        if let Some(remote) = &self.source.remote {
+            return Ok(Some(RawLocation::Remote(remote.clone(), key)));
+        }
+        match &self.source.root {
+            Some(root) => Ok(Some(RawLocation::Local {
+                path: confine::resolve_local(root, &key)?,
+                root: root.clone(),
+            })),
+            None => Ok(None),
+        }
+    }
+
+    /// Where a run's raw file is: its stored path, relative to the dataset root (a local
+    /// directory, or the remote source's root through the raw cache). Unlike the toolkit's
+    /// `from_directory`, an absolute stored path or one that leaves the root is not followed.
+    pub fn raw_location(
+        &self,
+        domain: Domain,
+        row: usize,
+        file: RawFile,
+    ) -> Result<RawLocation, NoRawFile> {
+        if let Some(&i) = self.refused_at.get(&(domain, row, file)) {
+            let r = &self.refused[i];
+            return Err(NoRawFile(format!(
+                "its {} '{}' is not served: {}",
+                r.field, r.path, r.reason
+            )));
+        }
+        let name = file.file_name();
+        let Some(stored) = self.stored_path(domain, row, file) else {
+            return Err(NoRawFile(format!(
+                "this dataset has no {name} for it ({} is null)",
+                file.field()
+            )));
+        };
+        match self.confine(stored) {
+            Ok(Some(loc)) => Ok(loc),
+            Ok(None) => Err(NoRawFile(format!(
+                "this dataset has no root to resolve its {} '{stored}' against",
+                file.field()
+            ))),
+            Err(reason) => Err(NoRawFile(format!(
+                "its {} '{stored}' is not served: {reason}",
+                file.field()
+            ))),
+        }
+    }
+}
+
+/// The snapshot being served. Reloading builds a new `Snapshot` and swaps the `Arc`, so
+/// requests in flight finish on the snapshot they started with.
+pub struct Snapshots {
+    current: std::sync::RwLock<Arc<Snapshot>>,
+}
+
+impl Snapshots {
+    pub fn new(snapshot: Snapshot) -> Self {
+        Snapshots {
+            current: std::sync::RwLock::new(Arc::new(snapshot)),
+        }
+    }
+
+    /// The snapshot to answer one request from.
+    pub fn current(&self) -> Arc<Snapshot> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replace the served snapshot.
+    pub fn swap(&self, snapshot: Snapshot) {
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+    }
+}
