@@ -4,7 +4,7 @@
 //! rules for raw benchmark results; `store` the remote sources and the raw cache; `config` holds
 //! the command line.
 
-pub mod build;
+pub mod rawtree;
 pub mod config;
 pub mod engine;
 pub mod http;

@@ -4,11 +4,11 @@ use axum::extract::{OriginalUri, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 
+use super::answer::{Encoded, cached, respond};
 use super::encode;
 use super::error::AppError;
 use super::params::Endpoint;
-use super::respond::{Encoded, Prepared, cached, prepare, respond};
-use super::state::{ApiPath, AppState};
+use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::GroupResult;
 
 fn group_json(out: &mut Vec<u8>, domain: &str, g: &GroupResult) {
@@ -95,7 +95,7 @@ pub async fn groups(
     } = prepare(&state, &domain, Endpoint::Group, query.as_deref(), &headers)?;
     let table = snapshot.table(domain);
     let q = params.group_query(domain, table)?;
-    let encoded = cached(&state, &snapshot, &uri, format, || {
+    let encoded = cached(&state.cache, &snapshot, &uri, format, || {
         let g = table.group(&q)?;
         let nullable = |name: &str| match name {
             "count" => false,

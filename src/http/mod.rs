@@ -2,17 +2,17 @@
 //! drive it in-process; every route is registered through utoipa so the OpenAPI document is
 //! generated from the same annotations.
 
+pub mod answer;
+pub mod derived;
 pub mod encode;
 pub mod error;
 pub mod groups;
-pub mod jobs;
-mod long;
-pub mod meta;
+pub mod info;
 pub mod negotiate;
 pub mod openapi;
 pub mod params;
-pub mod raw;
-pub mod respond;
+pub mod prefetch;
+pub mod raw_file;
 pub mod runs;
 pub mod state;
 pub mod timeline;
@@ -41,20 +41,20 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(runs::list_runs))
         .routes(routes!(runs::get_run))
         .routes(routes!(groups::groups))
-        .routes(routes!(raw::run_output_lengths))
-        .routes(routes!(raw::output_lengths))
-        .routes(routes!(raw::run_itl))
-        .routes(routes!(raw::itl))
-        .routes(routes!(raw::raw_file))
+        .routes(routes!(derived::run_output_lengths))
+        .routes(routes!(derived::output_lengths))
+        .routes(routes!(derived::run_itl))
+        .routes(routes!(derived::itl))
+        .routes(routes!(raw_file::raw_file))
         .routes(routes!(timeline::run_timeline_handler))
         .routes(routes!(timeline::timelines))
-        .routes(routes!(meta::fields))
-        .routes(routes!(jobs::prefetch))
-        .routes(routes!(jobs::get_job))
-        .routes(routes!(meta::cache))
-        .routes(routes!(meta::datasets))
-        .routes(routes!(meta::healthz))
-        .routes(routes!(meta::readyz))
+        .routes(routes!(info::fields))
+        .routes(routes!(prefetch::prefetch))
+        .routes(routes!(prefetch::get_job))
+        .routes(routes!(info::cache))
+        .routes(routes!(info::datasets))
+        .routes(routes!(info::healthz))
+        .routes(routes!(info::readyz))
         .split_for_parts()
 }
 

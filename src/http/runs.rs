@@ -5,11 +5,11 @@ use axum::extract::{OriginalUri, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 
+use super::answer::{Encoded, cached, respond};
 use super::encode;
 use super::error::AppError;
 use super::params::Endpoint;
-use super::respond::{Encoded, Prepared, cached, prepare, respond};
-use super::state::{ApiPath, AppState};
+use super::state::{ApiPath, AppState, Prepared, prepare};
 
 /// The same request with `offset` replaced.
 fn page_link(path: &str, query: Option<&str>, offset: usize) -> String {
@@ -70,7 +70,7 @@ pub async fn list_runs(
     let table = snapshot.table(domain);
     let q = params.run_query(domain, table, state.limits.max_rows)?;
     let path = uri.path().to_string();
-    let encoded = cached(&state, &snapshot, &uri, format, || {
+    let encoded = cached(&state.cache, &snapshot, &uri, format, || {
         let sel = table.select(&q)?;
         let frame = table.frame_of(&sel);
         let next = match q.limit {
@@ -163,7 +163,7 @@ pub async fn get_run(
         domain: domain.as_str().into(),
         run_id: run_id.clone(),
     })?;
-    let encoded = cached(&state, &snapshot, &uri, format, || {
+    let encoded = cached(&state.cache, &snapshot, &uri, format, || {
         let cols = table.projection(fields.as_deref())?;
         let frame = table.frame.select(&[row], &cols);
         let body = encode::encode_frame(

@@ -1,15 +1,19 @@
-//! Shared request state: the service, limits, and the encoded-response cache.
+//! What every handler starts from: the shared state (the service, limits, the answer cache), the
+//! domain path segment, and a request's checked parameters and representation (`prepare`).
 
 use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, header};
 use serde::de::DeserializeOwned;
 
+use super::answer::{AnswerCache, answer_cache};
 use super::error::AppError;
-use super::respond::Encoded;
+use super::negotiate::{Format, negotiate};
+use super::params::{Endpoint, Params};
 use crate::engine::Domain;
-use crate::service::Service;
+use crate::service::{Service, Snapshot};
 
 /// Limits applied to every request.
 #[derive(Debug, Clone)]
@@ -35,22 +39,15 @@ pub struct AppState {
     pub limits: Limits,
     /// Encoded responses by (snapshot, path, query, format). Snapshots are immutable, so an entry
     /// never goes stale; a reload changes the snapshot part of the key.
-    pub cache: moka::sync::Cache<String, Arc<Encoded>>,
+    pub cache: AnswerCache,
 }
 
 impl AppState {
     pub fn new(service: Arc<Service>, limits: Limits, cache_bytes: u64) -> Self {
-        let cache = moka::sync::Cache::builder()
-            .max_capacity(cache_bytes)
-            .weigher(|k: &String, v: &Arc<Encoded>| {
-                u32::try_from(k.len() + v.body.len() + v.next.as_ref().map_or(0, String::len))
-                    .unwrap_or(u32::MAX)
-            })
-            .build();
         AppState {
             service,
             limits,
-            cache,
+            cache: answer_cache(cache_bytes),
         }
     }
 }
@@ -76,4 +73,45 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
 /// The domain path segment, or 404 naming the allowed domains.
 pub fn parse_domain(s: &str) -> Result<Domain, AppError> {
     Domain::parse(s).ok_or_else(|| AppError::UnknownDomain(s.to_string()))
+}
+
+/// What every data endpoint starts from: the domain, its checked parameters, the representation
+/// and the snapshot to answer from.
+pub struct Prepared {
+    pub domain: Domain,
+    pub params: Params,
+    pub format: Format,
+    pub snapshot: Arc<Snapshot>,
+}
+
+impl Prepared {
+    /// The rows of the request's domain that its run filters select, in default order.
+    pub fn filtered_rows(&self) -> Result<Vec<usize>, AppError> {
+        let q = self.params.run_filters(self.domain)?;
+        Ok(self
+            .snapshot
+            .table(self.domain)
+            .filter_rows(&q.filters, q.stability)?)
+    }
+}
+
+pub fn prepare(
+    state: &AppState,
+    domain: &str,
+    endpoint: Endpoint,
+    query: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<Prepared, AppError> {
+    let domain = parse_domain(domain)?;
+    let params = Params::parse(domain, endpoint, query)?;
+    let format = negotiate(
+        params.format()?,
+        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
+    )?;
+    Ok(Prepared {
+        domain,
+        params,
+        format,
+        snapshot: state.service.snapshot(),
+    })
 }

@@ -6,11 +6,11 @@ use axum::extract::{OriginalUri, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 
+use super::answer::{Encoded, cached, lookup, respond};
 use super::encode;
 use super::error::AppError;
 use super::params::Endpoint;
-use super::respond::{Encoded, Prepared, cached, lookup, prepare, respond};
-use super::state::{ApiPath, AppState};
+use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Dataset, Domain};
 use crate::rawfile::timeline::{DeviceTimeline, Metric, downsample, run_timeline};
@@ -81,7 +81,7 @@ async fn collect(
     let bucket = every(p)?;
     let mut out = Vec::with_capacity(rows.len());
     for &row in rows {
-        let d = super::raw::run_derived(state, &p.snapshot, domain, row).await?;
+        let d = state.service.derived.get(&p.snapshot, domain, row).await?;
         let mut t = run_timeline(&d.timeline, m, domain == Domain::Llm).map_err(|e| {
             AppError::RawInvalid {
                 run_id: p.snapshot.table(domain).run_id(row).to_string(),
@@ -188,7 +188,7 @@ fn encoded(
     frame: Frame,
 ) -> Result<Response, AppError> {
     let format = p.format;
-    let e = cached(state, &p.snapshot, uri, format, || {
+    let e = cached(&state.cache, &p.snapshot, uri, format, || {
         let nullable = |n: &str| n.contains("_device_");
         let rows = frame.num_rows();
         let body = encode::encode_owned_frame(frame, format, &nullable, encode::json_array)?;
@@ -240,7 +240,7 @@ pub async fn run_timeline_handler(
     )?;
     let m = metric(&p)?;
     // Errors are never cached, so a hit is the answer to a valid request.
-    if let Some(hit) = lookup(&state, &p.snapshot, &uri, p.format) {
+    if let Some(hit) = lookup(&state.cache, &p.snapshot, &uri, p.format) {
         return Ok(hit);
     }
     let per_gpu = p.params.flag("per_gpu")?;
@@ -297,7 +297,7 @@ pub async fn timelines(
     )?;
     let m = metric(&p)?;
     // Errors are never cached, so a hit is the answer to a valid request.
-    if let Some(hit) = lookup(&state, &p.snapshot, &uri, p.format) {
+    if let Some(hit) = lookup(&state.cache, &p.snapshot, &uri, p.format) {
         return Ok(hit);
     }
     let domain = p.domain;

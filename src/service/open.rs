@@ -331,11 +331,11 @@ pub async fn load_raw_root(root: &Path) -> Result<Snapshot, EngineError> {
         )));
     }
     let root = std::path::absolute(root)?;
-    let opts = crate::build::BuildOptions {
+    let opts = crate::rawtree::BuildOptions {
         roots: vec![root.clone()],
         ..Default::default()
     };
-    let built = tokio::task::spawn_blocking(move || crate::build::build(&opts, None))
+    let built = tokio::task::spawn_blocking(move || crate::rawtree::build(&opts, None))
         .await
         .map_err(|e| EngineError::Load(format!("raw build failed: {e}")))??;
     let dataset = from_tables(summary_context(), built.llm, built.diffusion)?;

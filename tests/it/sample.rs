@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use mlenergy_server::build::sample::build_sample;
+use mlenergy_server::rawtree::sample::build_sample;
 
 /// `shared/data/real` beside the repository (where CI puts it), or `MLENERGY_SHARED_REAL`.
 fn shared_real() -> PathBuf {

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::Built;
-use crate::build::sample::write_parquet;
+use crate::rawtree::sample::write_parquet;
 use crate::engine::{EngineError, RunTable, frame::Frame};
 
 /// What `write_compiled` did.

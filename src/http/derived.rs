@@ -7,30 +7,18 @@ use axum::extract::{OriginalUri, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 
+use super::answer::{Encoded, cached, lookup, pieces, respond, streamed};
 use super::encode;
 use super::error::AppError;
 use super::negotiate::Format;
 use super::params::Endpoint;
-use super::respond::{Encoded, Prepared, cached, lookup, pieces, prepare, respond, streamed};
-use super::state::{ApiPath, AppState};
+use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Domain, RunTable};
-use crate::rawfile::{self, RawError, RunDerived};
-use crate::service::raw_files::open_raw;
-use crate::service::{RawFile, Snapshot};
+use crate::rawfile::{self, RawError};
 
 /// The run columns that precede raw-derived values (the toolkit's frames, plus run_id).
 const KEY_COLUMNS: [&str; 5] = ["run_id", "task", "model_id", "num_gpus", "max_num_seqs"];
-
-/// A run's derived raw data, through the service (memory, persisted copy, or the raw file).
-pub(super) async fn run_derived(
-    state: &AppState,
-    snapshot: &Arc<Snapshot>,
-    domain: Domain,
-    row: usize,
-) -> Result<Arc<RunDerived>, AppError> {
-    Ok(state.service.derived.get(snapshot, domain, row).await?)
-}
 
 /// A reading error of run `run_id` as the HTTP layer reports it.
 fn raw_error(run_id: &str, e: &RawError) -> AppError {
@@ -87,7 +75,7 @@ async fn itl_summary(
     rows: Vec<usize>,
 ) -> Result<Response, AppError> {
     use crate::pycompat::numpy::{np_histogram, np_mean, np_percentiles};
-    if let Some(hit) = lookup(&state, &p.snapshot, &uri, p.format) {
+    if let Some(hit) = lookup(&state.cache, &p.snapshot, &uri, p.format) {
         return Ok(hit);
     }
     let snapshot = p.snapshot.clone();
@@ -96,7 +84,11 @@ async fn itl_summary(
     let mut counts = Vec::new();
     let mut hists = Vec::new();
     for &row in &rows {
-        let raw = run_derived(&state, &snapshot, Domain::Llm, row).await?;
+        let raw = state
+            .service
+            .derived
+            .get(&snapshot, Domain::Llm, row)
+            .await?;
         let joined = rawfile::itl_samples(&raw)
             .map_err(|e| raw_error(t.run_id(row), &e))?
             .joined();
@@ -119,7 +111,7 @@ async fn itl_summary(
         )));
     }
     let format = p.format;
-    let encoded = cached(&state, &snapshot, &uri, format, || {
+    let encoded = cached(&state.cache, &snapshot, &uri, format, || {
         let mut frame = long_frame(
             t,
             &rows.iter().map(|&r| (r, 1)).collect::<Vec<_>>(),
@@ -164,12 +156,14 @@ async fn answer(
     rows: Vec<usize>,
     kind: Kind,
 ) -> Result<Response, AppError> {
-    use super::long::{Segment, Values, arrow_pieces, bytes_per_row, encode_long, write_long};
+    use super::encode::per_sample::{
+        Segment, Values, arrow_pieces, bytes_per_row, encode_long, write_long,
+    };
     let include_unsuccessful = match kind {
         Kind::OutputLengths => p.params.flag("include_unsuccessful")?,
         Kind::Itl => false,
     };
-    if let Some(hit) = lookup(&state, &p.snapshot, &uri, p.format) {
+    if let Some(hit) = lookup(&state.cache, &p.snapshot, &uri, p.format) {
         return Ok(hit);
     }
     let snapshot = p.snapshot.clone();
@@ -177,7 +171,11 @@ async fn answer(
     let mut derived = Vec::with_capacity(rows.len());
     let mut lengths: Vec<datafusion::arrow::buffer::ScalarBuffer<i64>> = Vec::new();
     for &row in &rows {
-        let raw = run_derived(&state, &snapshot, Domain::Llm, row).await?;
+        let raw = state
+            .service
+            .derived
+            .get(&snapshot, Domain::Llm, row)
+            .await?;
         let checked = match kind {
             Kind::OutputLengths => {
                 rawfile::output_lengths(&raw, include_unsuccessful).map(|v| lengths.push(v.into()))
@@ -233,7 +231,7 @@ async fn answer(
                 .map_err(|e| e.to_string())
         }));
     }
-    let encoded = cached(&state, &snapshot, &uri, format, || {
+    let encoded = cached(&state.cache, &snapshot, &uri, format, || {
         let started = std::time::Instant::now();
         let body = encode_long(t, &keys, &segments, value, format)?;
         tracing::debug!(
@@ -383,70 +381,4 @@ async fn raw_answer(
         return itl_summary(state, uri, p, rows).await;
     }
     answer(state, uri, p, rows, kind).await
-}
-
-/// The raw file of a run, streamed as stored: `results.json` (both domains) or `prometheus.json`
-/// (LLM).
-#[utoipa::path(
-    get,
-    path = "/v1/{domain}/runs/{run_id}/raw/{file}",
-    tag = "raw",
-    params(
-        ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
-        ("run_id" = String, Path, description = "Run id"),
-        ("file" = String, Path, description = "results.json, or prometheus.json (llm)"),
-    ),
-    responses(
-        (status = 200, description = "The file, streamed", content_type = "application/json"),
-        (status = 404, description = "Unknown domain, run or file name, or the dataset has no such file", body = super::error::Problem, content_type = "application/problem+json"),
-    )
-)]
-pub async fn raw_file(
-    State(state): State<AppState>,
-    ApiPath((domain, run, file)): ApiPath<(String, String, String)>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let p = prepare(
-        &state,
-        &domain,
-        Endpoint::RawOne(&[]),
-        query.as_deref(),
-        &headers,
-    )?;
-    let domain = p.domain;
-    let which = match (file.as_str(), domain) {
-        ("results.json", _) => RawFile::Results,
-        ("prometheus.json", Domain::Llm) => RawFile::Prometheus,
-        _ => {
-            let allowed: Vec<String> = match domain {
-                Domain::Llm => vec!["results.json".into(), "prometheus.json".into()],
-                Domain::Diffusion => vec!["results.json".into()],
-            };
-            return Err(AppError::InvalidParameter {
-                parameter: "file".into(),
-                detail: format!("no raw file '{file}' for {domain} runs"),
-                allowed: Some(allowed),
-            });
-        }
-    };
-    let table = p.snapshot.table(domain);
-    let row = table.row_of(&run).ok_or_else(|| AppError::UnknownRun {
-        domain: domain.as_str().into(),
-        run_id: run.clone(),
-    })?;
-    let (opened, len) = open_raw(&p.snapshot, domain, row, which).await?;
-    let mut resp = Response::new(axum::body::Body::from_stream(opened.into_stream()));
-    let h = resp.headers_mut();
-    h.insert(
-        axum::http::header::CONTENT_TYPE,
-        axum::http::HeaderValue::from_static("application/json"),
-    );
-    if let Some(len) = len {
-        h.insert(
-            axum::http::header::CONTENT_LENGTH,
-            axum::http::HeaderValue::from(len),
-        );
-    }
-    Ok(resp)
 }

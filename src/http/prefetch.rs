@@ -9,8 +9,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::AppError;
 use super::params::Endpoint;
-use super::respond::prepare;
-use super::state::{ApiPath, AppState};
+use super::state::{ApiPath, AppState, prepare};
 use crate::store::catalog::JobRow;
 
 /// Fetch the raw files of the filtered runs into the cache, in the background.

@@ -1,58 +1,29 @@
-//! Encoded answers and the response cache: a snapshot never changes, so an encoded answer is
-//! valid for as long as its snapshot is served.
+//! Answers as HTTP responses: encoded answers and the response cache (a snapshot never changes,
+//! so an encoded answer is valid for as long as its snapshot is served), and the bodies that are
+//! sent in pieces or streamed while they are encoded.
 
 use std::sync::Arc;
 
-use axum::http::{HeaderMap, HeaderValue, Uri, header};
+use axum::http::{HeaderValue, Uri, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
 use super::error::AppError;
-use super::negotiate::{Format, negotiate};
-use super::params::{Endpoint, Params};
-use super::state::{AppState, parse_domain};
-use crate::engine::Domain;
+use super::negotiate::Format;
 use crate::service::Snapshot;
 
-/// What every data endpoint starts from: the domain, its checked parameters, the representation
-/// and the snapshot to answer from.
-pub struct Prepared {
-    pub domain: Domain,
-    pub params: Params,
-    pub format: Format,
-    pub snapshot: Arc<Snapshot>,
-}
+/// Encoded answers by (snapshot, format, request URI), weighed by bytes.
+pub type AnswerCache = moka::sync::Cache<String, Arc<Encoded>>;
 
-impl Prepared {
-    /// The rows of the request's domain that its run filters select, in default order.
-    pub fn filtered_rows(&self) -> Result<Vec<usize>, AppError> {
-        let q = self.params.run_filters(self.domain)?;
-        Ok(self
-            .snapshot
-            .table(self.domain)
-            .filter_rows(&q.filters, q.stability)?)
-    }
-}
-
-pub fn prepare(
-    state: &AppState,
-    domain: &str,
-    endpoint: Endpoint,
-    query: Option<&str>,
-    headers: &HeaderMap,
-) -> Result<Prepared, AppError> {
-    let domain = parse_domain(domain)?;
-    let params = Params::parse(domain, endpoint, query)?;
-    let format = negotiate(
-        params.format()?,
-        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
-    )?;
-    Ok(Prepared {
-        domain,
-        params,
-        format,
-        snapshot: state.service.snapshot(),
-    })
+/// An answer cache of at most `bytes`.
+pub fn answer_cache(bytes: u64) -> AnswerCache {
+    moka::sync::Cache::builder()
+        .max_capacity(bytes)
+        .weigher(|k: &String, v: &Arc<Encoded>| {
+            u32::try_from(k.len() + v.body.len() + v.next.as_ref().map_or(0, String::len))
+                .unwrap_or(u32::MAX)
+        })
+        .build()
 }
 
 /// An encoded answer with the paging facts that go into headers.
@@ -73,31 +44,30 @@ fn cache_key(snapshot: &Snapshot, uri: &Uri, format: Format) -> String {
 /// The cached answer for a request, if any: endpoints whose inputs are costly to gather (raw
 /// files) check this before gathering them.
 pub fn lookup(
-    state: &AppState,
+    cache: &AnswerCache,
     snapshot: &Snapshot,
     uri: &Uri,
     format: Format,
 ) -> Option<Response> {
-    state
-        .cache
+    cache
         .get(&cache_key(snapshot, uri, format))
         .map(|e| respond(&e))
 }
 
 /// Answer from the cache, or compute, cache and answer. Errors are not cached.
 pub fn cached(
-    state: &AppState,
+    cache: &AnswerCache,
     snapshot: &Snapshot,
     uri: &Uri,
     format: Format,
     compute: impl FnOnce() -> Result<Encoded, AppError>,
 ) -> Result<Arc<Encoded>, AppError> {
     let key = cache_key(snapshot, uri, format);
-    if let Some(hit) = state.cache.get(&key) {
+    if let Some(hit) = cache.get(&key) {
         return Ok(hit);
     }
     let encoded = Arc::new(compute()?);
-    state.cache.insert(key, encoded.clone());
+    cache.insert(key, encoded.clone());
     Ok(encoded)
 }
 

@@ -18,22 +18,22 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
-use super::encode::json_str;
-use super::negotiate::Format;
+use super::frames::json_str;
 use crate::engine::EngineError;
 use crate::engine::RunTable;
 use crate::engine::frame::Value;
+use crate::http::negotiate::Format;
 
 /// The values of one run, or of one chunk of them (Arrow buffers: batches slice them without
 /// copying).
 #[derive(Clone)]
-pub(super) enum Values {
+pub(crate) enum Values {
     Float(ScalarBuffer<f64>),
     Int(ScalarBuffer<i64>),
 }
 
 impl Values {
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             Values::Float(v) => v.len(),
             Values::Int(v) => v.len(),
@@ -51,7 +51,7 @@ impl Values {
 
 /// One run's rows, or a chunk of them (a run's chunks are consecutive segments): its table row
 /// and its values.
-pub(super) struct Segment {
+pub(crate) struct Segment {
     pub row: usize,
     pub values: Values,
 }
@@ -354,7 +354,7 @@ fn for_each_batch(
 }
 
 /// Encode the long answer: key columns `keys` (table field indexes), then the value column.
-pub(super) fn encode_long(
+pub(crate) fn encode_long(
     t: &RunTable,
     keys: &[usize],
     segs: &[Segment],
@@ -370,7 +370,7 @@ pub(super) fn encode_long(
 /// The long answer as an Arrow IPC stream, in pieces: the stream's framing and metadata, and
 /// the batches' buffers themselves (the derived values and the shared key indexes), not copied.
 /// The pieces, in order, are the bytes `StreamWriter` would write.
-pub(super) fn arrow_pieces(
+pub(crate) fn arrow_pieces(
     t: &RunTable,
     keys: &[usize],
     segs: &[Segment],
@@ -427,7 +427,7 @@ impl Pieces {
 }
 
 /// About how many bytes a row of a long answer takes in `format`.
-pub(super) fn bytes_per_row(keys: &[usize], format: Format) -> usize {
+pub(crate) fn bytes_per_row(keys: &[usize], format: Format) -> usize {
     match format {
         // A dictionary index per key column and the 8-byte value.
         Format::Arrow => keys.len() * 2 + 8,
@@ -438,7 +438,7 @@ pub(super) fn bytes_per_row(keys: &[usize], format: Format) -> usize {
 
 /// `encode_long` written to `out` as it is produced (so an answer of millions of rows can be
 /// streamed rather than held).
-pub(super) fn write_long<W: std::io::Write + Send>(
+pub(crate) fn write_long<W: std::io::Write + Send>(
     t: &RunTable,
     keys: &[usize],
     segs: &[Segment],

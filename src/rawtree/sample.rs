@@ -172,7 +172,7 @@ pub fn build_sample(real: &Path, out: &Path) -> Result<(), EngineError> {
     Ok(())
 }
 
-/// Runs that get a generated `results.json` (raw-format.md §8, `build::generate`), so the raw endpoints
+/// Runs that get a generated `results.json` (raw-format.md §8, `rawtree::generate`), so the raw endpoints
 /// answer on the embedded dataset: an LLM run on 2 GPUs, a diffusion image run and a video run.
 /// Each is (field, value) pairs that pick one row.
 const GENERATED_RAW: &[(Domain, &[(&str, &str)])] = &[
@@ -230,8 +230,8 @@ fn add_generated_raw(table: &mut RunTable, out: &Path) -> Result<(), EngineError
             .ok_or_else(|| bad(format!("no {domain} run matches {picks:?}")))?;
         let seed = n as u64 + 1;
         let rel = match domain {
-            Domain::Llm => crate::build::generate::llm_run(out, table, row, seed),
-            Domain::Diffusion => crate::build::generate::diffusion_run(out, table, row, seed),
+            Domain::Llm => crate::rawtree::generate::llm_run(out, table, row, seed),
+            Domain::Diffusion => crate::rawtree::generate::diffusion_run(out, table, row, seed),
         }
         .map_err(bad)?;
         let col = table.field_index("results_path").expect("results_path");

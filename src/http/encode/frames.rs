@@ -8,10 +8,10 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
-use super::negotiate::Format;
 use crate::engine::EngineError;
 use crate::engine::arrow_conv::frame_to_batch;
 use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
+use crate::http::negotiate::Format;
 
 /// Append a JSON string literal.
 pub fn json_str(out: &mut Vec<u8>, s: &str) {
