@@ -4,11 +4,11 @@
 //! rules for raw benchmark results; `store` the remote sources and the raw cache; `config` holds
 //! the command line.
 
-pub mod rawtree;
 pub mod config;
 pub mod engine;
 pub mod http;
 pub mod pycompat;
 pub mod rawfile;
+pub mod rawtree;
 pub mod service;
 pub mod store;

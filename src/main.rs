@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
+use mlenergy_server::config::{BuildArgs, Cli, Command, HealthcheckArgs, LogFormat, ServeArgs};
+use mlenergy_server::http::{self, AppState, Limits};
 use mlenergy_server::rawtree::compile::write_compiled;
 use mlenergy_server::rawtree::sample;
 use mlenergy_server::rawtree::{BuildCache, BuildOptions, build};
-use mlenergy_server::config::{BuildArgs, Cli, Command, HealthcheckArgs, LogFormat, ServeArgs};
-use mlenergy_server::http::{self, AppState, Limits};
 use mlenergy_server::service::Service;
 use mlenergy_server::service::open::open_dataset;
 use tracing_subscriber::EnvFilter;

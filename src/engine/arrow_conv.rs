@@ -11,7 +11,7 @@ use datafusion::arrow::array::{
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
 
-use super::EngineError;
+use super::error::EngineError;
 use super::fields::{FieldSpec, FieldType};
 use super::frame::{ColumnData, Frame, FrameColumn};
 

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::Domain;
+use super::domain::Domain;
 
 /// Logical type of a field, as published (`string`, `int64`, `double`, `bool`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]

@@ -6,9 +6,10 @@
 use std::collections::HashMap;
 use std::str::FromStr;
 
+use super::error::EngineError;
 use super::frame::{ColumnData, Frame, FrameColumn, Value};
 use super::query::{Filter, Stability};
-use super::{EngineError, RunTable};
+use super::table::RunTable;
 use crate::pycompat::numpy::{np_mean, np_median, np_sum};
 
 /// An aggregate function.

@@ -9,9 +9,12 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 
 use super::arrow_conv::{column_from_array, frame_to_batch};
+use super::dataset::Dataset;
+use super::domain::Domain;
+use super::error::EngineError;
 use super::fields::published_fields;
 use super::frame::ColumnData;
-use super::{Dataset, Domain, EngineError, RunTable};
+use super::table::RunTable;
 
 /// The parquet file of a domain inside a compiled data directory.
 pub fn parquet_path(root: &Path, domain: Domain) -> std::path::PathBuf {

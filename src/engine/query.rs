@@ -4,9 +4,10 @@
 
 use std::cmp::Ordering;
 
+use super::domain::Domain;
+use super::error::EngineError;
 use super::frame::{Frame, Value};
 use super::table::{RunTable, cmp_values};
-use super::{Domain, EngineError};
 
 /// Which LLM runs to keep by `is_stable`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -5,10 +5,11 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::domain::Domain;
+use super::error::EngineError;
 use super::fields::{self, FieldSpec, FieldType, RUN_ID};
 use super::frame::{ColumnData, Frame, FrameColumn, Value};
 use super::runid::{self, DiffusionKey, LlmKey};
-use super::{Domain, EngineError};
 
 /// One domain's runs. Column 0 is `run_id`; columns 1.. are the published fields in order.
 #[derive(Debug)]

@@ -6,8 +6,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::Built;
-use crate::rawtree::sample::write_parquet;
 use crate::engine::{EngineError, RunTable, frame::Frame};
+use crate::rawtree::sample::write_parquet;
 
 /// What `write_compiled` did.
 #[derive(Debug, Default)]

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::ServiceError;
+use super::error::ServiceError;
 use super::raw_files::{Opened, open_raw};
 use super::snapshot::{RawFile, Snapshot};
 use crate::engine::Domain;

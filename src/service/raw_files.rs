@@ -1,7 +1,7 @@
 //! Opening a run's raw file where it is: a file of a local dataset (checked again against its
 //! root once open), or the raw cache's copy of a remote source's file, fetched on first use.
 
-use super::ServiceError;
+use super::error::ServiceError;
 use super::snapshot::{RawFile, Snapshot};
 use crate::engine::Domain;
 use crate::store::RawLocation;

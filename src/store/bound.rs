@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
-use super::FetchError;
 use super::catalog::{Catalog, Entry};
+use super::fetch::FetchError;
 
 /// The cache store, its index and its bound. Shared by the raw cache and the derived store of a
 /// snapshot.

@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 
 use super::bound::Bound;
 use super::catalog::Entry;
-use super::{FetchError, Upstream};
+use super::fetch::{Download, FetchError, Upstream};
 
 /// Counters of cache use since start.
 #[derive(Debug, Default)]
@@ -113,7 +113,7 @@ impl CacheLocation {
                 Ok((Arc::new(fs), d.display().to_string(), true))
             }
             CacheLocation::Url(u) => {
-                let s = super::StoreUpstream::open(u)?;
+                let s = super::object_source::StoreUpstream::open(u)?;
                 let store: Arc<dyn ObjectStore> = if s.prefix.as_ref().is_empty() {
                     s.store
                 } else {
@@ -326,7 +326,7 @@ impl Inner {
 pub(crate) async fn write_verified(
     store: &dyn ObjectStore,
     location: &StorePath,
-    mut dl: super::Download,
+    mut dl: Download,
     path: &str,
     timeout: Duration,
 ) -> Result<(u64, String), FetchError> {

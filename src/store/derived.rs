@@ -12,9 +12,9 @@ use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use sha2::Digest;
 
-use super::RawLocation;
 use super::bound::Bound;
 use super::catalog::Entry;
+use super::location::RawLocation;
 
 /// Where derived files are kept. Cheap to clone.
 #[derive(Clone)]

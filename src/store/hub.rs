@@ -19,7 +19,7 @@ use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, CONTENT_LENGTH, HeaderMap, LOCATION};
 
 use super::confine::relative_key;
-use super::{Download, FetchError, FetchOptions, Upstream, with_retries};
+use super::fetch::{Download, FetchError, FetchOptions, Upstream, with_retries};
 
 /// Redirects followed for one request (the hub answers one or two: a renamed repository, then
 /// the storage host).

@@ -1,0 +1,41 @@
+//! `Service`, the handle the HTTP layer holds: the served snapshot, derived data, prefetch jobs
+//! and the catalog.
+
+use std::sync::Arc;
+
+use super::derived::DerivedData;
+use super::prefetch::Prefetch;
+use super::snapshot::{Snapshot, Snapshots};
+use crate::store::catalog::Catalog;
+
+/// Everything requests are answered from. Cheap to share (`Arc`).
+pub struct Service {
+    snapshots: Snapshots,
+    /// Derived raw data of runs (ITLs, output lengths, timelines).
+    pub derived: DerivedData,
+    /// Prefetch jobs.
+    pub prefetch: Prefetch,
+    /// The catalog database (raw cache index, prefetch jobs).
+    pub catalog: Catalog,
+}
+
+impl Service {
+    pub fn new(snapshot: Snapshot, catalog: Catalog) -> Self {
+        Service {
+            snapshots: Snapshots::new(snapshot),
+            derived: DerivedData::new(DerivedData::MEMORY_BYTES),
+            prefetch: Prefetch::new(catalog.clone()),
+            catalog,
+        }
+    }
+
+    /// The snapshot to answer one request from.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshots.current()
+    }
+
+    /// Replace the served snapshot; requests in flight finish on the one they started with.
+    pub fn swap(&self, snapshot: Snapshot) {
+        self.snapshots.swap(snapshot)
+    }
+}
