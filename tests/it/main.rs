@@ -11,6 +11,7 @@ mod confine;
 mod errors;
 mod formats;
 mod hub;
+mod layers;
 mod load;
 mod openapi;
 mod sample;
