@@ -113,7 +113,7 @@ pub struct ServeArgs {
     #[arg(long, env = "MLENERGY_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
     /// Largest page a run list may ask for (`limit`).
-    #[arg(long, env = "MLENERGY_MAX_ROWS", default_value_t = 100_000)]
+    #[arg(long, env = "MLENERGY_MAX_ROWS", default_value_t = crate::http::params::DEFAULT_MAX_ROWS)]
     pub max_rows: usize,
     /// Memory for cached encoded responses, in bytes.
     #[arg(long, env = "MLENERGY_RESPONSE_CACHE_BYTES", default_value_t = 64 * 1024 * 1024)]

@@ -11,7 +11,7 @@ use super::answer::{Encoded, cached, lookup, pieces, respond, streamed};
 use super::encode;
 use super::error::AppError;
 use super::negotiate::Format;
-use super::params::Endpoint;
+use super::params;
 use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Domain, RunTable};
@@ -251,9 +251,6 @@ async fn answer(
     Ok(respond(&encoded))
 }
 
-const OUTPUT_LENGTH_FLAGS: &[&str] = &["include_unsuccessful"];
-const ITL_FLAGS: &[&str] = &["summary"];
-
 /// Output lengths of one LLM run's requests (successful ones unless include_unsuccessful).
 #[utoipa::path(
     get,
@@ -261,13 +258,16 @@ const ITL_FLAGS: &[&str] = &["summary"];
     tag = "raw",
     params(
         ("run_id" = String, Path, description = "Run id"),
-        ("include_unsuccessful" = Option<bool>, Query, description = "Also failed requests that carry an output_len (0 in v3)"),
-        ("format" = Option<String>, Query, description = "json (default), csv, ndjson, arrow or parquet"),
     ),
     responses(
-        (status = 200, description = "One row per request: run_id, task, model_id, num_gpus, max_num_seqs, output_len"),
-        (status = 404, description = "Unknown run, or no raw results for it", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "The raw results lack what is needed (named in detail)", body = super::error::Problem, content_type = "application/problem+json"),
+        (status = 200, description = "One row per request: run_id, task, model_id, num_gpus, max_num_seqs, output_len",
+            content(
+                (Vec<super::openapi::OutputLengthRow> = "application/json"),
+                (String = "text/csv"),
+                (String = "application/x-ndjson"),
+                (Vec<u8> = "application/vnd.apache.arrow.stream"),
+                (Vec<u8> = "application/vnd.apache.parquet"),
+            )),
     )
 )]
 pub async fn run_output_lengths(
@@ -287,14 +287,16 @@ pub async fn run_output_lengths(
     path = "/v1/llm/output-lengths",
     tag = "raw",
     params(
-        super::openapi::RunFilterParams,
-        ("include_unsuccessful" = Option<bool>, Query, description = "Also failed requests that carry an output_len"),
     ),
     responses(
-        (status = 200, description = "One row per request: run_id, task, model_id, num_gpus, max_num_seqs, output_len"),
-        (status = 400, description = "Bad parameter", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "A matched run has no raw results", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "A matched run's raw results lack what is needed", body = super::error::Problem, content_type = "application/problem+json"),
+        (status = 200, description = "One row per request: run_id, task, model_id, num_gpus, max_num_seqs, output_len",
+            content(
+                (Vec<super::openapi::OutputLengthRow> = "application/json"),
+                (String = "text/csv"),
+                (String = "application/x-ndjson"),
+                (Vec<u8> = "application/vnd.apache.arrow.stream"),
+                (Vec<u8> = "application/vnd.apache.parquet"),
+            )),
     )
 )]
 pub async fn output_lengths(
@@ -313,13 +315,16 @@ pub async fn output_lengths(
     tag = "raw",
     params(
         ("run_id" = String, Path, description = "Run id"),
-        ("summary" = Option<bool>, Query, description = "One row of count, mean_s, p50_s, p90_s, p95_s, p99_s, max_s and a 50-bin histogram instead of the samples"),
-        ("format" = Option<String>, Query, description = "json (default), csv, ndjson, arrow or parquet"),
     ),
     responses(
-        (status = 200, description = "One row per sample: run_id, task, model_id, num_gpus, max_num_seqs, itl_s (or the summary row)"),
-        (status = 404, description = "Unknown run, or no raw results for it", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "No valid ITL samples, or unusable raw results", body = super::error::Problem, content_type = "application/problem+json"),
+        (status = 200, description = "One row per sample: run_id, task, model_id, num_gpus, max_num_seqs, itl_s (or the summary row)",
+            content(
+                (Vec<super::openapi::ItlAnswerRow> = "application/json"),
+                (String = "text/csv"),
+                (String = "application/x-ndjson"),
+                (Vec<u8> = "application/vnd.apache.arrow.stream"),
+                (Vec<u8> = "application/vnd.apache.parquet"),
+            )),
     )
 )]
 pub async fn run_itl(
@@ -338,14 +343,16 @@ pub async fn run_itl(
     path = "/v1/llm/itl",
     tag = "raw",
     params(
-        super::openapi::RunFilterParams,
-        ("summary" = Option<bool>, Query, description = "One summary row per run instead of the samples"),
     ),
     responses(
-        (status = 200, description = "One row per sample: run_id, task, model_id, num_gpus, max_num_seqs, itl_s (or one summary row per run)"),
-        (status = 400, description = "Bad parameter", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "A matched run has no raw results", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "A matched run has no valid ITL samples", body = super::error::Problem, content_type = "application/problem+json"),
+        (status = 200, description = "One row per sample: run_id, task, model_id, num_gpus, max_num_seqs, itl_s (or one summary row per run)",
+            content(
+                (Vec<super::openapi::ItlAnswerRow> = "application/json"),
+                (String = "text/csv"),
+                (String = "application/x-ndjson"),
+                (Vec<u8> = "application/vnd.apache.arrow.stream"),
+                (Vec<u8> = "application/vnd.apache.parquet"),
+            )),
     )
 )]
 pub async fn itl(
@@ -367,13 +374,11 @@ async fn raw_answer(
     run: Option<&str>,
     kind: Kind,
 ) -> Result<Response, AppError> {
-    let flags = match kind {
-        Kind::OutputLengths => OUTPUT_LENGTH_FLAGS,
-        Kind::Itl => ITL_FLAGS,
-    };
-    let endpoint = match run {
-        Some(_) => Endpoint::RawOne(flags),
-        None => Endpoint::RawMany(flags),
+    let endpoint = match (kind, run) {
+        (Kind::OutputLengths, Some(_)) => params::OUTPUT_LENGTHS_ONE,
+        (Kind::OutputLengths, None) => params::OUTPUT_LENGTHS_MANY,
+        (Kind::Itl, Some(_)) => params::ITL_ONE,
+        (Kind::Itl, None) => params::ITL_MANY,
     };
     let p = prepare(&state, "llm", endpoint, query.as_deref(), headers)?;
     let rows = target_rows(&p, run)?;

@@ -63,8 +63,6 @@ fn group_json(out: &mut Vec<u8>, domain: &str, g: &GroupResult) {
     tag = "runs",
     params(
         ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
-        super::openapi::RunFilterParams,
-        super::openapi::GroupParams,
     ),
     responses(
         (status = 200, description = "One row per group. CSV flattens argmin/argmax runs into `argmin_<field>.<run field>` columns.",
@@ -75,9 +73,6 @@ fn group_json(out: &mut Vec<u8>, domain: &str, g: &GroupResult) {
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-        (status = 400, description = "Unknown parameter, field or aggregate", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown domain", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 406, description = "Unsupported format", body = super::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn groups(

@@ -39,7 +39,6 @@ pub struct FieldList {
     params(("domain" = Domain, Path, description = "llm or diffusion")),
     responses(
         (status = 200, description = "Fields in output order", body = FieldList),
-        (status = 404, description = "Unknown domain", body = super::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn fields(

@@ -37,7 +37,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The OpenAPI document and the API routes, from the same annotations.
 fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+    let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(runs::list_runs))
         .routes(routes!(runs::get_run))
         .routes(routes!(groups::groups))
@@ -55,7 +55,10 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(info::datasets))
         .routes(routes!(info::healthz))
         .routes(routes!(info::readyz))
-        .split_for_parts()
+        .split_for_parts();
+    let mut doc = doc;
+    openapi::complete(&mut doc);
+    (router, doc)
 }
 
 /// The OpenAPI document as served at `/openapi.json` and committed in `openapi/openapi.json`.

@@ -1,83 +1,20 @@
-//! OpenAPI document pieces that are not handler annotations: parameter groups, envelope types
-//! and the run schemas, which are generated from the field catalog so they cannot drift from it.
+//! OpenAPI document pieces that are not handler annotations: the run schemas and envelope types,
+//! generated from the field catalog; every operation's query parameters, generated from the
+//! parameter catalog the handlers parse with (`params::parameter_specs`); and the problem
+//! responses, one shared definition each. So the document cannot drift from the code.
 
 use std::borrow::Cow;
 
 use serde::Serialize;
 use utoipa::openapi::RefOr;
+use utoipa::openapi::Required;
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, ParameterStyle};
 use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
-use utoipa::{IntoParams, OpenApi, PartialSchema, ToSchema};
+use utoipa::{OpenApi, PartialSchema, ToSchema};
 
+use super::params::{self, Endpoint, ParamSpec, ValueKind};
 use crate::engine::Domain;
 use crate::engine::fields::{FieldSpec, FieldType, RUN_ID, published_fields};
-
-/// Run filters (LLM and diffusion; the LLM-only and diffusion-only ones say so).
-#[allow(dead_code)]
-#[derive(IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct RunFilterParams {
-    /// Task(s); repeat or comma-separate for OR.
-    task: Option<Vec<String>>,
-    /// Model id(s), e.g. `Qwen/Qwen3-8B`. Alias: `model`.
-    model_id: Option<Vec<String>>,
-    /// GPU model(s): H100, B200. Alias: `gpu`.
-    gpu_model: Option<Vec<String>>,
-    /// Model nickname(s).
-    nickname: Option<Vec<String>>,
-    /// Weight precision(s): bfloat16, fp8, mxfp4 (field `weight_precision`).
-    precision: Option<Vec<String>>,
-    /// LLM only: architecture(s): "Dense Transformer", MoE, "Mamba-Transformer Hybrid".
-    architecture: Option<Vec<String>>,
-    /// Exact GPU count(s); not with num_gpus_min/num_gpus_max.
-    num_gpus: Option<Vec<f64>>,
-    /// Inclusive lower bound on num_gpus.
-    num_gpus_min: Option<f64>,
-    /// Inclusive upper bound on num_gpus.
-    num_gpus_max: Option<f64>,
-    /// LLM only: exact max_num_seqs value(s). Alias: `batch`.
-    max_num_seqs: Option<Vec<f64>>,
-    /// LLM only: inclusive lower bound on max_num_seqs. Alias: `batch_min`.
-    max_num_seqs_min: Option<f64>,
-    /// LLM only: inclusive upper bound on max_num_seqs. Alias: `batch_max`.
-    max_num_seqs_max: Option<f64>,
-    /// Diffusion only: exact batch size(s). Alias: `batch`.
-    batch_size: Option<Vec<f64>>,
-    /// Diffusion only: inclusive lower bound on batch_size. Alias: `batch_min`.
-    batch_size_min: Option<f64>,
-    /// Diffusion only: inclusive upper bound on batch_size. Alias: `batch_max`.
-    batch_size_max: Option<f64>,
-    /// LLM only: stable (default), unstable or all.
-    stability: Option<String>,
-    /// json (default), csv, ndjson, arrow or parquet; overrides Accept.
-    format: Option<String>,
-}
-
-/// Sorting, paging and projection.
-#[allow(dead_code)]
-#[derive(IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ListParams {
-    /// Comma-separated sort keys; `-field` for descending. Nulls sort last.
-    sort: Option<String>,
-    /// Page size (default: every matching run, up to the server's row cap).
-    limit: Option<usize>,
-    /// Rows to skip.
-    offset: Option<usize>,
-    /// Comma-separated fields to return; run_id is always included.
-    fields: Option<String>,
-}
-
-/// Grouping.
-#[allow(dead_code)]
-#[derive(IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct GroupParams {
-    /// Comma-separated fields to group by; none: a single group.
-    by: Option<String>,
-    /// Comma-separated aggregates: `func(field)` or `func` for every numeric field, with func one
-    /// of count, min, max, mean, median, sum, argmin, argmax.
-    agg: Option<String>,
-}
 
 fn field_schema(f: &FieldSpec) -> Schema {
     let ty = match f.ty {
@@ -106,8 +43,10 @@ fn run_schema(domain: Domain) -> Schema {
         "A {domain} run. With `fields`, only run_id and the named fields are present."
     )));
     for f in std::iter::once(&RUN_ID).chain(published_fields(domain)) {
-        b = b.property(f.name, field_schema(f)).required(f.name);
+        b = b.property(f.name, field_schema(f));
     }
+    // Every field is present unless `fields` projects the run.
+    b = b.required(RUN_ID.name);
     b.into()
 }
 
@@ -140,7 +79,8 @@ impl ToSchema for DiffusionRun {
 }
 impl PartialSchema for Run {
     fn schema() -> RefOr<Schema> {
-        OneOfBuilder::new()
+        // anyOf: a projected run (`fields=...`) can fit both.
+        utoipa::openapi::schema::AnyOfBuilder::new()
             .item(RefOr::Ref(utoipa::openapi::Ref::from_schema_name("LlmRun")))
             .item(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
                 "DiffusionRun",
@@ -236,3 +176,589 @@ impl Serialize for Group {
     )
 )]
 pub struct ApiDoc;
+
+/// One operation of the API: its path template and method, the query parameters its handler
+/// parses (`None`: it reads no query string), and the problems it can answer with.
+struct Operation {
+    path: &'static str,
+    post: bool,
+    endpoint: Option<Endpoint>,
+    problems: &'static [u16],
+}
+
+/// A raw file is read: the source can refuse it, fail, or be too slow.
+const RAW_PROBLEMS: &[u16] = &[400, 403, 404, 406, 422, 502, 504];
+
+/// Every operation with a query string or a problem to document. The handlers parse with the
+/// same `Endpoint` values, so the parameters listed are the ones they accept.
+const OPERATIONS: &[Operation] = &[
+    Operation {
+        path: "/v1/{domain}/runs",
+        post: false,
+        endpoint: Some(Endpoint::List),
+        problems: &[400, 404, 406],
+    },
+    Operation {
+        path: "/v1/{domain}/runs/{run_id}",
+        post: false,
+        endpoint: Some(Endpoint::One),
+        problems: &[400, 404, 406],
+    },
+    Operation {
+        path: "/v1/{domain}/groups",
+        post: false,
+        endpoint: Some(Endpoint::Group),
+        problems: &[400, 404, 406],
+    },
+    Operation {
+        path: "/v1/{domain}/fields",
+        post: false,
+        endpoint: None,
+        problems: &[404],
+    },
+    Operation {
+        path: "/v1/llm/runs/{run_id}/output-lengths",
+        post: false,
+        endpoint: Some(params::OUTPUT_LENGTHS_ONE),
+        problems: RAW_PROBLEMS,
+    },
+    Operation {
+        path: "/v1/llm/output-lengths",
+        post: false,
+        endpoint: Some(params::OUTPUT_LENGTHS_MANY),
+        problems: RAW_PROBLEMS,
+    },
+    Operation {
+        path: "/v1/llm/runs/{run_id}/itl",
+        post: false,
+        endpoint: Some(params::ITL_ONE),
+        problems: RAW_PROBLEMS,
+    },
+    Operation {
+        path: "/v1/llm/itl",
+        post: false,
+        endpoint: Some(params::ITL_MANY),
+        problems: RAW_PROBLEMS,
+    },
+    Operation {
+        path: "/v1/{domain}/runs/{run_id}/raw/{file}",
+        post: false,
+        endpoint: Some(params::RAW_FILE),
+        problems: &[400, 403, 404, 406, 502, 504],
+    },
+    Operation {
+        path: "/v1/{domain}/runs/{run_id}/timeline",
+        post: false,
+        endpoint: Some(params::TIMELINE_ONE),
+        problems: RAW_PROBLEMS,
+    },
+    Operation {
+        path: "/v1/{domain}/timelines",
+        post: false,
+        endpoint: Some(params::TIMELINE_MANY),
+        problems: RAW_PROBLEMS,
+    },
+    Operation {
+        path: "/v1/{domain}/prefetch",
+        post: true,
+        endpoint: Some(params::PREFETCH),
+        problems: &[400, 404, 406],
+    },
+    Operation {
+        path: "/v1/jobs/{job_id}",
+        post: false,
+        endpoint: None,
+        problems: &[404],
+    },
+];
+
+/// The shared problem responses: (status, component name, what it means).
+const PROBLEMS: &[(u16, &str, &str)] = &[
+    (
+        400,
+        "BadRequest",
+        "A parameter the endpoint does not take, a malformed value, exact values mixed with a range, or an unknown field or aggregate (`unknown_parameter`, `invalid_parameter`, `unknown_field`); `parameter` and `allowed` say which and what would do.",
+    ),
+    (
+        403,
+        "SourceDenied",
+        "The hub refused the raw file (`source_denied`): a gated dataset without access; `detail` says where to request it.",
+    ),
+    (
+        404,
+        "NotFound",
+        "No such domain, run, job or raw file (`unknown_domain`, `unknown_run`, `unknown_job`, `raw_unavailable`).",
+    ),
+    (
+        406,
+        "NotAcceptable",
+        "`format` or `Accept` names nothing the service produces (`not_acceptable`).",
+    ),
+    (
+        422,
+        "RawInvalid",
+        "The raw file is not valid JSON or lacks what the answer needs (`raw_invalid`).",
+    ),
+    (
+        502,
+        "UpstreamFailed",
+        "The source failed after bounded retries, or the download was corrupt (`upstream_failed`, `download_corrupt`); nothing was cached.",
+    ),
+    (
+        504,
+        "UpstreamTimeout",
+        "The source did not answer in time (`upstream_timeout`).",
+    ),
+];
+
+fn problem_response(description: &str) -> utoipa::openapi::Response {
+    utoipa::openapi::ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/problem+json",
+            utoipa::openapi::ContentBuilder::new()
+                .schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+                    "Problem",
+                ))))
+                .build(),
+        )
+        .build()
+}
+
+fn string_schema() -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(Type::String)
+}
+
+/// `^(?:a|b|c)$` over names made of `[A-Za-z0-9_.]` (dots escaped).
+fn alternatives(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| n.replace('.', "\\."))
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// A JSON number as the parser reads it (finite, within f64's range).
+const NUMBER: &str = "[+-]?[0-9]{1,15}(?:\\.[0-9]{1,15})?(?:[eE][+-]?[0-9]{1,2})?";
+
+/// The schema of one parameter's value, with how an array is written (`explode`).
+fn value_schema(kind: &ValueKind) -> (Schema, Option<bool>) {
+    use utoipa::openapi::schema::ArrayBuilder;
+    let array = |items: ObjectBuilder, explode: bool| -> (Schema, Option<bool>) {
+        (ArrayBuilder::new().items(items).into(), Some(explode))
+    };
+    match kind {
+        ValueKind::Strings => array(string_schema(), true),
+        ValueKind::Numbers => (
+            string_schema()
+                .pattern(Some(format!("^{NUMBER}(?:,{NUMBER})*$")))
+                .into(),
+            None,
+        ),
+        ValueKind::Number => (ObjectBuilder::new().schema_type(Type::Number).into(), None),
+        ValueKind::Choice(words) => (
+            string_schema().enum_values(Some(words.clone())).into(),
+            None,
+        ),
+        ValueKind::Flag => (ObjectBuilder::new().schema_type(Type::Boolean).into(), None),
+        ValueKind::Count(max) => (
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(0))
+                .maximum(Some(*max as f64))
+                .into(),
+            None,
+        ),
+        ValueKind::FieldList(names) => {
+            array(string_schema().enum_values(Some(names.clone())), false)
+        }
+        ValueKind::SortKeys(names) => array(
+            string_schema().pattern(Some(format!("^-?(?:{})$", alternatives(names)))),
+            false,
+        ),
+        ValueKind::Aggregates { fields, numeric } => {
+            let funcs: Vec<String> = crate::engine::AggFunc::NAMES
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            let pattern = format!(
+                "^(?:(?:{f})|count\\((?:{all})\\)|(?:{f})\\((?:{num})\\))$",
+                f = alternatives(&funcs),
+                all = alternatives(fields),
+                num = alternatives(numeric),
+            );
+            array(string_schema().pattern(Some(pattern)), false)
+        }
+        ValueKind::Duration => (
+            string_schema()
+                .pattern(Some("^[1-9][0-9]{0,5}(?:ms|s|m|h)$"))
+                .into(),
+            None,
+        ),
+    }
+}
+
+fn query_parameter(
+    name: &str,
+    description: &str,
+    schema: Schema,
+    explode: Option<bool>,
+) -> Parameter {
+    let mut p = ParameterBuilder::new()
+        .name(name)
+        .parameter_in(ParameterIn::Query)
+        .required(Required::False)
+        .description(Some(description))
+        .schema(Some(schema))
+        .build();
+    if let Some(explode) = explode {
+        p.style = Some(ParameterStyle::Form);
+        p.explode = Some(explode);
+    }
+    p
+}
+
+/// The query parameters of `specs`: one parameter each, except that the parameters of one
+/// numeric filter (exact values, `_min`, `_max`, and the alias's) form one object written as
+/// separate query parameters (`style: form`, `explode: true`), whose schema says which of them
+/// cannot be combined.
+fn query_parameters(specs: &[ParamSpec]) -> Vec<Parameter> {
+    let mut out = Vec::new();
+    let mut groups: Vec<(&str, Vec<&ParamSpec>)> = Vec::new();
+    for s in specs {
+        match s.numeric_filter {
+            None => {
+                let (schema, explode) = value_schema(&s.value);
+                out.push(query_parameter(&s.name, &s.description, schema, explode));
+            }
+            Some(field) => match groups.iter_mut().find(|g| g.0 == field) {
+                Some(g) => g.1.push(s),
+                None => groups.push((field, vec![s])),
+            },
+        }
+    }
+    for (field, members) in groups {
+        let mut obj = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .additional_properties(Some(
+                utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+            ));
+        for m in &members {
+            let (schema, _) = value_schema(&m.value);
+            obj = obj.property(&m.name, with_description(schema, &m.description));
+        }
+        let exact: Vec<&str> = members
+            .iter()
+            .filter(|m| m.value == ValueKind::Numbers)
+            .map(|m| m.name.as_str())
+            .collect();
+        let bounds: Vec<&str> = members
+            .iter()
+            .filter(|m| m.value == ValueKind::Number)
+            .map(|m| m.name.as_str())
+            .collect();
+        let mut dependent = serde_json::Map::new();
+        for e in &exact {
+            let any: Vec<serde_json::Value> = bounds
+                .iter()
+                .map(|b| serde_json::json!({"required": [b]}))
+                .collect();
+            dependent.insert(e.to_string(), serde_json::json!({"not": {"anyOf": any}}));
+        }
+        // A bound given under its name and under the alias's is two values of one bound.
+        for b in &bounds {
+            let suffix = if b.ends_with("_min") { "_min" } else { "_max" };
+            let twins: Vec<&&str> = bounds
+                .iter()
+                .filter(|o| *o != b && o.ends_with(suffix))
+                .collect();
+            if !twins.is_empty() {
+                let any: Vec<serde_json::Value> = twins
+                    .iter()
+                    .map(|t| serde_json::json!({"required": [t]}))
+                    .collect();
+                let entry = dependent
+                    .entry(b.to_string())
+                    .or_insert_with(|| serde_json::json!({"not": {"anyOf": []}}));
+                if let Some(list) = entry["not"]["anyOf"].as_array_mut() {
+                    list.extend(any);
+                }
+            }
+        }
+        // A JSON Schema keyword, not an `x-` extension: written as it is.
+        let extensions: utoipa::openapi::extensions::Extensions =
+            [("dependentSchemas", serde_json::Value::Object(dependent))]
+                .into_iter()
+                .collect();
+        obj = obj.extensions(Some(extensions));
+        let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+        let description = format!(
+            "The {field} filter, written as the separate query parameters {}: exact values, or an inclusive range, not both.",
+            names.join(", ")
+        );
+        out.push(query_parameter(
+            &format!("{field}_filter"),
+            &description,
+            obj.into(),
+            Some(true),
+        ));
+    }
+    out
+}
+
+fn with_description(schema: Schema, description: &str) -> Schema {
+    match schema {
+        Schema::Object(mut o) => {
+            o.description = Some(description.to_string());
+            Schema::Object(o)
+        }
+        Schema::Array(mut a) => {
+            a.description = Some(description.to_string());
+            Schema::Array(a)
+        }
+        other => other,
+    }
+}
+
+/// The parameters both domains accept, for an operation templated on `{domain}`, with the
+/// values both accept (field names common to both tables).
+fn common_specs(endpoint: Endpoint) -> Vec<ParamSpec> {
+    let diffusion = params::parameter_specs(Domain::Diffusion, endpoint);
+    let both = |a: &[String], b: &[String]| -> Vec<String> {
+        a.iter().filter(|x| b.contains(x)).cloned().collect()
+    };
+    params::parameter_specs(Domain::Llm, endpoint)
+        .into_iter()
+        .filter_map(|mut s| {
+            // Same name and same meaning: `batch` filters max_num_seqs for LLM runs but
+            // batch_size for diffusion runs, so it is only in the concrete operations.
+            let d = diffusion
+                .iter()
+                .find(|d| d.name == s.name && d.numeric_filter == s.numeric_filter)?;
+            s.value = match (s.value, &d.value) {
+                (ValueKind::FieldList(a), ValueKind::FieldList(b)) => {
+                    ValueKind::FieldList(both(&a, b))
+                }
+                (ValueKind::SortKeys(a), ValueKind::SortKeys(b)) => {
+                    ValueKind::SortKeys(both(&a, b))
+                }
+                (
+                    ValueKind::Aggregates { fields, numeric },
+                    ValueKind::Aggregates {
+                        fields: f2,
+                        numeric: n2,
+                    },
+                ) => ValueKind::Aggregates {
+                    fields: both(&fields, f2),
+                    numeric: both(&numeric, n2),
+                },
+                (v, _) => v,
+            };
+            Some(s)
+        })
+        .collect()
+}
+
+/// `op`'s parameters with the query parameters of `specs` (path parameters kept, `domain`
+/// dropped for a concrete domain), and its problem responses as references to the shared ones.
+fn complete_operation(
+    op: &mut utoipa::openapi::path::Operation,
+    specs: Option<Vec<ParamSpec>>,
+    problems: &[u16],
+    domain: Option<Domain>,
+) {
+    let mut parameters: Vec<Parameter> = op
+        .parameters
+        .take()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| {
+            p.parameter_in == ParameterIn::Path && !(domain.is_some() && p.name == "domain")
+        })
+        .collect();
+    if let Some(specs) = specs {
+        parameters.extend(query_parameters(&specs));
+    }
+    for p in &mut parameters {
+        if p.name == "file" {
+            let files: Vec<&str> = match domain {
+                Some(Domain::Llm) => vec!["results.json", "prometheus.json"],
+                _ => vec!["results.json"],
+            };
+            p.schema = Some(string_schema().enum_values(Some(files)).into());
+        }
+    }
+    op.parameters = (!parameters.is_empty()).then_some(parameters);
+    for &status in problems {
+        let (_, name, _) = PROBLEMS
+            .iter()
+            .find(|p| p.0 == status)
+            .expect("a shared problem");
+        op.responses.responses.insert(
+            status.to_string(),
+            RefOr::Ref(utoipa::openapi::Ref::new(format!(
+                "#/components/responses/{name}"
+            ))),
+        );
+    }
+    if let Some(d) = domain
+        && let Some(id) = &op.operation_id
+    {
+        op.operation_id = Some(format!("{id}_{d}"));
+    }
+}
+
+/// The document completed from the parameter catalog: each operation's query parameters are the
+/// ones its handler parses (`params::parameter_specs`), its problem responses refer to one shared
+/// definition each, and an operation templated on `{domain}` (which documents the parameters both
+/// domains take) gets a concrete copy per domain with that domain's parameters.
+pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
+    let components = doc.components.get_or_insert_with(Default::default);
+    for (_, name, description) in PROBLEMS {
+        components
+            .responses
+            .insert(name.to_string(), RefOr::T(problem_response(description)));
+    }
+    for o in OPERATIONS {
+        let Some(item) = doc.paths.paths.get_mut(o.path) else {
+            panic!("{} is not a documented path", o.path);
+        };
+        let slot = if o.post {
+            &mut item.post
+        } else {
+            &mut item.get
+        };
+        let Some(op) = slot.as_mut() else {
+            panic!("{} has no such method", o.path);
+        };
+        let templated = o.path.contains("{domain}");
+        let base = op.clone();
+        let specs = o.endpoint.map(|e| {
+            if templated {
+                common_specs(e)
+            } else {
+                params::parameter_specs(Domain::Llm, e)
+            }
+        });
+        complete_operation(op, specs, o.problems, None);
+        if templated {
+            for d in Domain::ALL {
+                let mut concrete = base.clone();
+                complete_operation(
+                    &mut concrete,
+                    o.endpoint.map(|e| params::parameter_specs(d, e)),
+                    &o.problems[..],
+                    Some(d),
+                );
+                let path = o.path.replace("{domain}", d.as_str());
+                let entry = doc.paths.paths.entry(path).or_default();
+                if o.post {
+                    entry.post = Some(concrete);
+                } else {
+                    entry.get = Some(concrete);
+                }
+            }
+        }
+    }
+}
+
+/// One request's output length (JSON rows of the output-lengths endpoints).
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct OutputLengthRow {
+    run_id: String,
+    task: String,
+    model_id: String,
+    num_gpus: i64,
+    max_num_seqs: i64,
+    output_len: i64,
+}
+
+/// One smoothed inter-token latency, in seconds (JSON rows of the ITL endpoints).
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct ItlRow {
+    run_id: String,
+    task: String,
+    model_id: String,
+    num_gpus: i64,
+    max_num_seqs: i64,
+    itl_s: f64,
+}
+
+/// A run's ITL statistics in seconds (`summary=true`): numpy's mean and linear percentiles, and
+/// a 50-bin `np.histogram`.
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct ItlSummaryRow {
+    run_id: String,
+    task: String,
+    model_id: String,
+    num_gpus: i64,
+    max_num_seqs: i64,
+    count: i64,
+    mean_s: Option<f64>,
+    p50_s: Option<f64>,
+    p90_s: Option<f64>,
+    p95_s: Option<f64>,
+    p99_s: Option<f64>,
+    max_s: Option<f64>,
+    /// `{"edges": [51 numbers], "counts": [50 integers]}`, as JSON text.
+    histogram: String,
+}
+
+/// A row of the ITL endpoints: samples, or with `summary=true` one summary per run.
+pub struct ItlAnswerRow;
+impl PartialSchema for ItlAnswerRow {
+    fn schema() -> RefOr<Schema> {
+        OneOfBuilder::new()
+            .item(RefOr::Ref(utoipa::openapi::Ref::from_schema_name("ItlRow")))
+            .item(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+                "ItlSummaryRow",
+            )))
+            .into()
+    }
+}
+impl ToSchema for ItlAnswerRow {
+    fn name() -> Cow<'static, str> {
+        "ItlAnswerRow".into()
+    }
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push(("ItlRow".into(), ItlRow::schema()));
+        schemas.push(("ItlSummaryRow".into(), ItlSummaryRow::schema()));
+    }
+}
+
+/// A timeline row. Long form: `value` and `metric` then the run's key columns (`task`,
+/// `model_id`, `num_gpus`, and `max_num_seqs` or `batch_size`); with `per_gpu=true`, a column per
+/// GPU (`<metric>_device_<n>`) and `<metric>_total` instead.
+pub struct TimelineRow;
+impl PartialSchema for TimelineRow {
+    fn schema() -> RefOr<Schema> {
+        let number =
+            || ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::Number, Type::Null]));
+        let string = || ObjectBuilder::new().schema_type(Type::String);
+        let integer = || ObjectBuilder::new().schema_type(Type::Integer);
+        ObjectBuilder::new()
+            .property("run_id", string())
+            .required("run_id")
+            .property("timestamp", number())
+            .required("timestamp")
+            .property("relative_time_s", number())
+            .required("relative_time_s")
+            .property("value", number())
+            .property("metric", string())
+            .property("task", string())
+            .property("model_id", string())
+            .property("num_gpus", integer())
+            .property("max_num_seqs", integer())
+            .property("batch_size", integer())
+            .additional_properties(Some(number()))
+            .into()
+    }
+}
+impl ToSchema for TimelineRow {
+    fn name() -> Cow<'static, str> {
+        "TimelineRow".into()
+    }
+}

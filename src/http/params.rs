@@ -4,11 +4,14 @@
 
 use std::collections::BTreeMap;
 
+use crate::engine::fields::{FieldSpec, RUN_ID, published_fields};
 use crate::engine::{
     AggFunc, AggSpec, Domain, Filter, GroupQuery, RunQuery, RunTable, SortKey, Stability,
 };
+use crate::rawfile::timeline::Metric;
 
 use super::error::AppError;
+use super::negotiate::Format;
 
 /// Which endpoint the parameters are for (decides what is accepted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,44 +56,260 @@ fn numeric_filters(domain: Domain) -> &'static [(&'static str, &'static [&'stati
     }
 }
 
-/// Every parameter an endpoint accepts for a domain (canonical names, then aliases).
-pub fn allowed_parameters(domain: Domain, endpoint: Endpoint) -> Vec<String> {
+/// The query parameters of the endpoints (`Endpoint::RawOne`/`RawMany` with their extras), one
+/// constant each: the handler parses with it and the OpenAPI document is generated from it.
+pub const OUTPUT_LENGTHS_ONE: Endpoint = Endpoint::RawOne(&["include_unsuccessful"]);
+pub const OUTPUT_LENGTHS_MANY: Endpoint = Endpoint::RawMany(&["include_unsuccessful"]);
+pub const ITL_ONE: Endpoint = Endpoint::RawOne(&["summary"]);
+pub const ITL_MANY: Endpoint = Endpoint::RawMany(&["summary"]);
+pub const TIMELINE_ONE: Endpoint = Endpoint::RawOne(&["metric", "per_gpu", "every"]);
+pub const TIMELINE_MANY: Endpoint = Endpoint::RawMany(&["metric", "every"]);
+pub const RAW_FILE: Endpoint = Endpoint::RawOne(&[]);
+pub const PREFETCH: Endpoint = Endpoint::RawMany(&[]);
+
+/// What a query parameter's value is: what the parser reads, and what the OpenAPI document says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ValueKind {
+    /// Strings, OR'ed: the parameter repeated, or values separated by commas.
+    Strings,
+    /// Exact numbers, OR'ed: comma-separated (or the parameter repeated).
+    Numbers,
+    /// One number (a range bound).
+    Number,
+    /// One of these words.
+    Choice(Vec<String>),
+    /// `true`/`false` (or `1`/`0`).
+    Flag,
+    /// A non-negative integer, at most this.
+    Count(u64),
+    /// Comma-separated field names.
+    FieldList(Vec<String>),
+    /// Comma-separated field names, each optionally prefixed with `-` (descending).
+    SortKeys(Vec<String>),
+    /// Comma-separated aggregates: `func`, `func(numeric field)`, or `count(any field)`.
+    Aggregates {
+        fields: Vec<String>,
+        numeric: Vec<String>,
+    },
+    /// A positive duration such as `500ms`, `1s`, `2m`.
+    Duration,
+}
+
+/// One query parameter an endpoint accepts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamSpec {
+    pub name: String,
+    pub description: String,
+    pub value: ValueKind,
+    /// For the parameters of a numeric filter (exact values, `_min`, `_max`, and their aliases):
+    /// the field. Exact values and a range of one field cannot be combined, nor a bound given
+    /// under its name and its alias at once.
+    pub numeric_filter: Option<&'static str>,
+}
+
+fn spec(name: impl Into<String>, description: impl Into<String>, value: ValueKind) -> ParamSpec {
+    ParamSpec {
+        name: name.into(),
+        description: description.into(),
+        value,
+        numeric_filter: None,
+    }
+}
+
+/// What a string filter selects.
+fn string_filter_doc(param: &str) -> &'static str {
+    match param {
+        "task" => "Task(s), e.g. gpqa, lm-arena-chat, text-to-image.",
+        "model_id" => "Model id(s), e.g. Qwen/Qwen3-8B.",
+        "gpu_model" => "GPU model(s): H100, B200.",
+        "nickname" => "Model nickname(s).",
+        "precision" => "Weight precision(s), e.g. bfloat16, fp8 (field weight_precision).",
+        "architecture" => "Architecture(s), e.g. MoE.",
+        _ => "Values of the field.",
+    }
+}
+
+/// The largest `offset`: the largest integer a JSON number holds exactly (clients in JavaScript
+/// cannot write a larger one faithfully).
+pub const MAX_OFFSET: u64 = (1 << 53) - 1;
+
+/// The default largest page (`--max-rows`); the document states it as `limit`'s maximum.
+pub const DEFAULT_MAX_ROWS: usize = 100_000;
+
+/// Every query parameter an endpoint accepts for a domain, in order: canonical names, then
+/// aliases. The parser accepts exactly these names, and the OpenAPI document lists exactly these.
+pub fn parameter_specs(domain: Domain, endpoint: Endpoint) -> Vec<ParamSpec> {
+    let fields: Vec<FieldSpec> = std::iter::once(RUN_ID)
+        .chain(published_fields(domain).iter().copied())
+        .collect();
+    let names = || {
+        fields
+            .iter()
+            .map(|f| f.name.to_string())
+            .collect::<Vec<_>>()
+    };
+    let numeric = || {
+        fields
+            .iter()
+            .filter(|f| f.ty.is_numeric())
+            .map(|f| f.name.to_string())
+            .collect::<Vec<_>>()
+    };
     let mut out = Vec::new();
     let filtered = matches!(
         endpoint,
         Endpoint::List | Endpoint::Group | Endpoint::RawMany(_)
     );
+    let numeric_specs = |p: &'static str, name: &str, alias: bool| {
+        let of = if alias {
+            format!(" Alias of {p}.")
+        } else {
+            String::new()
+        };
+        [
+            ParamSpec {
+                numeric_filter: Some(p),
+                ..spec(
+                    name,
+                    format!("Exact {p} value(s), comma-separated; not with a range.{of}"),
+                    ValueKind::Numbers,
+                )
+            },
+            ParamSpec {
+                numeric_filter: Some(p),
+                ..spec(
+                    format!("{name}_min"),
+                    format!("Inclusive lower bound on {p}.{of}"),
+                    ValueKind::Number,
+                )
+            },
+            ParamSpec {
+                numeric_filter: Some(p),
+                ..spec(
+                    format!("{name}_max"),
+                    format!("Inclusive upper bound on {p}.{of}"),
+                    ValueKind::Number,
+                )
+            },
+        ]
+    };
     if filtered {
         for (p, _, _) in string_filters(domain) {
-            out.push(p.to_string());
+            out.push(spec(*p, string_filter_doc(p), ValueKind::Strings));
         }
         for (p, _) in numeric_filters(domain) {
-            out.extend([p.to_string(), format!("{p}_min"), format!("{p}_max")]);
+            out.extend(numeric_specs(p, p, false));
         }
         if domain == Domain::Llm {
-            out.push("stability".into());
+            out.push(spec(
+                "stability",
+                "Stable runs (default), unstable ones, or all.",
+                ValueKind::Choice(vec!["stable".into(), "unstable".into(), "all".into()]),
+            ));
         }
     }
     match endpoint {
-        Endpoint::List => out.extend(["sort", "limit", "offset", "fields"].map(String::from)),
-        Endpoint::Group => out.extend(["by", "agg"].map(String::from)),
-        Endpoint::One => out.push("fields".into()),
+        Endpoint::List => out.extend([
+            spec(
+                "sort",
+                "Sort keys, comma-separated; `-field` for descending. Nulls sort last; the default order breaks ties.",
+                ValueKind::SortKeys(names()),
+            ),
+            spec(
+                "limit",
+                format!("Page size (default: every matching run, up to the server's maximum, {DEFAULT_MAX_ROWS} unless --max-rows says otherwise)."),
+                ValueKind::Count(DEFAULT_MAX_ROWS as u64),
+            ),
+            spec("offset", "Rows to skip.", ValueKind::Count(MAX_OFFSET)),
+            spec(
+                "fields",
+                "Fields to return, comma-separated; run_id always comes first.",
+                ValueKind::FieldList(names()),
+            ),
+        ]),
+        Endpoint::Group => out.extend([
+            spec(
+                "by",
+                "Fields to group by, comma-separated; none: one group.",
+                ValueKind::FieldList(names()),
+            ),
+            spec(
+                "agg",
+                "Aggregates, comma-separated: `func(field)`, or `func` alone for every numeric field, with func one of count, min, max, mean, median, sum, argmin, argmax (fields numeric except for count).",
+                ValueKind::Aggregates {
+                    fields: names(),
+                    numeric: numeric(),
+                },
+            ),
+        ]),
+        Endpoint::One => out.push(spec(
+            "fields",
+            "Fields to return, comma-separated; run_id always comes first.",
+            ValueKind::FieldList(names()),
+        )),
         Endpoint::RawMany(extra) | Endpoint::RawOne(extra) => {
-            out.extend(extra.iter().map(|e| e.to_string()))
+            for e in extra {
+                out.push(match *e {
+                    "include_unsuccessful" => spec(
+                        *e,
+                        "Also failed requests that carry an output_len (0 in v3).",
+                        ValueKind::Flag,
+                    ),
+                    "summary" => spec(
+                        *e,
+                        "One row per run of count, mean_s, p50_s, p90_s, p95_s, p99_s, max_s and a 50-bin histogram instead of the samples.",
+                        ValueKind::Flag,
+                    ),
+                    "per_gpu" => spec(
+                        *e,
+                        "Wide form: a column per GPU and the total.",
+                        ValueKind::Flag,
+                    ),
+                    "metric" => spec(
+                        *e,
+                        "power.device_instant (default), power.device_average or temperature.",
+                        ValueKind::Choice(Metric::NAMES.iter().map(|m| m.to_string()).collect()),
+                    ),
+                    "every" => spec(
+                        *e,
+                        "Downsample: one row per bucket of this duration (e.g. 1s, 500ms, 2m) with the mean of each column.",
+                        ValueKind::Duration,
+                    ),
+                    other => spec(other, "", ValueKind::Strings),
+                });
+            }
         }
     }
-    out.push("format".into());
+    out.push(spec(
+        "format",
+        "json (default), csv, ndjson, arrow or parquet; overrides Accept.",
+        ValueKind::Choice(Format::ALL.iter().map(|f| f.name().to_string()).collect()),
+    ));
     if filtered {
-        for (_, _, aliases) in string_filters(domain) {
-            out.extend(aliases.iter().map(|a| a.to_string()));
-        }
-        for (_, aliases) in numeric_filters(domain) {
+        for (p, _, aliases) in string_filters(domain) {
             for a in *aliases {
-                out.extend([a.to_string(), format!("{a}_min"), format!("{a}_max")]);
+                out.push(spec(
+                    *a,
+                    format!("Alias of {p}. {}", string_filter_doc(p)),
+                    ValueKind::Strings,
+                ));
+            }
+        }
+        for (p, aliases) in numeric_filters(domain) {
+            for a in *aliases {
+                out.extend(numeric_specs(p, a, true));
             }
         }
     }
     out
+}
+
+/// Every parameter an endpoint accepts for a domain (canonical names, then aliases).
+pub fn allowed_parameters(domain: Domain, endpoint: Endpoint) -> Vec<String> {
+    parameter_specs(domain, endpoint)
+        .into_iter()
+        .map(|s| s.name)
+        .collect()
 }
 
 /// The field a filter parameter (an alias, or a `_min`/`_max` bound) filters on; `None` for
@@ -371,7 +590,16 @@ impl Params {
             filters,
             stability,
             sort,
-            offset: self.count("offset")?.unwrap_or(0),
+            offset: match self.count("offset")? {
+                Some(o) if o as u64 > MAX_OFFSET => {
+                    return Err(AppError::InvalidParameter {
+                        parameter: "offset".into(),
+                        detail: format!("offset {o} is above the maximum of {MAX_OFFSET}"),
+                        allowed: None,
+                    });
+                }
+                o => o.unwrap_or(0),
+            },
             limit,
             fields: self.fields(table)?,
         })

@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::error::AppError;
-use super::params::Endpoint;
+use super::params;
 use super::state::{ApiPath, AppState, prepare};
 use crate::store::catalog::JobRow;
 
@@ -19,11 +19,9 @@ use crate::store::catalog::JobRow;
     tag = "raw",
     params(
         ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
-        super::openapi::RunFilterParams,
     ),
     responses(
         (status = 202, description = "The job, also at the Location header", body = JobRow),
-        (status = 400, description = "Unknown parameter or bad value", body = super::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn prefetch(
@@ -35,7 +33,7 @@ pub async fn prefetch(
     let p = prepare(
         &state,
         &domain,
-        Endpoint::RawMany(&[]),
+        params::PREFETCH,
         query.as_deref(),
         &headers,
     )?;
@@ -60,7 +58,6 @@ pub async fn prefetch(
     params(("job_id" = String, Path, description = "Job id from POST /v1/{domain}/prefetch")),
     responses(
         (status = 200, description = "The job", body = JobRow),
-        (status = 404, description = "No such job", body = super::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn get_job(

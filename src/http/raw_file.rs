@@ -5,7 +5,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::error::AppError;
-use super::params::Endpoint;
+use super::params;
 use super::state::{ApiPath, AppState, prepare};
 use crate::engine::Domain;
 use crate::service::RawFile;
@@ -24,7 +24,6 @@ use crate::service::raw_files::open_raw;
     ),
     responses(
         (status = 200, description = "The file, streamed", content_type = "application/json"),
-        (status = 404, description = "Unknown domain, run or file name, or the dataset has no such file", body = super::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn raw_file(
@@ -36,7 +35,7 @@ pub async fn raw_file(
     let p = prepare(
         &state,
         &domain,
-        Endpoint::RawOne(&[]),
+        params::RAW_FILE,
         query.as_deref(),
         &headers,
     )?;

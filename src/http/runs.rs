@@ -36,8 +36,6 @@ fn page_link(path: &str, query: Option<&str>, offset: usize) -> String {
     tag = "runs",
     params(
         ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
-        super::openapi::RunFilterParams,
-        super::openapi::ListParams,
     ),
     responses(
         (status = 200, description = "Matching runs. JSON has an envelope; CSV, NDJSON, Arrow and Parquet carry the rows only, with `X-Total-Count` and a `Link: rel=\"next\"` header when a page follows.",
@@ -49,9 +47,6 @@ fn page_link(path: &str, query: Option<&str>, offset: usize) -> String {
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-        (status = 400, description = "Unknown parameter or field, malformed value, exact values mixed with a range", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown domain", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 406, description = "Unsupported format or Accept", body = super::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_runs(
@@ -127,8 +122,6 @@ pub async fn list_runs(
     params(
         ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
         ("run_id" = String, Path, description = "Run id, e.g. gpqa~Qwen--Qwen3-14B~B200~g1~b8~r1"),
-        ("fields" = Option<String>, Query, description = "Comma-separated fields to return (run_id is always included)"),
-        ("format" = Option<String>, Query, description = "json (default), csv, ndjson, arrow or parquet; overrides Accept"),
     ),
     responses(
         (status = 200, description = "The run (JSON object; other formats hold one row)",
@@ -139,9 +132,6 @@ pub async fn list_runs(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-        (status = 400, description = "Unknown parameter or field", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown domain or run id", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 406, description = "Unsupported format", body = super::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn get_run(

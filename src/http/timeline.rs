@@ -9,14 +9,11 @@ use axum::response::Response;
 use super::answer::{Encoded, cached, lookup, respond};
 use super::encode;
 use super::error::AppError;
-use super::params::Endpoint;
+use super::params;
 use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Dataset, Domain};
 use crate::rawfile::timeline::{DeviceTimeline, Metric, downsample, run_timeline};
-
-const ONE_FLAGS: &[&str] = &["metric", "per_gpu", "every"];
-const MANY_FLAGS: &[&str] = &["metric", "every"];
 
 /// `every=1s` / `500ms` / `2m`: the downsampling bucket in seconds, if asked for.
 fn every(p: &Prepared) -> Result<Option<f64>, AppError> {
@@ -212,16 +209,16 @@ fn encoded(
     params(
         ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
         ("run_id" = String, Path, description = "Run id"),
-        ("metric" = Option<String>, Query, description = "power.device_instant (default), power.device_average or temperature"),
-        ("per_gpu" = Option<bool>, Query, description = "Wide form: a column per GPU and the total"),
-        ("every" = Option<String>, Query, description = "Downsample for charts: one row per bucket (e.g. 1s, 500ms) with the mean of each column"),
-        ("format" = Option<String>, Query, description = "json (default), csv, ndjson, arrow or parquet"),
     ),
     responses(
-        (status = 200, description = "run_id, timestamp, relative_time_s, value, metric, task, model_id, num_gpus, max_num_seqs|batch_size"),
-        (status = 400, description = "Unknown metric", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "Unknown domain or run, or no raw results", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "The raw results have no usable timeline (named in detail)", body = super::error::Problem, content_type = "application/problem+json"),
+        (status = 200, description = "run_id, timestamp, relative_time_s, value, metric, task, model_id, num_gpus, max_num_seqs|batch_size",
+            content(
+                (Vec<super::openapi::TimelineRow> = "application/json"),
+                (String = "text/csv"),
+                (String = "application/x-ndjson"),
+                (Vec<u8> = "application/vnd.apache.arrow.stream"),
+                (Vec<u8> = "application/vnd.apache.parquet"),
+            )),
     )
 )]
 pub async fn run_timeline_handler(
@@ -234,7 +231,7 @@ pub async fn run_timeline_handler(
     let p = prepare(
         &state,
         &domain,
-        Endpoint::RawOne(ONE_FLAGS),
+        params::TIMELINE_ONE,
         query.as_deref(),
         &headers,
     )?;
@@ -270,15 +267,16 @@ pub async fn run_timeline_handler(
     tag = "raw",
     params(
         ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
-        super::openapi::RunFilterParams,
-        ("metric" = Option<String>, Query, description = "power.device_instant (default), power.device_average or temperature"),
-        ("every" = Option<String>, Query, description = "Downsample each run: one row per bucket (e.g. 1s) with the mean value"),
     ),
     responses(
-        (status = 200, description = "run_id, timestamp, relative_time_s, value, metric, task, model_id, num_gpus, max_num_seqs|batch_size"),
-        (status = 400, description = "Bad parameter", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "A matched run has no raw results", body = super::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "A matched run has no usable timeline", body = super::error::Problem, content_type = "application/problem+json"),
+        (status = 200, description = "run_id, timestamp, relative_time_s, value, metric, task, model_id, num_gpus, max_num_seqs|batch_size",
+            content(
+                (Vec<super::openapi::TimelineRow> = "application/json"),
+                (String = "text/csv"),
+                (String = "application/x-ndjson"),
+                (Vec<u8> = "application/vnd.apache.arrow.stream"),
+                (Vec<u8> = "application/vnd.apache.parquet"),
+            )),
     )
 )]
 pub async fn timelines(
@@ -291,7 +289,7 @@ pub async fn timelines(
     let p = prepare(
         &state,
         &domain,
-        Endpoint::RawMany(MANY_FLAGS),
+        params::TIMELINE_MANY,
         query.as_deref(),
         &headers,
     )?;
