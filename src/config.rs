@@ -1,5 +1,7 @@
-//! Command line and environment: `serve` (the default) and `sample`. Every serve option also
-//! reads an `MLENERGY_*` environment variable.
+//! Command line and environment: `serve` (the default), `build`, `sample` and `healthcheck`.
+//! Every serve option also reads an `MLENERGY_*` environment variable.
+//!
+//! Layer: the top, with the binary's `main`; may import every layer.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,8 +1,16 @@
 //! mlenergy-server: an HTTP query service over the ML.ENERGY benchmark-v3 dataset.
 //!
-//! `engine` loads and queries the run summaries (no HTTP); `http` serves it; `raw` holds the
-//! rules for raw benchmark results; `store` the remote sources and the raw cache; `config` holds
-//! the command line.
+//! Layers, each importing only the ones below it (`tests/it/layers.rs` checks it):
+//!
+//! - `config` (with the binary's `main`): the command line and environment.
+//! - `http`: axum; extract the request, call the service, encode the answer.
+//! - `service`: the snapshot being served, derived raw data (cache, single flight, persisting),
+//!   prefetch jobs; opening a `--data` source.
+//! - `engine`: run tables, filters, sorting, groups, the field catalog. Beside it `rawtree`: a raw
+//!   benchmark tree to run rows to a compiled directory (`build`, `--data raw:`, `sample`).
+//! - `rawfile`: reading one results.json into what the raw endpoints serve.
+//! - `store`: sources (local, hub, object store), the raw cache, the catalog, path confinement.
+//! - `pycompat`: numpy- and Python-exact numerics, formatting and value rules.
 
 pub mod config;
 pub mod engine;

@@ -474,7 +474,7 @@ pub fn published_fields(domain: Domain) -> &'static [FieldSpec] {
     }
 }
 
-/// The fields the toolkit sorts loaded collections by (toolkit-behaviour.md §5.6).
+/// The fields the toolkit sorts loaded collections by (docs/toolkit.md §5.6).
 pub fn default_sort_keys(domain: Domain) -> &'static [&'static str] {
     match domain {
         Domain::Llm => &["task", "model_id", "gpu_model", "num_gpus", "max_num_seqs"],

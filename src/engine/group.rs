@@ -1,4 +1,4 @@
-//! Grouping with aggregates (toolkit-behaviour.md §10.3): groups in first-occurrence order of the
+//! Grouping with aggregates (docs/toolkit.md §10.3): groups in first-occurrence order of the
 //! filtered runs (default order), keyed by the `by` fields; count, min, max, mean, median and sum
 //! per numeric field, and argmin/argmax carrying the whole winning run. Nulls are skipped by every
 //! aggregate; an aggregate over no values is null. Means and sums use numpy's pairwise summation.

@@ -1,4 +1,4 @@
-//! Run selection with the toolkit's filter semantics (toolkit-behaviour.md §10.2): exact-set
+//! Run selection with the toolkit's filter semantics (docs/toolkit.md §10.2): exact-set
 //! membership per field (OR within a filter, AND across filters), inclusive numeric ranges,
 //! stability, then sorting, paging and projection.
 

@@ -1,5 +1,6 @@
-//! Raw-derived LLM data: output lengths (§11.1) and inter-token latencies (§11.2), per run and
-//! over filtered runs, read from each run's `results.json` once and kept parsed in memory.
+//! Raw-derived LLM data endpoints: output lengths (docs/toolkit.md §11.1) and inter-token
+//! latencies (§11.2, samples or `summary=true` statistics), of one run or of the filtered runs,
+//! from the service's derived data (`service::derived`).
 
 use std::sync::Arc;
 

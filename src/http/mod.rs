@@ -1,6 +1,11 @@
-//! The HTTP front end (axum). `app(state)` builds the router, apart from `serve()`, so tests can
-//! drive it in-process; every route is registered through utoipa so the OpenAPI document is
-//! generated from the same annotations.
+//! The HTTP front end (axum): extract, call, encode. Handlers parse the request (`params`,
+//! `negotiate`), call the service, and encode the answer (`encode`, `answer`); every refusal is a
+//! problem+json document (`error`). `app(state)` builds the router, apart from `serve()`, so tests
+//! can drive it in-process; every route is registered through utoipa, and the document is
+//! completed from the parameter catalog the parser uses (`openapi`).
+//!
+//! Layer: the top one below `main`/`config`; it may import `service` and everything below it.
+//! Nothing imports it but `main` and `config`.
 
 pub mod answer;
 pub mod derived;

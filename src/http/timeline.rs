@@ -1,4 +1,5 @@
-//! Timelines (§11.3): `GET /v1/{domain}/runs/{run_id}/timeline` and `GET /v1/{domain}/timelines`.
+//! Timeline endpoints (docs/toolkit.md §11.3): `GET /v1/{domain}/runs/{run_id}/timeline` and
+//! `GET /v1/{domain}/timelines`.
 
 use std::sync::Arc;
 

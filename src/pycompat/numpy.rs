@@ -1,4 +1,4 @@
-//! Numerics that must agree with numpy to the last bit (toolkit-behaviour.md §18): pairwise
+//! Numerics that must agree with numpy to the last bit (docs/toolkit.md §18): pairwise
 //! summation as in `np.add.reduce` for float64, the mean as sum / n, and the median as numpy's
 //! mean of the two middle values.
 
@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn percentile_matches_spec_vector() {
-        // toolkit-behaviour.md §15: pool [1/300,1/300,1/300,0.02,0.01,0.01] s.
+        // docs/toolkit.md §15: pool [1/300,1/300,1/300,0.02,0.01,0.01] s.
         let pool = [1.0 / 300.0, 1.0 / 300.0, 1.0 / 300.0, 0.02, 0.01, 0.01];
         assert_eq!(
             np_percentile(&pool, 99.0).unwrap() * 1000.0,

@@ -1,4 +1,4 @@
-//! Inter-token latencies (toolkit-behaviour.md §11.2): the chunked-prefill smoothing of one
+//! Inter-token latencies (docs/toolkit.md §11.2): the chunked-prefill smoothing of one
 //! request's `itl` list, and the run-level statistics over the pooled smoothed values.
 
 use crate::pycompat::numpy::{np_mean, np_percentiles};
@@ -112,7 +112,7 @@ mod tests {
 
     #[test]
     fn fixture_run_statistics() {
-        // toolkit-behaviour.md §15: requests [0.01,0,0,0.02] and [0.01,0.01].
+        // docs/toolkit.md §15: requests [0.01,0,0,0.02] and [0.01,0.01].
         let mut pool = smooth_chunked_itl(&[0.01, 0.0, 0.0, 0.02]);
         pool.extend(smooth_chunked_itl(&[0.01, 0.01]));
         let s = itl_stats(&pool).unwrap();

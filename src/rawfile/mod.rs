@@ -2,7 +2,7 @@
 //! lengths with success flags, smoothed ITL samples, timeline series), with the toolkit's rules
 //! over it (docs/toolkit.md §11), and its persisted form (Arrow IPC).
 //!
-//! Layer: below `engine`, `build` and `service`; imports only `pycompat`. Nothing here knows HTTP,
+//! Layer: below `engine`, `rawtree` and `service`; imports only `pycompat`. Nothing here knows HTTP,
 //! run tables or where a file comes from: callers hand in a reader or a file.
 
 pub mod common_shapes;

@@ -1,4 +1,4 @@
-//! Power and temperature timelines (toolkit-behaviour.md §11.3): the lowest GPU's timestamps as
+//! Power and temperature timelines (docs/toolkit.md §11.3): the lowest GPU's timestamps as
 //! the axis, other GPUs joined on exactly equal timestamps, forward fill, and the sum over GPUs.
 
 use std::collections::HashMap;
@@ -540,7 +540,7 @@ mod tests {
 
     #[test]
     fn spec_ffill_vector() {
-        // toolkit-behaviour.md §14.2 test_extract_power_timeline_with_ffill.
+        // docs/toolkit.md §14.2 test_extract_power_timeline_with_ffill.
         let series = devices(r#"{"0": [[10,100],[11,110],[12,120]], "1": [[10,200],[12,220]]}"#);
         let t = extract_device_timeline(&series, Some((10.0, 12.0))).unwrap();
         assert_eq!(t.relative_time_s, vec![0.0, 1.0, 2.0]);

@@ -1,4 +1,4 @@
-//! Writing a compiled data directory from a raw build (toolkit-behaviour.md §2, §13.1): the two
+//! Writing a compiled data directory from a raw build (docs/toolkit.md §2, §13.1): the two
 //! parquet tables, the raw `results.json`/`prometheus.json` files and the config files under
 //! their relative paths, and a dataset card.
 

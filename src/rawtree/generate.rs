@@ -1,4 +1,4 @@
-//! A raw-tree generator: writes `results.json` files in the real format (raw-format.md §2, §4,
+//! A raw-tree generator: writes `results.json` files in the real format (docs/raw-format.md §2, §4,
 //! §8) whose numbers agree with a run's published aggregates, so the raw endpoints have real-shaped
 //! input where the published raw files are not at hand (data/sample, tests, benchmarks).
 //!

@@ -1,11 +1,15 @@
 //! Turning a raw benchmark tree into run tables, as the toolkit's `from_raw_results(...,
-//! stable_only=False)` does (toolkit-behaviour.md §5-§8): discovery, row derivation, the stability
+//! stable_only=False)` does (docs/toolkit.md §5-§8): discovery, row derivation, the stability
 //! checks in order, and the cascade across every root.
 //!
 //! Deliberate differences from the toolkit (its defects, §16): a file that cannot be parsed or
 //! grouped is skipped and listed instead of aborting the whole load, files are discovered in
 //! sorted order instead of file-system order, and rows are sorted with the service's run-id
 //! tie-break.
+//!
+//! Layer: beside `engine` (whose `RunTable` it builds), below `service`; imports `engine`,
+//! `rawfile` (reading results.json), `store` (path confinement) and `pycompat`. Reached from the
+//! CLI's `build` and `sample` commands and from `service::open` for `--data raw:`.
 
 pub mod compile;
 pub mod configs;

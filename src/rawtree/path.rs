@@ -1,4 +1,4 @@
-//! Results-path grammar (toolkit-behaviour.md §3): the domain, GPU, task, model and run
+//! Results-path grammar (docs/toolkit.md §3): the domain, GPU, task, model and run
 //! configuration a `results.json` path encodes, parsed by position as the toolkit does, and the
 //! toolkit's integer coercion of configuration values (Python `int(str)`).
 

@@ -172,7 +172,7 @@ pub fn build_sample(real: &Path, out: &Path) -> Result<(), EngineError> {
     Ok(())
 }
 
-/// Runs that get a generated `results.json` (raw-format.md §8, `rawtree::generate`), so the raw endpoints
+/// Runs that get a generated `results.json` (docs/raw-format.md §8, `rawtree::generate`), so the raw endpoints
 /// answer on the embedded dataset: an LLM run on 2 GPUs, a diffusion image run and a video run.
 /// Each is (field, value) pairs that pick one row.
 const GENERATED_RAW: &[(Domain, &[(&str, &str)])] = &[
@@ -355,7 +355,7 @@ is inferred (completed requests / the task's request count).
 Three runs have a generated `results.json` (no published raw files are included): the LLM run
 video-chat Qwen3-VL-30B-A3B-Instruct on 2 x H100 at max_num_seqs 8, and the diffusion runs
 SANA1.5 1.6B (text-to-image) and Wan2.1-T2V-1.3B (text-to-video) on 2 x B200 with ring degree 2.
-They are written by the project's raw generator (`raw::generate`, raw-format.md §8) to agree with the
+They are written by the project's raw generator (`rawtree::generate`, docs/raw-format.md §8) to agree with the
 runs' published aggregates (request count, output tokens, ITL median, throughput, energy per token,
 power, batch latency), with a real-shaped power and temperature timeline, so the raw endpoints
 (output lengths, ITL, timelines, raw passthrough) answer on `cargo run`. Their `results_path`

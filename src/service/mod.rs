@@ -3,7 +3,7 @@
 //! cache, single flight and persisting ([`derived`], over [`raw_files`]), and the prefetch jobs
 //! ([`prefetch`]).
 //!
-//! Layer: below `http` (and `main`/`config`), above `engine`, `build`, `rawfile` and `store`,
+//! Layer: below `http` (and `main`/`config`), above `engine`, `rawtree`, `rawfile` and `store`,
 //! which it uses; it imports nothing above it. This file only declares and re-exports.
 
 pub mod derived;

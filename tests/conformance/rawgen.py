@@ -1,4 +1,4 @@
-"""Small raw benchmark trees in the real layout (raw-format.md §1-§5), for conformance tests.
+"""Small raw benchmark trees in the real layout (docs/raw-format.md §1-§5), for conformance tests.
 
 Each helper writes one run directory (results.json, optionally prometheus.json) and the config
 files its row needs. Values are chosen per test case; request lists are generated from a seeded

@@ -32,7 +32,7 @@ def api_runs(api, domain, **params):
     return body["runs"]
 
 
-# (toolkit call on the collection, query parameters) for every filter case of toolkit-behaviour.md
+# (toolkit call on the collection, query parameters) for every filter case of docs/toolkit.md
 # §10.2 and the §14.4 documentation examples, plus empty results.
 LLM_CASES = [
     (lambda r: r, {}),

@@ -27,7 +27,7 @@ def served(tmp_path_factory):
     for i, (gpus, batch) in enumerate([(1, 8), (2, 16), (8, 64)]):
         start = 1_700_000_000.0 + 1000 * i + 0.123
         tl = g.timeline(rng, gpus, start, start + 40, steady=(round(start + 5.05, 6), round(start + 35.0, 6)))
-        # The 8-GPU run is written with indent=2, as the real files are (raw-format.md §2.1).
+        # The 8-GPU run is written with indent=2, as the real files are (docs/raw-format.md §2.1).
         g.llm_run(root, num_gpus=str(gpus), max_num_seqs=str(batch), prometheus=g.prom(float(batch)), rng_seed=i,
                   timeline=tl, n_requests=200, indent=2 if gpus == 8 else None)
     g.diffusion_config(dcfg, "text-to-image", "org/diff-a")
