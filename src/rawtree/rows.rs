@@ -312,8 +312,13 @@ pub(super) fn diffusion_row(
         let Value::Object(it) = it else {
             return Err("iteration measurement is not an object".into());
         };
-        let Some(Value::Object(ge)) = it.get("gpu_energy") else {
-            continue;
+        // `it.get("gpu_energy", {})`: a missing key is an empty dict (energy 0, the iteration
+        // counts); anything but a dict skips the iteration.
+        let empty = serde_json::Map::new();
+        let ge = match it.get("gpu_energy") {
+            None => &empty,
+            Some(Value::Object(ge)) => ge,
+            Some(_) => continue,
         };
         // Python's sum(): sequential from 0.
         let mut total = 0.0;

@@ -76,7 +76,9 @@ def make_tree(base: Path) -> tuple[Path, Path]:
     g.diffusion_run(r1, gpu="b200", cfg_name="batch-4+size-512x768+steps-28+seed-48105+uly-2+ring-2+tc-True", rng_seed=21)
     g.diffusion_run(r1, cfg_name="batch-2+steps-20+seed-48105+uly-1+ring-2+tc-False", rng_seed=22,
                     iterations=[{"time": 2.0, "gpu_energy": {"0": 50.0, "1": 51.5}}, {"time": 0.0, "gpu_energy": {"0": 9.0}},
-                                {"time": 2.1, "gpu_energy": "n/a"}, {"time": 2.2, "gpu_energy": {"0": 55.0, "1": 54.0}}])
+                                {"time": 2.1, "gpu_energy": "n/a"}, {"time": 2.2, "gpu_energy": {"0": 55.0, "1": 54.0}},
+                                # No gpu_energy at all: the toolkit counts the iteration with energy 0.
+                                {"time": 1.9}])
     g.diffusion_config(dcfg, "text-to-video", "org/video-a", model_info={"total_parameters_billion": 14.0})
     g.diffusion_run(r1, task="text-to-video", model_id="org/video-a", video=True,
                     cfg_name="batch-1+size-480x832+steps-50+seed-48105+uly-4+ring-2+tc-False", rng_seed=23)
