@@ -29,6 +29,9 @@ pub struct RunDerived {
     /// `inter_token_latencies()`: positive finite smoothed samples, or why the toolkit raises.
     pub itl: Result<ItlSamples, String>,
     pub timeline: Timeline,
+    /// Top-level values kept whole when the reading asked for them (`Reading::keep`), in file
+    /// order of their last occurrence.
+    pub top: Vec<(String, serde_json::Value)>,
 }
 
 impl RunDerived {

@@ -418,6 +418,8 @@ pub fn from_ipc(bytes: bytes::Bytes) -> Result<RunDerived, String> {
             None => Ok(ItlSamples::from_chunks(itl_chunks)),
         },
         timeline,
+        // Only what the raw endpoints read (`Reading::derived`) is persisted: nothing is kept.
+        top: Vec::new(),
     })
 }
 

@@ -10,7 +10,7 @@ pub mod derived;
 pub mod error;
 pub mod ipc;
 pub mod itl;
-pub mod lenient;
+pub mod python_values;
 pub mod reader;
 pub mod timeline;
 pub mod window;

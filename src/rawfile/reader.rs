@@ -8,11 +8,37 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
-use serde::de::DeserializeOwned;
-
 pub use super::derived::{ItlSamples, ResultsList, RunDerived, itl_samples, output_lengths};
 pub use super::error::RawError;
-use super::lenient::LlmResults;
+
+/// What to read of a `results.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reading {
+    /// The request list (`results`: output lengths, success flags, ITL samples). LLM files.
+    pub requests: bool,
+    /// The timeline series. When false the timeline is still checked to be valid JSON (the
+    /// toolkit's `json.load` refuses the whole file otherwise), but not kept.
+    pub timeline: bool,
+    /// Top-level keys whose values are kept whole (`RunDerived::top`), the last one of a repeated
+    /// key, as Python's `json` keeps it.
+    pub keep: &'static [&'static str],
+    /// ITL samples as `inter_token_latencies()` gives them, positive and finite only (true), or
+    /// the smoothed pool as it is, which the toolkit's row statistics are computed over (false:
+    /// a NaN or infinite `itl` value stays in it).
+    pub finite_itl: bool,
+}
+
+impl Reading {
+    /// What the raw endpoints serve: the requests of an LLM file and the timeline.
+    pub const fn derived(llm: bool) -> Reading {
+        Reading {
+            requests: llm,
+            timeline: true,
+            keep: &[],
+            finite_itl: true,
+        }
+    }
+}
 
 /// Read a run's `results.json` (`llm`: also the request list) in one pass with bounded memory.
 pub fn read_run(
@@ -20,13 +46,22 @@ pub fn read_run(
     label: &str,
     llm: bool,
 ) -> Result<RunDerived, RawError> {
+    read_with(reader, label, Reading::derived(llm))
+}
+
+/// `read_run` of what `spec` names.
+pub fn read_with(
+    reader: impl std::io::Read,
+    label: &str,
+    spec: Reading,
+) -> Result<RunDerived, RawError> {
     use serde::de::DeserializeSeed;
     let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 20, reader));
     let unreadable = |e: serde_json::Error| RawError::Unreadable {
         path: label.to_string(),
         detail: e.to_string(),
     };
-    let out = runfile::RunFileSeed { llm }
+    let out = runfile::RunFileSeed { spec }
         .deserialize(&mut de)
         .map_err(unreadable)?;
     de.end().map_err(unreadable)?;
@@ -39,7 +74,7 @@ pub fn read_run_fast(
     reader: impl std::io::Read,
     llm: bool,
 ) -> Result<RunDerived, super::window::Fallback> {
-    runfile::read_fast(super::window::Plain(reader), None, llm)
+    runfile::read_fast(super::window::Plain(reader), None, Reading::derived(llm))
 }
 
 /// `read_run_fast` of a source read at offsets (a file): an indented request list is read in
@@ -48,7 +83,35 @@ pub fn read_run_at(
     src: &dyn super::window::ReadAt,
     llm: bool,
 ) -> Result<RunDerived, super::window::Fallback> {
-    runfile::read_at(src, llm, runfile::PIECE)
+    read_at_with(src, Reading::derived(llm))
+}
+
+/// `read_run_at` of what `spec` names.
+pub fn read_at_with(
+    src: &dyn super::window::ReadAt,
+    spec: Reading,
+) -> Result<RunDerived, super::window::Fallback> {
+    runfile::read_at_spec(src, spec, runfile::PIECE)
+}
+
+/// A `results.json` on disk read as `spec` says: at offsets (the fast readers), else, where they
+/// give up, through the serde reader, whose answer or error is the reference. `label` names the
+/// file in errors.
+pub fn read_path(path: &Path, spec: Reading) -> Result<RunDerived, RawError> {
+    let open = || {
+        File::open(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => RawError::NotFound(path.display().to_string()),
+            _ => RawError::Unreadable {
+                path: path.display().to_string(),
+                detail: e.to_string(),
+            },
+        })
+    };
+    let file = open()?;
+    match read_at_with(&file, spec) {
+        Ok(d) => Ok(d),
+        Err(_) => read_with(open()?, &path.display().to_string(), spec),
+    }
 }
 
 mod runfile {
@@ -65,11 +128,11 @@ mod runfile {
     };
     use serde_json::Value;
 
-    use super::{ItlSamples, ResultsList, RunDerived};
+    use super::{ItlSamples, Reading, ResultsList, RunDerived};
     use crate::pycompat::value::{py_int, truthy};
     use crate::rawfile::common_shapes::{self as usual, Seen};
     use crate::rawfile::itl::smooth_into;
-    use crate::rawfile::lenient::{ItlSeed, scalars_answer};
+    use crate::rawfile::python_values::{ItlSeed, scalars_answer};
     use crate::rawfile::timeline::Timeline;
     use crate::rawfile::window::{AtReader, Fallback, Forward, ReadAt, Window};
 
@@ -100,7 +163,7 @@ mod runfile {
     }
 
     pub(super) struct RunFileSeed {
-        pub(super) llm: bool,
+        pub(super) spec: Reading,
     }
 
     impl<'de> DeserializeSeed<'de> for RunFileSeed {
@@ -119,9 +182,10 @@ mod runfile {
             let mut acc = Acc::default();
             let mut results = ResultsList::Missing;
             let mut timeline = Timeline::Missing;
+            let mut top = Vec::new();
             while let Some(key) = map.next_key::<String>()? {
                 match key.as_str() {
-                    "results" if self.llm => {
+                    "results" if self.spec.requests => {
                         // A repeated key: the last one counts, as in Python.
                         acc = Acc {
                             scratch: std::mem::take(&mut acc.scratch),
@@ -129,24 +193,42 @@ mod runfile {
                         };
                         results = map.next_value_seed(RequestsSeed(&mut acc))?;
                     }
-                    "timeline" => timeline = map.next_value::<Timeline>()?,
+                    "timeline" if self.spec.timeline => timeline = map.next_value::<Timeline>()?,
+                    k if self.spec.keep.contains(&k) => {
+                        let v = map.next_value::<Value>()?;
+                        keep(&mut top, key, v);
+                    }
                     _ => {
                         map.next_value::<IgnoredAny>()?;
                     }
                 }
             }
-            Ok(finish(acc, results, timeline))
+            Ok(finish(acc, results, timeline, top, self.spec.finite_itl))
         }
     }
 
-    fn finish(acc: Acc, results: ResultsList, timeline: Timeline) -> RunDerived {
+    /// Keep a top-level value: a repeated key replaces the earlier value.
+    fn keep(top: &mut Vec<(String, Value)>, key: String, v: Value) {
+        top.retain(|(k, _)| *k != key);
+        top.push((key, v));
+    }
+
+    fn finish(
+        acc: Acc,
+        results: ResultsList,
+        timeline: Timeline,
+        top: Vec<(String, Value)>,
+        finite_itl: bool,
+    ) -> RunDerived {
         let itl = match (results, acc.itl_error) {
             (ResultsList::NotAList, _) => Err("'results' is not a list".to_string()),
             (_, Some(e)) => Err(e),
             _ => {
                 let samples = ItlSamples::from_chunks(acc.done.into_iter().chain([acc.pool]).map(
                     |mut pool| {
-                        pool.retain(|x| *x > 0.0 && x.is_finite());
+                        if finite_itl {
+                            pool.retain(|x| *x > 0.0 && x.is_finite());
+                        }
                         pool.shrink_to_fit();
                         pool.into()
                     },
@@ -166,6 +248,7 @@ mod runfile {
             bad_output_len: acc.bad_output_len,
             itl,
             timeline,
+            top,
         }
     }
 
@@ -514,6 +597,26 @@ mod runfile {
             })
         }
 
+        /// That the timeline text is one valid JSON value, without reading it into a timeline.
+        fn check(self) -> Result<(), Fallback> {
+            let buf;
+            let text: &[u8] = match &self {
+                TimelineText::Held(held, range) => &held[range.clone()],
+                TimelineText::At(src, start, len) => {
+                    let len = usize::try_from(*len).map_err(|_| Fallback)?;
+                    let mut read = vec![0u8; len];
+                    if src.read_at(&mut read, *start).map_err(|_| Fallback)? < len {
+                        return Err(Fallback);
+                    }
+                    buf = read;
+                    &buf
+                }
+            };
+            serde_json::from_slice::<IgnoredAny>(text)
+                .map(drop)
+                .map_err(|_| Fallback)
+        }
+
         /// The timeline: read a series at a time in the usual shape (`timeline_by_series`), else the
         /// text is held whole (read from the source if need be) and serde reads it.
         fn read(self) -> Result<Timeline, Fallback> {
@@ -648,8 +751,18 @@ mod runfile {
     }
 
     /// `read_fast` over `src` read at offsets, its request list in pieces of about `piece` bytes.
+    #[cfg(test)]
     pub(super) fn read_at(src: &dyn ReadAt, llm: bool, piece: u64) -> Result<RunDerived, Fallback> {
-        read_fast(AtReader { src, pos: 0 }, Some((src, piece)), llm)
+        read_at_spec(src, Reading::derived(llm), piece)
+    }
+
+    /// `read_at` of what `spec` names.
+    pub(super) fn read_at_spec(
+        src: &dyn ReadAt,
+        spec: Reading,
+        piece: u64,
+    ) -> Result<RunDerived, Fallback> {
+        read_fast(AtReader { src, pos: 0 }, Some((src, piece)), spec)
     }
 
     /// The same reading through `window::Window` (slices instead of a reader). The `timeline` value
@@ -659,16 +772,17 @@ mod runfile {
     pub(super) fn read_fast(
         reader: impl Forward,
         pieces: Option<(&dyn ReadAt, u64)>,
-        llm: bool,
+        spec: Reading,
     ) -> Result<RunDerived, Fallback> {
         let mut w = Window::new(reader);
         let mut acc = Acc::default();
         let mut results = ResultsList::Missing;
+        let mut top = Vec::new();
         std::thread::scope(|scope| {
             let mut timeline = None;
             w.object(|key, w| {
                 match key {
-                    "results" if llm => {
+                    "results" if spec.requests => {
                         acc = Acc {
                             scratch: std::mem::take(&mut acc.scratch),
                             ..Acc::default()
@@ -695,9 +809,17 @@ mod runfile {
                         };
                     }
                     "timeline" => {
-                        // A repeated key: the last one counts.
+                        // A repeated key: the last one counts (each one is checked).
                         let text = TimelineText::take(w, pieces)?;
-                        timeline = Some(scope.spawn(move || text.read()));
+                        timeline = Some(if spec.timeline {
+                            scope.spawn(move || text.read())
+                        } else {
+                            scope.spawn(move || text.check().map(|()| Timeline::Missing))
+                        });
+                    }
+                    k if spec.keep.contains(&k) => {
+                        let v = w.parse(std::marker::PhantomData::<Value>)?;
+                        keep(&mut top, k.to_string(), v);
                     }
                     _ => w.skip()?,
                 }
@@ -707,7 +829,7 @@ mod runfile {
                 Some(t) => t.join().map_err(|_| Fallback)??,
                 None => Timeline::Missing,
             };
-            Ok(finish(acc, results, timeline))
+            Ok(finish(acc, results, timeline, top, spec.finite_itl))
         })
     }
 
@@ -817,37 +939,6 @@ mod runfile {
         }
         scalars_answer!(|s| s.not_object());
     }
-}
-
-/// Read a raw JSON file into `T` with bounded memory: a buffered reader and a typed target, so
-/// keys `T` does not name are skipped while parsing and no DOM is built.
-pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, RawError> {
-    let file = File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => RawError::NotFound(path.display().to_string()),
-        _ => RawError::Unreadable {
-            path: path.display().to_string(),
-            detail: e.to_string(),
-        },
-    })?;
-    read_json_from(file, &path.display().to_string())
-}
-
-/// `read_json` over any reader; `label` names the file in errors.
-pub fn read_json_from<T: DeserializeOwned>(
-    reader: impl std::io::Read,
-    label: &str,
-) -> Result<T, RawError> {
-    serde_json::from_reader(BufReader::with_capacity(1 << 20, reader)).map_err(|e| {
-        RawError::Unreadable {
-            path: label.to_string(),
-            detail: e.to_string(),
-        }
-    })
-}
-
-/// Read an LLM `results.json` (see `read_json`).
-pub fn read_llm_results(path: &Path) -> Result<LlmResults, RawError> {
-    read_json(path)
 }
 
 #[cfg(test)]
@@ -1196,5 +1287,58 @@ mod tests {
         );
         let bad = raw(r#"{"results": [{"success": true, "itl": [null]}]}"#);
         assert!(itl_samples(&bad).is_err());
+    }
+
+    /// What the build reads (`rawtree::results`): kept top-level values, the smoothed ITL pool
+    /// unfiltered, the request records read leniently (truthy `success`, string numbers in
+    /// `itl`), the timeline checked but not kept; the fast paths read the same, and give up where
+    /// the serde reader errs.
+    #[test]
+    fn a_reading_for_the_build() {
+        const SPEC: Reading = Reading {
+            requests: true,
+            timeline: false,
+            keep: &["steady_state_energy", "completed"],
+            finite_itl: false,
+        };
+        let read = |text: &str| {
+            let slow = read_with(text.as_bytes(), "t", SPEC);
+            let fast = runfile::read_at_spec(&text.as_bytes(), SPEC, 16);
+            match &slow {
+                Ok(d) => assert_eq!(fast.as_ref(), Ok(d), "{text}"),
+                Err(_) => assert!(fast.is_err(), "{text}"),
+            }
+            slow
+        };
+        let d = read(
+            r#"{"steady_state_energy": 100.0, "timeline": {"power": {"0": [[1, 2]]}},
+                "results": [{"success": true, "itl": [0.01, 0, "0.02", "nan"], "output_len": 3, "prompt": "x"},
+                            {"success": 0, "itl": [0.1]}, {"itl": [null]}],
+                "steady_state_energy": 200.0, "completed": "3"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            d.top,
+            vec![
+                ("steady_state_energy".to_string(), serde_json::json!(200.0)),
+                ("completed".to_string(), serde_json::json!("3")),
+            ]
+        );
+        assert_eq!(d.success, vec![true, false, false]);
+        assert_eq!(d.output_len, vec![Some(3), None, None]);
+        assert_eq!(d.timeline, Timeline::Missing);
+        let pool: Vec<f64> = d.itl.unwrap().iter().collect();
+        assert_eq!(pool[..3], [0.005, 0.005, 0.02]);
+        assert!(
+            pool[3].is_nan(),
+            "the row statistics see a NaN the samples endpoint drops"
+        );
+
+        let odd = read(r#"{"results": [{"success": true, "itl": [0.01]}, 7]}"#).unwrap();
+        assert!(odd.non_object && odd.itl.is_err());
+        let not_a_list = read(r#"{"results": {"a": 1}}"#).unwrap();
+        assert_eq!(not_a_list.results, ResultsList::NotAList);
+        // A timeline that is not valid JSON fails the whole file, as json.load does.
+        assert!(read(r#"{"timeline": {"power": [1, }, "results": []}"#).is_err());
     }
 }

@@ -140,7 +140,7 @@ mod parse {
     use super::{Points, Power, Series, Timeline};
     use crate::pycompat::value::coerce_int;
     use crate::pycompat::value::safe_float;
-    use crate::rawfile::lenient::scalars_answer;
+    use crate::rawfile::python_values::scalars_answer;
 
     /// Drain the rest of a sequence.
     fn drain<'de, A: SeqAccess<'de>>(seq: &mut A) -> Result<(), A::Error> {

@@ -16,6 +16,7 @@ pub mod configs;
 pub mod discover;
 pub mod generate;
 pub mod path;
+pub mod results;
 pub mod rows;
 pub mod sample;
 pub mod stability;

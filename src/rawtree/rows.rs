@@ -11,12 +11,12 @@ use serde_json::Value;
 use super::configs::{ConfigCache, confined};
 use super::discover::{RawRun, posix_rel};
 use super::path::ParsedPath;
+use super::results::{LlmResults, Prometheus, read_diffusion, read_llm};
 use super::stability::{Stability, stability_status};
 use crate::engine::frame::ColumnData;
 use crate::pycompat::numpy::np_mean;
 use crate::pycompat::value::{coerce_int, py_int, safe_float, truthy};
 use crate::rawfile::itl::itl_stats;
-use crate::rawfile::lenient::{LlmResults, Prometheus, itl_pool};
 
 /// One LLM row (§6), fields in published order.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -119,13 +119,6 @@ fn model_info(
     })
 }
 
-fn read_llm_results(path: &Path) -> Result<LlmResults, String> {
-    crate::rawfile::reader::read_llm_results(path).map_err(|e| match e {
-        crate::rawfile::reader::RawError::Unreadable { detail, .. } => detail,
-        other => other.to_string(),
-    })
-}
-
 /// Outcome of one LLM file: its stability (before the cascade) and its row, or why there is none.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct LlmOutcome {
@@ -137,7 +130,10 @@ pub(super) struct LlmOutcome {
 
 pub(super) fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> LlmOutcome {
     let p = &run.parsed;
-    let results = read_llm_results(&run.path);
+    let read = read_llm(&run.path);
+    let results: Result<LlmResults, String> =
+        read.as_ref().map(|r| r.0.clone()).map_err(String::clone);
+    let pool = read.ok().and_then(|r| r.1);
     let prom_path = run.prometheus_path();
     let prometheus: Option<Result<Prometheus, String>> = prom_path.exists().then(|| {
         confined(&run.bench_root, prom_path.clone())
@@ -187,7 +183,7 @@ pub(super) fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache)
             _ => (None, None),
         };
         // No ITL samples: the toolkit drops the run silently.
-        let Some(stats) = itl_pool(&r.results).ok().and_then(|pool| itl_stats(&pool)) else {
+        let Some(stats) = pool.as_deref().and_then(itl_stats) else {
             return Ok(None);
         };
         let mi = model_info(cache, cfg, p)?;
@@ -284,9 +280,7 @@ pub(super) fn diffusion_row(
     cache: &ConfigCache,
 ) -> Result<DiffusionRow, String> {
     let p = &run.parsed;
-    let bytes = fs::read(&run.path).map_err(|e| e.to_string())?;
-    let results: serde_json::Map<String, Value> =
-        serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+    let results = read_diffusion(&run.path)?;
     let from_results = |key: &str| safe_float(results.get(key)).map(|x| x.trunc() as i64);
     let batch = p
         .config_int("batch")

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::results::LlmResults;
 use crate::pycompat::repr::python_float_repr;
 use crate::pycompat::value::safe_float;
-use crate::rawfile::lenient::LlmResults;
 
 /// Stability thresholds (§8.1).
 pub const MIN_STEADY_DURATION_S: f64 = 20.0;
