@@ -129,7 +129,8 @@ pub fn table_from_batches(
 }
 
 /// Register `llm_runs` / `diffusion_runs` as in-memory DataFusion tables (normalised schema,
-/// default order, with `run_id`).
+/// default order, with `run_id`). No query reads them yet: queries run on the `RunTable`s, and
+/// these are for the SQL endpoint (issue 17), which will plan its queries over them.
 fn register_tables(ctx: &SessionContext, tables: &[&RunTable]) -> Result<(), EngineError> {
     for t in tables {
         let batch = frame_to_batch(&t.frame, &|name| t.is_nullable(name))?;
