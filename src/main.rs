@@ -16,7 +16,11 @@ use tracing_subscriber::EnvFilter;
 
 fn init_tracing(format: LogFormat) {
     let filter = EnvFilter::try_from_env("MLENERGY_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    // Colour only on a terminal: a file or a pipe gets plain text (ANSI codes would be noise).
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),

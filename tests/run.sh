@@ -1,11 +1,30 @@
 #!/usr/bin/env bash
 # Every test: the Rust suites (unit, in-process router, black-box binary, data/sample and
 # OpenAPI drift), then the conformance suite against the reference toolkit mlenergy-data 0.4.0.
+#
+# The PostgreSQL tests run when MLENERGY_TEST_POSTGRES names a server (a user that may create
+# databases); otherwise cargo reports them as ignored, with the reason. MLENERGY_REQUIRE_POSTGRES=1
+# (set by .ci/run) makes a missing server an error instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
   -r tests/conformance/requirements.txt
-cargo test --locked
-# cargo test built target/debug/mlenergy-server; the conformance suite runs it.
+
+ignored=()
+if [ -n "${MLENERGY_TEST_POSTGRES:-}" ]; then
+  ignored=(-- --include-ignored)
+elif [ -n "${MLENERGY_REQUIRE_POSTGRES:-}" ]; then
+  echo "MLENERGY_REQUIRE_POSTGRES is set but MLENERGY_TEST_POSTGRES is not" >&2
+  exit 1
+fi
+cargo test --locked "${ignored[@]}"
+
+# The conformance suite runs the binary `cargo test` built, wherever cargo put it (a shared
+# CARGO_TARGET_DIR included); MLENERGY_SERVER_BIN names another one.
+if [ -z "${MLENERGY_SERVER_BIN:-}" ]; then
+  target_dir=$(cargo metadata --format-version 1 --no-deps --locked |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+  export MLENERGY_SERVER_BIN="$target_dir/debug/mlenergy-server"
+fi
 python3 -m pytest -q tests/conformance

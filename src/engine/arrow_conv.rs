@@ -121,7 +121,7 @@ pub fn column_from_array(spec: &FieldSpec, array: &ArrayRef) -> Result<ColumnDat
 
 fn arrow_type(data: &ColumnData) -> DataType {
     match data {
-        ColumnData::Str(_) => DataType::Utf8,
+        ColumnData::Str(_) | ColumnData::Json(_) => DataType::Utf8,
         ColumnData::Int(_) => DataType::Int64,
         ColumnData::Float(_) => DataType::Float64,
         ColumnData::Bool(_) => DataType::Boolean,
@@ -129,15 +129,29 @@ fn arrow_type(data: &ColumnData) -> DataType {
     }
 }
 
+/// The Arrow field of a column; JSON text is marked with the canonical `arrow.json` extension
+/// type, so readers that know it parse the values.
+fn field_of(c: &FrameColumn, nullable: bool) -> Field {
+    let field = Field::new(&c.name, arrow_type(&c.data), nullable);
+    match c.data {
+        ColumnData::Json(_) => field.with_metadata(
+            [("ARROW:extension:name".to_string(), "arrow.json".to_string())]
+                .into_iter()
+                .collect(),
+        ),
+        _ => field,
+    }
+}
+
 fn struct_fields(cols: &[FrameColumn]) -> Fields {
-    cols.iter()
-        .map(|c| Field::new(&c.name, arrow_type(&c.data), true))
-        .collect()
+    cols.iter().map(|c| field_of(c, true)).collect()
 }
 
 fn to_array(data: &ColumnData) -> ArrayRef {
     match data {
-        ColumnData::Str(v) => Arc::new(v.iter().map(|s| s.as_deref()).collect::<StringArray>()),
+        ColumnData::Str(v) | ColumnData::Json(v) => {
+            Arc::new(v.iter().map(|s| s.as_deref()).collect::<StringArray>())
+        }
         ColumnData::Int(v) => Arc::new(v.iter().copied().collect::<Int64Array>()),
         ColumnData::Float(v) => Arc::new(v.iter().copied().collect::<Float64Array>()),
         ColumnData::Bool(v) => Arc::new(v.iter().copied().collect::<BooleanArray>()),
@@ -162,7 +176,7 @@ pub fn frame_schema(frame: &Frame, nullable: &dyn Fn(&str) -> bool) -> SchemaRef
         frame
             .columns
             .iter()
-            .map(|c| Field::new(&c.name, arrow_type(&c.data), nullable(&c.name)))
+            .map(|c| field_of(c, nullable(&c.name)))
             .collect::<Vec<_>>(),
     ))
 }

@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use super::fields::FieldType;
 
-/// Values of one column. `Struct` nests a whole record (argmin/argmax winners) with its own validity.
+/// Values of one column. `Struct` nests a whole record (argmin/argmax winners) with its own
+/// validity. `Json` holds JSON texts: nested as values in JSON answers, a string elsewhere.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ColumnData {
     Str(Vec<Option<Arc<str>>>),
+    Json(Vec<Option<Arc<str>>>),
     Int(Vec<Option<i64>>),
     Float(Vec<Option<f64>>),
     Bool(Vec<Option<bool>>),
@@ -52,7 +54,7 @@ impl ColumnData {
 
     pub fn len(&self) -> usize {
         match self {
-            ColumnData::Str(v) => v.len(),
+            ColumnData::Str(v) | ColumnData::Json(v) => v.len(),
             ColumnData::Int(v) => v.len(),
             ColumnData::Float(v) => v.len(),
             ColumnData::Bool(v) => v.len(),
@@ -67,7 +69,9 @@ impl ColumnData {
     /// Scalar cell `row`; struct columns answer `Null` (read their children instead).
     pub fn get(&self, row: usize) -> Value<'_> {
         match self {
-            ColumnData::Str(v) => v[row].as_deref().map_or(Value::Null, Value::Str),
+            ColumnData::Str(v) | ColumnData::Json(v) => {
+                v[row].as_deref().map_or(Value::Null, Value::Str)
+            }
             ColumnData::Int(v) => v[row].map_or(Value::Null, Value::Int),
             ColumnData::Float(v) => v[row].map_or(Value::Null, Value::Float),
             ColumnData::Bool(v) => v[row].map_or(Value::Null, Value::Bool),
@@ -82,6 +86,7 @@ impl ColumnData {
         }
         match self {
             ColumnData::Str(v) => ColumnData::Str(pick(v, rows)),
+            ColumnData::Json(v) => ColumnData::Json(pick(v, rows)),
             ColumnData::Int(v) => ColumnData::Int(pick(v, rows)),
             ColumnData::Float(v) => ColumnData::Float(pick(v, rows)),
             ColumnData::Bool(v) => ColumnData::Bool(pick(v, rows)),
@@ -101,7 +106,8 @@ impl ColumnData {
     /// Append cell `row` of `other` (same variant) to `self`.
     pub fn push_from(&mut self, other: &ColumnData, row: usize) {
         match (self, other) {
-            (ColumnData::Str(a), ColumnData::Str(b)) => a.push(b[row].clone()),
+            (ColumnData::Str(a), ColumnData::Str(b))
+            | (ColumnData::Json(a), ColumnData::Json(b)) => a.push(b[row].clone()),
             (ColumnData::Int(a), ColumnData::Int(b)) => a.push(b[row]),
             (ColumnData::Float(a), ColumnData::Float(b)) => a.push(b[row]),
             (ColumnData::Bool(a), ColumnData::Bool(b)) => a.push(b[row]),

@@ -35,6 +35,8 @@ pub struct Encoded {
     pub total: Option<usize>,
     /// The next page (`Link: <…>; rel="next"`).
     pub next: Option<String>,
+    /// Hints about the request (a filter value that matches no run), one `Warning` header each.
+    pub warnings: Vec<String>,
 }
 
 fn cache_key(snapshot: &Snapshot, uri: &Uri, format: Format) -> String {
@@ -74,10 +76,36 @@ pub fn cached(
 /// The HTTP response for an encoded answer.
 pub fn respond(e: &Encoded) -> Response {
     let mut resp = answer(e.body.clone().into_response(), e.content_type, e.total);
+    resp = with_warnings(resp, &e.warnings);
     if let Some(next) = &e.next
         && let Ok(v) = HeaderValue::from_str(&format!("<{next}>; rel=\"next\""))
     {
         resp.headers_mut().insert(header::LINK, v);
+    }
+    resp
+}
+
+/// `resp` with a `Warning: 299 - "<text>"` header per hint (RFC 9111 retired the header for
+/// caches; clients and proxies pass it on). Non-ASCII characters of the text are written as
+/// `\u{..}` escapes, quotes and backslashes escaped.
+pub fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        let mut text = String::with_capacity(w.len() + 12);
+        text.push_str("299 - \"");
+        for c in w.chars() {
+            match c {
+                '"' | '\\' => {
+                    text.push('\\');
+                    text.push(c);
+                }
+                ' '..='~' => text.push(c),
+                other => text.push_str(&format!("\\u{{{:x}}}", other as u32)),
+            }
+        }
+        text.push('"');
+        if let Ok(v) = HeaderValue::from_str(&text) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
     }
     resp
 }

@@ -8,7 +8,7 @@ use axum::extract::{OriginalUri, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 
-use super::answer::{Encoded, cached, lookup, pieces, respond, streamed};
+use super::answer::{Encoded, cached, lookup, pieces, respond, streamed, with_warnings};
 use super::encode;
 use super::error::AppError;
 use super::negotiate::Format;
@@ -68,7 +68,9 @@ enum Kind {
 const ITL_BINS: usize = 50;
 
 /// One row per run: count, mean and numpy percentiles of the ITL samples (seconds), and a
-/// 50-bin histogram (`np.histogram`) as JSON text `{"edges": [...], "counts": [...]}`.
+/// 50-bin histogram (`np.histogram`), `{"edges": [...], "counts": [...]}`: an object in JSON and
+/// NDJSON, its JSON text in CSV, and a string of the `arrow.json` extension type in Arrow and
+/// Parquet.
 async fn itl_summary(
     state: AppState,
     uri: axum::http::Uri,
@@ -80,6 +82,7 @@ async fn itl_summary(
         return Ok(hit);
     }
     let snapshot = p.snapshot.clone();
+    let warnings = p.params.filter_warnings(Domain::Llm, &snapshot.llm);
     let t = &snapshot.llm;
     let mut stats: Vec<[Option<f64>; 6]> = Vec::new();
     let mut counts = Vec::new();
@@ -132,7 +135,7 @@ async fn itl_summary(
         }
         frame.columns.push(FrameColumn {
             name: "histogram".into(),
-            data: ColumnData::Str(hists),
+            data: ColumnData::Json(hists),
         });
         let body = encode::encode_frame(
             &frame,
@@ -145,6 +148,7 @@ async fn itl_summary(
             body: body.into(),
             total: Some(frame.num_rows()),
             next: None,
+            warnings: warnings.clone(),
         })
     })?;
     Ok(respond(&encoded))
@@ -168,6 +172,7 @@ async fn answer(
         return Ok(hit);
     }
     let snapshot = p.snapshot.clone();
+    let warnings = p.params.filter_warnings(Domain::Llm, &snapshot.llm);
     let t = &snapshot.llm;
     let mut derived = Vec::with_capacity(rows.len());
     let mut lengths: Vec<datafusion::arrow::buffer::ScalarBuffer<i64>> = Vec::new();
@@ -222,15 +227,19 @@ async fn answer(
             elapsed_ms = started.elapsed().as_millis() as u64,
             "arrow pieces"
         );
-        return Ok(pieces(format.content_type(), Some(total), parts));
+        return Ok(with_warnings(
+            pieces(format.content_type(), Some(total), parts),
+            &warnings,
+        ));
     }
     if total * bytes_per_row(&keys, format) >= state.limits.stream_bytes {
         // Encoded while it is sent, and not cached (the derived data it comes from is).
         let snapshot = snapshot.clone();
-        return Ok(streamed(format.content_type(), Some(total), move |out| {
+        let resp = streamed(format.content_type(), Some(total), move |out| {
             write_long(&snapshot.llm, &keys, &segments, value, format, out)
                 .map_err(|e| e.to_string())
-        }));
+        });
+        return Ok(with_warnings(resp, &warnings));
     }
     let encoded = cached(&state.cache, &snapshot, &uri, format, || {
         let started = std::time::Instant::now();
@@ -247,6 +256,7 @@ async fn answer(
             body: body.into(),
             total: Some(total),
             next: None,
+            warnings: warnings.clone(),
         })
     })?;
     Ok(respond(&encoded))

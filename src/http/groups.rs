@@ -11,7 +11,7 @@ use super::params::Endpoint;
 use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::GroupResult;
 
-fn group_json(out: &mut Vec<u8>, domain: &str, g: &GroupResult) {
+fn group_json(out: &mut Vec<u8>, domain: &str, g: &GroupResult, warnings: &[String]) {
     let frame = &g.frame;
     out.extend_from_slice(b"{\"domain\":");
     encode::json_str(out, domain);
@@ -46,7 +46,9 @@ fn group_json(out: &mut Vec<u8>, domain: &str, g: &GroupResult) {
         encode::json_members(out, frame, r);
         out.push(b'}');
     }
-    out.extend_from_slice(b"]}");
+    out.push(b']');
+    encode::json_warnings(out, warnings);
+    out.push(b'}');
 }
 
 /// Group runs and aggregate.
@@ -90,6 +92,7 @@ pub async fn groups(
     } = prepare(&state, &domain, Endpoint::Group, query.as_deref(), &headers)?;
     let table = snapshot.table(domain);
     let q = params.group_query(domain, table)?;
+    let warnings = params.filter_warnings(domain, table);
     let encoded = cached(&state.cache, &snapshot, &uri, format, || {
         let g = table.group(&q)?;
         let nullable = |name: &str| match name {
@@ -98,13 +101,14 @@ pub async fn groups(
             _ => true,
         };
         let body = encode::encode_frame(&g.frame, format, &nullable, |out, _| {
-            group_json(out, domain.as_str(), &g)
+            group_json(out, domain.as_str(), &g, &warnings)
         })?;
         Ok(Encoded {
             content_type: format.content_type(),
             body: body.into(),
             total: Some(g.frame.num_rows()),
             next: None,
+            warnings: warnings.clone(),
         })
     })?;
     Ok(respond(&encoded))

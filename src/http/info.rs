@@ -166,8 +166,14 @@ pub async fn datasets(State(state): State<AppState>) -> Json<DatasetList> {
 pub struct CacheInfo {
     /// Whether raw files are cached: false for a local dataset (raw files are read in place).
     pub enabled: bool,
-    /// Raw cache directory or object_store URL.
+    /// Raw cache directory or object_store URL (null when raw files are read in place).
     pub location: Option<String>,
+    /// Where this dataset's raw files are read from, in words: in place from a local directory,
+    /// or fetched from the source into the raw cache.
+    pub raw_files: String,
+    /// Where derived data (ITLs, output lengths, timelines) is persisted, for every source; null
+    /// when it is kept in memory only.
+    pub derived_location: Option<String>,
     /// Catalog database (credentials hidden).
     pub catalog: String,
     /// The bound on `bytes` (none when derived data is not persisted).
@@ -201,6 +207,19 @@ pub async fn cache(State(state): State<AppState>) -> Result<Json<CacheInfo>, App
     Ok(Json(CacheInfo {
         enabled: remote.is_some(),
         location: remote.map(|r| r.cache_location().to_string()),
+        raw_files: match (remote, &snapshot.source.root) {
+            (Some(r), _) => format!(
+                "fetched from {} on first use into the raw cache at {}",
+                snapshot.source.location,
+                r.cache_location()
+            ),
+            (None, Some(root)) => format!(
+                "read in place from {} (a local dataset needs no raw cache)",
+                root.display()
+            ),
+            (None, None) => "none: this dataset has no raw files".to_string(),
+        },
+        derived_location: snapshot.source.derived.as_ref().and_then(|d| d.location()),
         catalog: state.service.catalog.url().to_string(),
         max_bytes: bound.map(|b| b.max_bytes()),
         files,

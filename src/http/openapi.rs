@@ -112,6 +112,10 @@ pub struct RunList {
     count: usize,
     /// URL of the next page, or null.
     next: Option<String>,
+    /// Hints, present when a filter value matches no run (`gpu_model 'h100' matches no run; did
+    /// you mean 'H100'?`); also sent as `Warning` headers, in every format.
+    #[schema(required = false)]
+    warnings: Option<Vec<String>>,
     runs: Vec<Run>,
 }
 
@@ -147,6 +151,9 @@ pub struct GroupList {
     /// Number of groups.
     count: usize,
     groups: Vec<Group>,
+    /// Hints, present when a filter value matches no run; also sent as `Warning` headers.
+    #[schema(required = false)]
+    warnings: Option<Vec<String>>,
 }
 
 impl Serialize for Run {
@@ -647,7 +654,7 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
                 complete_operation(
                     &mut concrete,
                     o.endpoint.map(|e| params::parameter_specs(d, e)),
-                    &o.problems[..],
+                    o.problems,
                     Some(d),
                 );
                 let path = o.path.replace("{domain}", d.as_str());
@@ -703,8 +710,15 @@ pub struct ItlSummaryRow {
     p95_s: Option<f64>,
     p99_s: Option<f64>,
     max_s: Option<f64>,
-    /// `{"edges": [51 numbers], "counts": [50 integers]}`, as JSON text.
-    histogram: String,
+    histogram: ItlHistogram,
+}
+
+/// `np.histogram(samples, bins=50)`: 51 edges and 50 counts.
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct ItlHistogram {
+    edges: Vec<f64>,
+    counts: Vec<u64>,
 }
 
 /// A row of the ITL endpoints: samples, or with `summary=true` one summary per run.

@@ -531,6 +531,41 @@ impl Params {
         }
     }
 
+    /// A hint per string filter value that matches no run of `table` (the answer is still what
+    /// the filter selects: nothing for that value): `gpu_model 'h100' matches no run; did you
+    /// mean 'H100'?`. An empty value, which matches nothing by definition, gets none.
+    pub fn filter_warnings(&self, domain: Domain, table: &RunTable) -> Vec<String> {
+        let mut out = Vec::new();
+        for (p, field, _) in string_filters(domain) {
+            let Some(vals) = self.values.get(*p) else {
+                continue;
+            };
+            let Some(col) = table.field_index(field) else {
+                continue;
+            };
+            let data = table.column(col);
+            let mut known: Vec<&str> = (0..table.len())
+                .filter_map(|r| match data.get(r) {
+                    crate::engine::frame::Value::Str(s) => Some(s),
+                    _ => None,
+                })
+                .collect();
+            known.sort_unstable();
+            known.dedup();
+            for v in vals {
+                if v.is_empty() || known.binary_search(&v.as_str()).is_ok() {
+                    continue;
+                }
+                let name = self.name(p);
+                out.push(match suggestion(v, &known) {
+                    Some(s) => format!("{name} '{v}' matches no run; did you mean '{s}'?"),
+                    None => format!("{name} '{v}' matches no run"),
+                });
+            }
+        }
+        out
+    }
+
     /// Filters and stability alone (raw-derived collections).
     pub fn run_filters(&self, domain: Domain) -> Result<RunQuery, AppError> {
         let (filters, stability) = self.filters(domain)?;
@@ -666,4 +701,21 @@ fn parse_agg(s: &str, table: &RunTable) -> Result<AggSpec, AppError> {
         }
     }
     Ok(AggSpec { func, field })
+}
+
+/// The known value a mistyped one most likely meant: the same but for case, else the closest by
+/// edit distance when the distance is small for the value's length (at most 2, and under a third
+/// of it).
+fn suggestion<'a>(value: &str, known: &[&'a str]) -> Option<&'a str> {
+    let lower = value.to_lowercase();
+    if let Some(k) = known.iter().find(|k| k.to_lowercase() == lower) {
+        return Some(k);
+    }
+    let limit = 2.min(value.chars().count().div_ceil(3));
+    known
+        .iter()
+        .map(|k| (strsim::levenshtein(&lower, &k.to_lowercase()), *k))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
 }

@@ -65,6 +65,7 @@ pub async fn list_runs(
     let table = snapshot.table(domain);
     let q = params.run_query(domain, table, state.limits.max_rows)?;
     let path = uri.path().to_string();
+    let warnings = params.filter_warnings(domain, table);
     let encoded = cached(&state.cache, &snapshot, &uri, format, || {
         let sel = table.select(&q)?;
         let frame = table.frame_of(&sel);
@@ -99,6 +100,7 @@ pub async fn list_runs(
                     Some(n) => encode::json_str(out, n),
                     None => out.extend_from_slice(b"null"),
                 }
+                encode::json_warnings(out, &warnings);
                 out.extend_from_slice(b",\"runs\":");
                 encode::json_array(out, frame);
                 out.push(b'}');
@@ -109,6 +111,7 @@ pub async fn list_runs(
             body: body.into(),
             total: Some(sel.total),
             next,
+            warnings: warnings.clone(),
         })
     })?;
     Ok(respond(&encoded))
@@ -167,6 +170,7 @@ pub async fn get_run(
             body: body.into(),
             total: None,
             next: None,
+            warnings: Vec::new(),
         })
     })?;
     Ok(respond(&encoded))

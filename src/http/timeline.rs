@@ -186,6 +186,9 @@ fn encoded(
     frame: Frame,
 ) -> Result<Response, AppError> {
     let format = p.format;
+    let warnings = p
+        .params
+        .filter_warnings(p.domain, p.snapshot.table(p.domain));
     let e = cached(&state.cache, &p.snapshot, uri, format, || {
         let nullable = |n: &str| n.contains("_device_");
         let rows = frame.num_rows();
@@ -195,6 +198,7 @@ fn encoded(
             body: body.into(),
             total: Some(rows),
             next: None,
+            warnings: warnings.clone(),
         })
     })?;
     Ok(respond(&e))

@@ -108,6 +108,7 @@ impl SourceOptions {
 /// removed in the background.
 fn derived_store(
     store: Arc<dyn object_store::ObjectStore>,
+    description: &str,
     local: bool,
     bound: Arc<Bound>,
 ) -> DerivedStore {
@@ -116,7 +117,8 @@ fn derived_store(
         local,
         Some(bound),
         crate::rawfile::ipc::FORMAT_VERSION,
-    );
+    )
+    .with_location(description);
     let sweep = derived.clone();
     tokio::spawn(async move {
         let n = sweep.sweep_other_versions().await;
@@ -146,7 +148,7 @@ pub async fn load_remote(
         }
     }
     let bound = Arc::new(Bound::new(cache_store.clone(), catalog, opts.max_bytes));
-    let derived = derived_store(cache_store.clone(), local, bound.clone());
+    let derived = derived_store(cache_store.clone(), &cache_desc, local, bound.clone());
     let local_root = match &location {
         CacheLocation::Dir(d) if local => Some(d.clone()),
         _ => None,
@@ -253,9 +255,10 @@ pub async fn open_dataset(spec: &str, opts: &SourceOptions) -> Result<(Snapshot,
             };
             // Derived data of local raw files is persisted in the cache location too.
             match CacheLocation::parse(&opts.cache).open() {
-                Ok((store, _, local)) => {
+                Ok((store, description, local)) => {
                     let bound = Bound::new(store.clone(), catalog.clone(), opts.max_bytes);
-                    dataset.source.derived = Some(derived_store(store, local, Arc::new(bound)));
+                    dataset.source.derived =
+                        Some(derived_store(store, &description, local, Arc::new(bound)));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "cache location unavailable; derived data is kept in memory only")

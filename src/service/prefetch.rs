@@ -133,6 +133,21 @@ impl Prefetch {
     ) -> Result<JobRow, sqlx::Error> {
         let targets = targets(snapshot, domain, rows);
         let now = u64::try_from(now_ms()).unwrap_or(0);
+        let note = if snapshot.source.remote.is_none() {
+            Some(format!(
+                "this dataset's raw files are local ({}): they are read in place and need no prefetch{}",
+                snapshot.source.location,
+                if targets.is_empty() {
+                    ", and none of the matched runs has one"
+                } else {
+                    "; the job only checks that they are there"
+                }
+            ))
+        } else if targets.is_empty() {
+            Some("none of the matched runs has a raw file in this dataset".to_string())
+        } else {
+            None
+        };
         let row = JobRow {
             id: uuid::Uuid::new_v4().to_string(),
             domain: domain.as_str().into(),
@@ -145,6 +160,7 @@ impl Prefetch {
             errors: serde_json::json!([]),
             created_at_ms: now,
             updated_at_ms: now,
+            note,
         };
         self.catalog.insert_job(&row).await?;
         let job = Arc::new(Mutex::new(row.clone()));

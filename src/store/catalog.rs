@@ -13,11 +13,18 @@ use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
 use sqlx::{AnyPool, Row};
 
 /// The migrations, embedded (version, description, SQL).
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "cache catalog",
-    include_str!("../../migrations/0001_cache_catalog.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "cache catalog",
+        include_str!("../../migrations/0001_cache_catalog.sql"),
+    ),
+    (
+        2,
+        "job note",
+        include_str!("../../migrations/0002_job_note.sql"),
+    ),
+];
 
 #[derive(Debug)]
 struct Embedded;
@@ -67,6 +74,9 @@ pub struct JobRow {
     pub errors: serde_json::Value,
     pub created_at_ms: u64,
     pub updated_at_ms: u64,
+    /// Why there is nothing to fetch, when there is not (a local dataset's raw files are read in
+    /// place; no matched run has raw files).
+    pub note: Option<String>,
 }
 
 /// Handle to the catalog database (a pool; cheap to clone).
@@ -210,8 +220,8 @@ impl Catalog {
     pub async fn insert_job(&self, j: &JobRow) -> Result<(), sqlx::Error> {
         sqlx::query(
             "INSERT INTO jobs (id, domain, query, state, files_total, files_done, bytes_total, \
-             bytes_done, errors, created_at_ms, updated_at_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             bytes_done, errors, created_at_ms, updated_at_ms, note) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .bind(&j.id)
         .bind(&j.domain)
@@ -224,6 +234,7 @@ impl Catalog {
         .bind(j.errors.to_string())
         .bind(i(j.created_at_ms))
         .bind(i(j.updated_at_ms))
+        .bind(j.note.clone())
         .execute(&self.pool)
         .await
         .map(|_| ())
@@ -248,7 +259,7 @@ impl Catalog {
     pub async fn job(&self, id: &str) -> Result<Option<JobRow>, sqlx::Error> {
         let row = sqlx::query(
             "SELECT id, domain, query, state, files_total, files_done, bytes_total, bytes_done, \
-             errors, created_at_ms, updated_at_ms FROM jobs WHERE id = $1",
+             errors, created_at_ms, updated_at_ms, note FROM jobs WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(&self.pool)
@@ -267,6 +278,7 @@ impl Catalog {
                 errors: serde_json::from_str(&errors).unwrap_or(serde_json::Value::Null),
                 created_at_ms: u(r.try_get("created_at_ms")?),
                 updated_at_ms: u(r.try_get("updated_at_ms")?),
+                note: r.try_get("note")?,
             })
         })
         .transpose()

@@ -26,6 +26,8 @@ pub struct DerivedStore {
     bound: Option<Arc<Bound>>,
     /// Format version of the files (the writer's): they live under `derived/v<format>/`.
     format: u32,
+    /// Where the store is (a directory or URL), for `/v1/cache`.
+    location: Option<String>,
 }
 
 impl std::fmt::Debug for DerivedStore {
@@ -51,7 +53,21 @@ impl DerivedStore {
             part,
             bound,
             format,
+            location: None,
         }
+    }
+
+    /// The same store, described as being at `location` (a directory or URL).
+    pub fn with_location(mut self, location: &str) -> Self {
+        self.location = Some(location.to_string());
+        self
+    }
+
+    /// Where persisted derived data is: the store's location and this format's folder in it.
+    pub fn location(&self) -> Option<String> {
+        self.location
+            .as_ref()
+            .map(|l| format!("{}/derived/v{}", l.trim_end_matches('/'), self.format))
     }
 
     pub fn bound(&self) -> Option<&Arc<Bound>> {

@@ -116,7 +116,7 @@ def test_itl_summary_matches_numpy(served):
             assert s[f"p{q}_s"] == float(np.percentile(x, q))
         assert s["max_s"] == float(x.max())
         counts, edges = np.histogram(x, bins=50)
-        h = json.loads(s["histogram"])
+        h = s["histogram"]
         assert h["counts"] == counts.tolist() and h["edges"] == edges.tolist()
     one = get(base, f"/v1/llm/runs/{rows[0]['run_id']}/itl", summary="true")[1]
     assert one == [rows[0]]

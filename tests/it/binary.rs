@@ -142,3 +142,30 @@ fn a_stop_waits_for_derived_data_to_be_persisted() {
         .count();
     assert_eq!(persisted, 3);
 }
+
+/// Text logs written to a pipe carry no ANSI colour codes (colour is for terminals only).
+#[test]
+fn text_logs_to_a_pipe_are_plain() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mlenergy-server"))
+        .args(["--bind", "127.0.0.1:0", "--log-format", "text"])
+        .current_dir(std::env::temp_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("binary starts");
+    let stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let Ok(line) = line else { break };
+        let done = line.contains("listening");
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(seen.iter().any(|l| l.contains("listening")), "{seen:?}");
+    assert!(seen.iter().any(|l| l.contains("INFO")), "{seen:?}");
+    assert!(!seen.iter().any(|l| l.contains('\u{1b}')), "{seen:?}");
+}

@@ -63,6 +63,7 @@ async fn suite(url: &str) {
         errors: serde_json::json!([]),
         created_at_ms: 1,
         updated_at_ms: 1,
+        note: None,
     };
     c.insert_job(&job).await.unwrap();
     job.files_done = 3;
@@ -93,8 +94,9 @@ async fn sqlite_catalog() {
 }
 
 #[tokio::test]
+#[ignore = "needs a PostgreSQL server: set MLENERGY_TEST_POSTGRES"]
 async fn postgres_catalog() {
-    if let Some(url) = fresh_postgres().await {
-        suite(&url).await;
+    if let Some(db) = fresh_postgres().await {
+        suite(&db.url()).await;
     }
 }

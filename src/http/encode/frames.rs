@@ -47,6 +47,11 @@ fn json_cell(out: &mut Vec<u8>, col: &FrameColumn, row: usize) {
                 out.extend_from_slice(b"null");
             }
         }
+        // JSON text, written as the value it is.
+        ColumnData::Json(v) => match &v[row] {
+            Some(text) => out.extend_from_slice(text.as_bytes()),
+            None => out.extend_from_slice(b"null"),
+        },
         data => json_value(out, data.get(row)),
     }
 }
@@ -65,6 +70,21 @@ fn write_members(out: &mut Vec<u8>, cols: &[FrameColumn], row: usize) {
 /// `"a":1,"b":"x"` for one row (no braces), so callers can add members of their own.
 pub fn json_members(out: &mut Vec<u8>, frame: &Frame, row: usize) {
     write_members(out, &frame.columns, row);
+}
+
+/// `,"warnings":[...]` when there are any (a member of an answer's envelope).
+pub fn json_warnings(out: &mut Vec<u8>, warnings: &[String]) {
+    if warnings.is_empty() {
+        return;
+    }
+    out.extend_from_slice(b",\"warnings\":[");
+    for (i, w) in warnings.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        json_str(out, w);
+    }
+    out.push(b']');
 }
 
 /// One row as a JSON object.

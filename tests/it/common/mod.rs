@@ -126,8 +126,49 @@ impl TestApp {
     }
 }
 
-/// A fresh database on the server `MLENERGY_TEST_POSTGRES` names, or `None` to skip.
-pub async fn fresh_postgres() -> Option<String> {
+/// A database created for one test on the server `MLENERGY_TEST_POSTGRES` names; dropped when
+/// the test ends, passed or failed.
+pub struct PgDatabase {
+    base: String,
+    name: String,
+    url: String,
+}
+
+impl PgDatabase {
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let (base, name) = (self.base.clone(), self.name.clone());
+        // A runtime of its own: the test's may be shutting down.
+        let dropped = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            rt.block_on(async {
+                use sqlx::Connection;
+                let mut conn = sqlx::PgConnection::connect(&base).await.ok()?;
+                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&mut conn)
+                    .await
+                    .ok()
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Some(_))) {
+            eprintln!("could not drop the test database {}", self.name);
+        }
+    }
+}
+
+/// A fresh database on the server `MLENERGY_TEST_POSTGRES` names, or `None` to skip. The tests
+/// that use it are `#[ignore]`d with the reason, so a run without a server says they did not run;
+/// `tests/run.sh` runs them (`--include-ignored`) when `MLENERGY_TEST_POSTGRES` is set.
+pub async fn fresh_postgres() -> Option<PgDatabase> {
     let Ok(base) = std::env::var("MLENERGY_TEST_POSTGRES") else {
         assert!(
             std::env::var("MLENERGY_REQUIRE_POSTGRES").is_err(),
@@ -146,5 +187,9 @@ pub async fn fresh_postgres() -> Option<String> {
         .await
         .expect("CREATE DATABASE");
     let (head, _) = base.rsplit_once('/').expect("URL with a database");
-    Some(format!("{head}/{name}"))
+    Some(PgDatabase {
+        url: format!("{head}/{name}"),
+        base,
+        name,
+    })
 }
