@@ -193,3 +193,94 @@ pub fn frame_to_batch(
     }
     Ok(RecordBatch::try_new(schema, arrays)?)
 }
+
+/// A frame written by `frame_to_batch` read back: Utf8 (JSON text where the field carries the
+/// `arrow.json` extension type), Int64, Float64 and Boolean columns, and structs of them.
+pub fn frame_from_batch(batch: &RecordBatch) -> Result<Frame, EngineError> {
+    let schema = batch.schema();
+    let columns = schema
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .map(|(f, a)| {
+            column_of(f, a).map(|data| FrameColumn {
+                name: f.name().clone(),
+                data,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Frame { columns })
+}
+
+fn column_of(field: &Field, array: &ArrayRef) -> Result<ColumnData, EngineError> {
+    let unsupported = || {
+        EngineError::Load(format!(
+            "column '{}' has type {}",
+            field.name(),
+            array.data_type()
+        ))
+    };
+    Ok(match array.data_type() {
+        DataType::Utf8 => {
+            let a = array
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .ok_or_else(unsupported)?;
+            let v: Vec<Option<Arc<str>>> = a.iter().map(|s| s.map(Arc::from)).collect();
+            if field
+                .metadata()
+                .get("ARROW:extension:name")
+                .map(String::as_str)
+                == Some("arrow.json")
+            {
+                ColumnData::Json(v)
+            } else {
+                ColumnData::Str(v)
+            }
+        }
+        DataType::Int64 => ColumnData::Int(
+            array
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .ok_or_else(unsupported)?
+                .iter()
+                .collect(),
+        ),
+        DataType::Float64 => ColumnData::Float(
+            array
+                .as_any()
+                .downcast_ref::<Float64Array>()
+                .ok_or_else(unsupported)?
+                .iter()
+                .collect(),
+        ),
+        DataType::Boolean => ColumnData::Bool(
+            array
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .ok_or_else(unsupported)?
+                .iter()
+                .collect(),
+        ),
+        DataType::Struct(fields) => {
+            let s = array
+                .as_any()
+                .downcast_ref::<StructArray>()
+                .ok_or_else(unsupported)?;
+            ColumnData::Struct {
+                fields: fields
+                    .iter()
+                    .zip(s.columns())
+                    .map(|(f, a)| {
+                        column_of(f, a).map(|data| FrameColumn {
+                            name: f.name().clone(),
+                            data,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+                valid: (0..s.len()).map(|i| s.is_valid(i)).collect(),
+            }
+        }
+        _ => return Err(unsupported()),
+    })
+}

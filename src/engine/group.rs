@@ -108,6 +108,25 @@ fn extreme(col: &ColumnData, rows: &[usize], smallest: bool) -> Option<usize> {
 }
 
 impl RunTable {
+    /// `rows` split by the values of the columns `by_cols`, groups in the order of their first
+    /// row (the toolkit's `group_by`).
+    pub fn group_rows(&self, by_cols: &[usize], rows: Vec<usize>) -> Vec<Vec<usize>> {
+        let mut order: Vec<Vec<usize>> = Vec::new();
+        let mut index: HashMap<Vec<String>, usize> = HashMap::new();
+        for r in rows {
+            let key: Vec<String> = by_cols
+                .iter()
+                .map(|&c| format!("{:?}", self.column(c).get(r)))
+                .collect();
+            let g = *index.entry(key).or_insert_with(|| {
+                order.push(Vec::new());
+                order.len() - 1
+            });
+            order[g].push(r);
+        }
+        order
+    }
+
     pub fn group(&self, q: &GroupQuery) -> Result<GroupResult, EngineError> {
         let by_cols =
             q.by.iter()
@@ -133,19 +152,7 @@ impl RunTable {
         }
 
         let rows = self.filter_rows(&q.filters, q.stability)?;
-        let mut order: Vec<Vec<usize>> = Vec::new();
-        let mut index: HashMap<Vec<String>, usize> = HashMap::new();
-        for r in rows {
-            let key: Vec<String> = by_cols
-                .iter()
-                .map(|&c| format!("{:?}", self.column(c).get(r)))
-                .collect();
-            let g = *index.entry(key).or_insert_with(|| {
-                order.push(Vec::new());
-                order.len() - 1
-            });
-            order[g].push(r);
-        }
+        let order = self.group_rows(&by_cols, rows);
 
         let firsts: Vec<Option<usize>> = order.iter().map(|g| g.first().copied()).collect();
         let mut columns: Vec<FrameColumn> = by_cols

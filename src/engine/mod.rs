@@ -14,6 +14,7 @@ pub mod fields;
 pub mod frame;
 pub mod group;
 pub mod load;
+pub mod models;
 pub mod query;
 pub mod runid;
 pub mod table;

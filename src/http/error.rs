@@ -82,6 +82,16 @@ pub enum AppError {
     DownloadCorrupt { run_id: String, detail: String },
     #[error("no job has the id '{0}'")]
     UnknownJob(String),
+    /// A request body that is not the JSON the endpoint takes, or whose values cannot be used
+    /// (`field` names the member at fault, when there is one).
+    #[error("{detail}")]
+    InvalidBody {
+        field: Option<String>,
+        detail: String,
+    },
+    /// A request body over the endpoint's size limit.
+    #[error("the request body is over {limit} bytes")]
+    PayloadTooLarge { limit: usize },
     #[error("no route for {0}")]
     NoRoute(String),
     #[error("method not allowed")]
@@ -107,6 +117,8 @@ impl AppError {
             } => StatusCode::GATEWAY_TIMEOUT,
             AppError::Upstream { .. } | AppError::DownloadCorrupt { .. } => StatusCode::BAD_GATEWAY,
             AppError::UnknownJob(_) => StatusCode::NOT_FOUND,
+            AppError::InvalidBody { .. } => StatusCode::BAD_REQUEST,
+            AppError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::NotAcceptable { .. } => StatusCode::NOT_ACCEPTABLE,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -131,6 +143,8 @@ impl AppError {
             AppError::Upstream { .. } => "upstream_failed",
             AppError::DownloadCorrupt { .. } => "download_corrupt",
             AppError::UnknownJob(_) => "unknown_job",
+            AppError::InvalidBody { .. } => "invalid_body",
+            AppError::PayloadTooLarge { .. } => "payload_too_large",
             AppError::NoRoute(_) => "not_found",
             AppError::MethodNotAllowed => "method_not_allowed",
             AppError::Internal(_) => "internal",
@@ -154,6 +168,8 @@ impl AppError {
             AppError::Upstream { .. } => "Source failed",
             AppError::DownloadCorrupt { .. } => "Download corrupt",
             AppError::UnknownJob(_) => "Unknown job",
+            AppError::InvalidBody { .. } => "Invalid request body",
+            AppError::PayloadTooLarge { .. } => "Request body too large",
             AppError::NoRoute(_) => "Not found",
             AppError::MethodNotAllowed => "Method not allowed",
             AppError::Internal(_) => "Internal server error",
@@ -246,6 +262,12 @@ impl AppError {
                 format!(
                     "no job has the id '{id}'; jobs are started with POST /v1/{{domain}}/prefetch"
                 ),
+            ),
+            AppError::InvalidBody { field, detail } => (field.clone(), None, detail.clone()),
+            AppError::PayloadTooLarge { limit } => (
+                None,
+                None,
+                format!("the request body is over the limit of {limit} bytes"),
             ),
             AppError::NoRoute(path) => (
                 None,

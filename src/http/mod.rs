@@ -11,8 +11,10 @@ pub mod answer;
 pub mod derived;
 pub mod encode;
 pub mod error;
+pub mod fits;
 pub mod groups;
 pub mod info;
+pub mod models;
 pub mod negotiate;
 pub mod openapi;
 pub mod params;
@@ -60,6 +62,13 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(info::datasets))
         .routes(routes!(info::healthz))
         .routes(routes!(info::readyz))
+        .routes(routes!(fits::logistic_fits))
+        .routes(routes!(fits::run_itl_mixture))
+        .routes(routes!(fits::itl_mixtures))
+        .routes(routes!(models::logistic_fit))
+        .routes(routes!(models::logistic_eval))
+        .routes(routes!(models::mixture_fit))
+        .routes(routes!(models::mixture_sample))
         .split_for_parts();
     let mut doc = doc;
     openapi::complete(&mut doc);
@@ -88,6 +97,9 @@ pub fn app(state: AppState) -> Router {
     })
     .on_response(DefaultOnResponse::new().level(tracing::Level::INFO).latency_unit(LatencyUnit::Micros));
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
+        // Model bodies carry up to ten million numbers; the limit is the models' (no other
+        // endpoint reads a body).
+        .layer(axum::extract::DefaultBodyLimit::max(models::BODY_LIMIT))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)

@@ -178,6 +178,7 @@ impl Serialize for Group {
     tags(
         (name = "runs", description = "Run summaries: filter, sort, page, group"),
         (name = "raw", description = "Data only the raw results hold: output lengths, inter-token latencies"),
+        (name = "models", description = "Fitted models: logistic batch-sweep curves and ITL mixtures, over the dataset or over data of your own"),
         (name = "catalog", description = "What is loaded and what the fields mean"),
         (name = "health", description = "Liveness and readiness"),
     )
@@ -192,6 +193,9 @@ struct Operation {
     endpoint: Option<Endpoint>,
     problems: &'static [u16],
 }
+
+/// A JSON body is read: malformed or out of bounds (400), or too large (413).
+const BODY_PROBLEMS: &[u16] = &[400, 413];
 
 /// A raw file is read: the source can refuse it, fail, or be too slow.
 const RAW_PROBLEMS: &[u16] = &[400, 403, 404, 406, 422, 502, 504];
@@ -277,6 +281,48 @@ const OPERATIONS: &[Operation] = &[
         endpoint: None,
         problems: &[404],
     },
+    Operation {
+        path: "/v1/{domain}/fits/logistic",
+        post: false,
+        endpoint: Some(Endpoint::Sweep),
+        problems: &[400, 404, 406],
+    },
+    Operation {
+        path: "/v1/llm/runs/{run_id}/itl-mixture",
+        post: false,
+        endpoint: Some(params::ITL_MIXTURE_ONE),
+        problems: RAW_PROBLEMS,
+    },
+    Operation {
+        path: "/v1/llm/fits/itl-mixture",
+        post: false,
+        endpoint: Some(params::ITL_MIXTURE_MANY),
+        problems: RAW_PROBLEMS,
+    },
+    Operation {
+        path: "/v1/models/logistic/fit",
+        post: true,
+        endpoint: None,
+        problems: BODY_PROBLEMS,
+    },
+    Operation {
+        path: "/v1/models/logistic/eval",
+        post: true,
+        endpoint: None,
+        problems: BODY_PROBLEMS,
+    },
+    Operation {
+        path: "/v1/models/itl-mixture/fit",
+        post: true,
+        endpoint: None,
+        problems: BODY_PROBLEMS,
+    },
+    Operation {
+        path: "/v1/models/itl-mixture/sample",
+        post: true,
+        endpoint: None,
+        problems: BODY_PROBLEMS,
+    },
 ];
 
 /// The shared problem responses: (status, component name, what it means).
@@ -284,7 +330,12 @@ const PROBLEMS: &[(u16, &str, &str)] = &[
     (
         400,
         "BadRequest",
-        "A parameter the endpoint does not take, a malformed value, exact values mixed with a range, or an unknown field or aggregate (`unknown_parameter`, `invalid_parameter`, `unknown_field`); `parameter` and `allowed` say which and what would do.",
+        "A parameter the endpoint does not take, a malformed value, exact values mixed with a range, or an unknown field or aggregate (`unknown_parameter`, `invalid_parameter`, `unknown_field`), or a request body that is not what the endpoint takes (`invalid_body`); `parameter` and `allowed` say which and what would do.",
+    ),
+    (
+        413,
+        "PayloadTooLarge",
+        "The request body is over the endpoint's size limit (`payload_too_large`).",
     ),
     (
         403,
@@ -348,6 +399,9 @@ fn alternatives(names: &[String]) -> String {
 /// A JSON number as the parser reads it (finite, within f64's range).
 const NUMBER: &str = "[+-]?[0-9]{1,15}(?:\\.[0-9]{1,15})?(?:[eE][+-]?[0-9]{1,2})?";
 
+/// A positive number as the parser reads it.
+const POSITIVE: &str = "(?:[1-9][0-9]{0,8}(?:\\.[0-9]{1,6})?|0\\.[0-9]{0,5}[1-9])";
+
 /// The schema of one parameter's value, with how an array is written (`explode`).
 fn value_schema(kind: &ValueKind) -> (Schema, Option<bool>) {
     use utoipa::openapi::schema::ArrayBuilder;
@@ -399,6 +453,21 @@ fn value_schema(kind: &ValueKind) -> (Schema, Option<bool>) {
         ValueKind::Duration => (
             string_schema()
                 .pattern(Some("^[1-9][0-9]{0,5}(?:ms|s|m|h)$"))
+                .into(),
+            None,
+        ),
+        ValueKind::NumericFields(names) => {
+            array(string_schema().enum_values(Some(names.clone())), true)
+        }
+        ValueKind::PositiveNumbers => (
+            string_schema()
+                .pattern(Some(format!("^{POSITIVE}(?:,{POSITIVE})*$")))
+                .into(),
+            None,
+        ),
+        ValueKind::CountOrAll => (
+            string_schema()
+                .pattern(Some("^(?:all|[1-9][0-9]{0,8})$"))
                 .into(),
             None,
         ),
@@ -775,4 +844,87 @@ impl ToSchema for TimelineRow {
     fn name() -> Cow<'static, str> {
         "TimelineRow".into()
     }
+}
+
+/// One logistic sweep fit (JSON rows of `/v1/{domain}/fits/logistic`): the `by` fields first
+/// (default model_id, task, gpu_model, num_gpus), then these, then `pred_<batch>` per batch size
+/// asked for.
+pub struct LogisticFitRow;
+impl PartialSchema for LogisticFitRow {
+    fn schema() -> RefOr<Schema> {
+        let number =
+            || ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::Number, Type::Null]));
+        ObjectBuilder::new()
+            .property("y", string_schema().description(Some("The fitted field")))
+            .required("y")
+            .property("L", number().description(Some("Amplitude")))
+            .property(
+                "x0",
+                number().description(Some("Midpoint, in log2 of the batch size")),
+            )
+            .property(
+                "k",
+                number().description(Some("Steepness (a grid value, 0.01 to 100)")),
+            )
+            .property("b0", number().description(Some("Baseline")))
+            .property(
+                "n",
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .description(Some("Batch sizes fitted")),
+            )
+            .property(
+                "batch_sizes",
+                utoipa::openapi::schema::ArrayBuilder::new()
+                    .items(ObjectBuilder::new().schema_type(Type::Integer)),
+            )
+            .property("mse", number())
+            .property(
+                "r2",
+                number().description(Some("Null when the field does not vary")),
+            )
+            .property(
+                "max_rel_residual",
+                number().description(Some("Largest |residual| / |y| over the batch sizes")),
+            )
+            .property(
+                "degenerate",
+                ObjectBuilder::new()
+                    .schema_type(Type::Boolean)
+                    .description(Some("No grid search: one batch size, or a constant field")),
+            )
+            .additional_properties(Some(ObjectBuilder::new().schema_type(SchemaType::AnyValue)))
+            .into()
+    }
+}
+impl ToSchema for LogisticFitRow {
+    fn name() -> Cow<'static, str> {
+        "LogisticFitRow".into()
+    }
+}
+
+/// One run's ITL mixture (JSON rows of the itl-mixture endpoints).
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct ItlMixtureRow {
+    run_id: String,
+    task: String,
+    model_id: String,
+    num_gpus: i64,
+    max_num_seqs: i64,
+    loc: Option<f64>,
+    pi_steady: Option<f64>,
+    sigma_steady: Option<f64>,
+    scale_steady: Option<f64>,
+    pi_stall: Option<f64>,
+    sigma_stall: Option<f64>,
+    scale_stall: Option<f64>,
+    /// The mixture's analytic mean, in seconds.
+    mean_s: Option<f64>,
+    /// The mixture's analytic variance, in s².
+    variance_s2: Option<f64>,
+    /// Samples fitted.
+    n: i64,
+    /// Samples the run holds.
+    n_samples: i64,
 }

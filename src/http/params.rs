@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::engine::fields::{FieldSpec, RUN_ID, published_fields};
+use crate::engine::models::SweepQuery;
 use crate::engine::{
     AggFunc, AggSpec, Domain, Filter, GroupQuery, RunQuery, RunTable, SortKey, Stability,
 };
@@ -23,6 +24,8 @@ pub enum Endpoint {
     RawMany(&'static [&'static str]),
     /// Raw-derived data of one run, with these extra parameters.
     RawOne(&'static [&'static str]),
+    /// Logistic fits of batch sweeps over the filtered runs (`y`, `by`, `predict`).
+    Sweep,
 }
 
 /// String filters: (parameter, field, aliases).
@@ -66,6 +69,12 @@ pub const TIMELINE_ONE: Endpoint = Endpoint::RawOne(&["metric", "per_gpu", "ever
 pub const TIMELINE_MANY: Endpoint = Endpoint::RawMany(&["metric", "every"]);
 pub const RAW_FILE: Endpoint = Endpoint::RawOne(&[]);
 pub const PREFETCH: Endpoint = Endpoint::RawMany(&[]);
+pub const ITL_MIXTURE_ONE: Endpoint = Endpoint::RawOne(&["max_samples", "seed"]);
+pub const ITL_MIXTURE_MANY: Endpoint = Endpoint::RawMany(&["max_samples", "seed"]);
+
+/// Samples an ITL mixture is fitted to unless `max_samples` says otherwise (the toolkit's users'
+/// choice: `max_samples=2048, seed=0`).
+pub const DEFAULT_MAX_SAMPLES: usize = 2048;
 
 /// What a query parameter's value is: what the parser reads, and what the OpenAPI document says.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,6 +102,12 @@ pub enum ValueKind {
     },
     /// A positive duration such as `500ms`, `1s`, `2m`.
     Duration,
+    /// Names of numeric fields, the parameter repeated or comma-separated.
+    NumericFields(Vec<String>),
+    /// Positive numbers, comma-separated.
+    PositiveNumbers,
+    /// A positive count, or `all`.
+    CountOrAll,
 }
 
 /// One query parameter an endpoint accepts.
@@ -158,7 +173,7 @@ pub fn parameter_specs(domain: Domain, endpoint: Endpoint) -> Vec<ParamSpec> {
     let mut out = Vec::new();
     let filtered = matches!(
         endpoint,
-        Endpoint::List | Endpoint::Group | Endpoint::RawMany(_)
+        Endpoint::List | Endpoint::Group | Endpoint::RawMany(_) | Endpoint::Sweep
     );
     let numeric_specs = |p: &'static str, name: &str, alias: bool| {
         let of = if alias {
@@ -247,9 +262,41 @@ pub fn parameter_specs(domain: Domain, endpoint: Endpoint) -> Vec<ParamSpec> {
             "Fields to return, comma-separated; run_id always comes first.",
             ValueKind::FieldList(names()),
         )),
+        Endpoint::Sweep => out.extend([
+            spec(
+                "y",
+                format!(
+                    "Numeric fields to fit against log2 of the batch size (repeat or comma-separate; default {}).",
+                    crate::engine::models::sweep::default_ys(domain).join(", ")
+                ),
+                ValueKind::NumericFields(numeric()),
+            ),
+            spec(
+                "by",
+                "Fields to group the runs by, comma-separated (default model_id, task, gpu_model, num_gpus).",
+                ValueKind::FieldList(names()),
+            ),
+            spec(
+                "predict",
+                "Batch sizes to predict every fitted field at, comma-separated (each > 0).",
+                ValueKind::PositiveNumbers,
+            ),
+        ]),
         Endpoint::RawMany(extra) | Endpoint::RawOne(extra) => {
             for e in extra {
                 out.push(match *e {
+                    "max_samples" => spec(
+                        *e,
+                        format!(
+                            "Samples to fit to, drawn at random without replacement (seeded) when a run has more; `all` fits every sample (default {DEFAULT_MAX_SAMPLES})."
+                        ),
+                        ValueKind::CountOrAll,
+                    ),
+                    "seed" => spec(
+                        *e,
+                        "Seed of the subsampling (default 0).",
+                        ValueKind::Count(MAX_OFFSET),
+                    ),
                     "include_unsuccessful" => spec(
                         *e,
                         "Also failed requests that carry an output_len (0 in v3).",
@@ -529,6 +576,76 @@ impl Params {
                 allowed: Some(vec!["true".into(), "false".into()]),
             }),
         }
+    }
+
+    /// The sweep-fit question: the run filters, `by` (default model_id, task, gpu_model,
+    /// num_gpus), the fields `y` (numeric; default per domain), and `predict` (positive).
+    pub fn sweep_query(&self, domain: Domain, table: &RunTable) -> Result<SweepQuery, AppError> {
+        use crate::engine::models::sweep::{DEFAULT_BY, default_ys};
+        let (filters, stability) = self.filters(domain)?;
+        let by = self
+            .field_list("by", table)?
+            .unwrap_or_else(|| DEFAULT_BY.iter().map(|s| s.to_string()).collect());
+        let ys = match self.field_list("y", table)? {
+            Some(ys) if !ys.is_empty() => ys,
+            _ => default_ys(domain).iter().map(|s| s.to_string()).collect(),
+        };
+        for y in &ys {
+            let i = table.field_index(y).expect("checked by field_list");
+            if !table.fields[i].ty.is_numeric() {
+                return Err(AppError::InvalidParameter {
+                    parameter: "y".into(),
+                    detail: format!("field '{y}' is not numeric"),
+                    allowed: Some(table.numeric_field_names()),
+                });
+            }
+        }
+        let mut predict = Vec::new();
+        for v in self
+            .values
+            .get("predict")
+            .into_iter()
+            .flatten()
+            .filter(|v| !v.is_empty())
+        {
+            let b = self.number("predict", v)?;
+            if b <= 0.0 {
+                return Err(AppError::InvalidParameter {
+                    parameter: "predict".into(),
+                    detail: format!("batch size {v} is not positive"),
+                    allowed: None,
+                });
+            }
+            predict.push(b);
+        }
+        Ok(SweepQuery {
+            by,
+            ys,
+            filters,
+            stability,
+            predict,
+        })
+    }
+
+    /// `max_samples`: `None` for `all`, else a positive count (default `DEFAULT_MAX_SAMPLES`).
+    pub fn max_samples(&self) -> Result<Option<usize>, AppError> {
+        match self.single("max_samples")? {
+            None => Ok(Some(DEFAULT_MAX_SAMPLES)),
+            Some("all") => Ok(None),
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(Some(n)),
+                _ => Err(AppError::InvalidParameter {
+                    parameter: "max_samples".into(),
+                    detail: format!("max_samples must be a positive integer or 'all', got '{v}'"),
+                    allowed: None,
+                }),
+            },
+        }
+    }
+
+    /// `seed` (default 0).
+    pub fn seed(&self) -> Result<u64, AppError> {
+        Ok(self.count("seed")?.unwrap_or(0) as u64)
     }
 
     /// A hint per string filter value that matches no run of `table` (the answer is still what

@@ -49,6 +49,20 @@ pub fn np_mean(a: &[f64]) -> Option<f64> {
     }
 }
 
+/// `np.std(a)` (population, `ddof=0`): the square root of the mean squared deviation from the
+/// mean, both means numpy's pairwise ones. `None` for an empty slice.
+pub fn np_std(a: &[f64]) -> Option<f64> {
+    let m = np_mean(a)?;
+    let sq: Vec<f64> = a
+        .iter()
+        .map(|x| {
+            let d = x - m;
+            d * d
+        })
+        .collect();
+    Some((np_sum(&sq) / a.len() as f64).sqrt())
+}
+
 /// `np.median`: the middle value, or the mean of the two middle values.
 pub fn np_median(a: &[f64]) -> Option<f64> {
     if a.is_empty() {

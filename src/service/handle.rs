@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::derived::DerivedData;
+use super::fits::Fits;
 use super::prefetch::Prefetch;
 use super::snapshot::{Snapshot, Snapshots};
 use crate::store::catalog::Catalog;
@@ -15,16 +16,21 @@ pub struct Service {
     pub derived: DerivedData,
     /// Prefetch jobs.
     pub prefetch: Prefetch,
+    /// Fitted models over the dataset.
+    pub fits: Fits,
     /// The catalog database (raw cache index, prefetch jobs).
     pub catalog: Catalog,
 }
 
 impl Service {
     pub fn new(snapshot: Snapshot, catalog: Catalog) -> Self {
+        let derived = DerivedData::new(DerivedData::MEMORY_BYTES);
+        let fits = Fits::new(64 << 20, derived.background().clone());
         Service {
             snapshots: Snapshots::new(snapshot),
-            derived: DerivedData::new(DerivedData::MEMORY_BYTES),
+            derived,
             prefetch: Prefetch::new(catalog.clone()),
+            fits,
             catalog,
         }
     }

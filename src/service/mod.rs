@@ -8,6 +8,7 @@
 
 pub mod derived;
 pub mod error;
+pub mod fits;
 pub mod handle;
 pub mod open;
 pub mod prefetch;

@@ -78,11 +78,50 @@ fn next_generation() -> u64 {
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
+/// A digest of both tables: every column's name and every cell, typed.
+fn content_id(dataset: &Dataset) -> String {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for domain in Domain::ALL {
+        let t = dataset.table(domain);
+        h.update(domain.as_str().as_bytes());
+        h.update((t.len() as u64).to_le_bytes());
+        for (i, f) in t.fields.iter().enumerate() {
+            h.update(f.name.as_bytes());
+            h.update([0]);
+            let col = t.column(i);
+            for r in 0..t.len() {
+                match col.get(r) {
+                    Value::Null => h.update([0]),
+                    Value::Str(s) => {
+                        h.update([1]);
+                        h.update((s.len() as u64).to_le_bytes());
+                        h.update(s.as_bytes());
+                    }
+                    Value::Int(v) => {
+                        h.update([2]);
+                        h.update(v.to_le_bytes());
+                    }
+                    Value::Float(v) => {
+                        h.update([3]);
+                        h.update(v.to_bits().to_le_bytes());
+                    }
+                    Value::Bool(b) => h.update([4, u8::from(b)]),
+                }
+            }
+        }
+    }
+    hex::encode(h.finalize())
+}
+
 /// One loaded snapshot: the run tables (reached through `Deref`), their source, and the raw
 /// paths refused at load.
 pub struct Snapshot {
     /// Unique per loaded snapshot (process-wide counter): keys caches of derived answers.
     pub generation: u64,
+    /// A digest of the run tables' content (hex SHA-256): the same for the same data in every
+    /// process, so results persisted across restarts and replicas are keyed by it.
+    pub content_id: String,
     pub dataset: Dataset,
     pub source: Source,
     pub loaded_at: SystemTime,
@@ -103,8 +142,10 @@ impl Snapshot {
     /// source's root ([`confine`]): a row whose path leaves it is kept and listed in `refused`,
     /// and its file is never read.
     pub fn new(dataset: Dataset, source: Source) -> Self {
+        let content_id = content_id(&dataset);
         let mut snapshot = Snapshot {
             generation: next_generation(),
+            content_id,
             dataset,
             source,
             loaded_at: SystemTime::now(),

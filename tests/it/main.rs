@@ -14,5 +14,6 @@ mod hints;
 mod hub;
 mod layers;
 mod load;
+mod models;
 mod openapi;
 mod sample;

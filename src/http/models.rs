@@ -1,0 +1,424 @@
+//! The models on data of the caller's own (docs/toolkit.md §12): `POST /v1/models/logistic/fit`
+//! and `/eval`, `POST /v1/models/itl-mixture/fit` and `/sample`. JSON in and out, parameters in
+//! the toolkit's `to_dict` shape (the mixture's also with the `itl_mix_` prefix, as `from_dict`
+//! reads them).
+
+use axum::Json;
+use axum::extract::{FromRequest, Request};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
+
+use super::error::AppError;
+use crate::engine::models::itl_mixture::{self, ItlMixtureModel};
+use crate::engine::models::{LogisticModel, logistic::batch_x};
+
+/// The largest request body of these endpoints (about 10 million numbers as JSON).
+pub const BODY_LIMIT: usize = 256 << 20;
+
+/// The most numbers one array of a body may hold.
+pub const MAX_VALUES: usize = 10_000_000;
+
+/// A JSON body whose rejections are problem+json: 413 over the size limit, 400 otherwise, naming
+/// what is wrong.
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = AppError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, AppError> {
+        use axum::extract::rejection::JsonRejection;
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(ApiJson(v)),
+            Err(JsonRejection::BytesRejection(e)) if e.status() == 413 => {
+                Err(AppError::PayloadTooLarge { limit: BODY_LIMIT })
+            }
+            Err(e) => Err(AppError::InvalidBody {
+                field: None,
+                detail: e.body_text(),
+            }),
+        }
+    }
+}
+
+/// These endpoints take no query parameter: any is refused, as everywhere else.
+pub struct NoQuery;
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for NoQuery {
+    type Rejection = AppError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, AppError> {
+        let query = parts.uri.query().unwrap_or("");
+        match form_urlencoded::parse(query.as_bytes()).next() {
+            Some((k, _)) => Err(AppError::UnknownParameter {
+                parameter: k.into_owned(),
+                allowed: Vec::new(),
+            }),
+            None => Ok(NoQuery),
+        }
+    }
+}
+
+fn invalid(field: &str, detail: impl Into<String>) -> AppError {
+    AppError::InvalidBody {
+        field: Some(field.into()),
+        detail: detail.into(),
+    }
+}
+
+/// A list of numbers checked to be finite and at most `MAX_VALUES` long.
+fn numbers(field: &str, v: &[f64], allow_empty: bool) -> Result<(), AppError> {
+    if v.len() > MAX_VALUES {
+        return Err(invalid(
+            field,
+            format!("'{field}' holds {} numbers; at most {MAX_VALUES}", v.len()),
+        ));
+    }
+    if !allow_empty && v.is_empty() {
+        return Err(invalid(field, format!("'{field}' is empty")));
+    }
+    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+        return Err(invalid(
+            field,
+            format!("'{field}'[{i}] is not a finite number"),
+        ));
+    }
+    Ok(())
+}
+
+/// x given directly, or as batch sizes (each > 0) turned into log2.
+fn x_of(x: Option<Vec<f64>>, batch: Option<Vec<f64>>) -> Result<Vec<f64>, AppError> {
+    match (x, batch) {
+        (Some(x), None) => {
+            numbers("x", &x, false)?;
+            Ok(x)
+        }
+        (None, Some(b)) => {
+            numbers("batch", &b, false)?;
+            if let Some(i) = b.iter().position(|v| *v <= 0.0) {
+                return Err(invalid("batch", format!("'batch'[{i}] is not positive")));
+            }
+            Ok(b.iter().map(|&v| batch_x(v)).collect())
+        }
+        (Some(_), Some(_)) => Err(invalid("x", "give 'x' or 'batch', not both")),
+        (None, None) => Err(invalid("x", "give 'x' (e.g. log2 batch sizes) or 'batch'")),
+    }
+}
+
+/// Data to fit a logistic model to.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogisticFitRequest {
+    /// x values (typically log2 of batch sizes); or give `batch`.
+    x: Option<Vec<f64>>,
+    /// Batch sizes (each > 0), turned into x = log2(max(int(batch), 1)).
+    batch: Option<Vec<f64>>,
+    /// One y per x.
+    y: Vec<f64>,
+}
+
+/// A fitted logistic model and how well it fits.
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct LogisticFitAnswer {
+    #[schema(rename = "L")]
+    l: f64,
+    x0: f64,
+    k: f64,
+    b0: f64,
+    mse: f64,
+    r2: Option<f64>,
+    max_rel_residual: Option<f64>,
+    n: usize,
+    degenerate: bool,
+}
+
+/// A finite number, or null.
+fn num(x: f64) -> Value {
+    if x.is_finite() { json!(x) } else { Value::Null }
+}
+
+/// Fit a logistic model (the toolkit's `LogisticModel.fit`).
+#[utoipa::path(
+    post,
+    path = "/v1/models/logistic/fit",
+    tag = "models",
+    request_body = LogisticFitRequest,
+    responses((status = 200, description = "The parameters (L, x0, k, b0) and the fit's quality", body = LogisticFitAnswer))
+)]
+pub async fn logistic_fit(
+    _: NoQuery,
+    ApiJson(req): ApiJson<LogisticFitRequest>,
+) -> Result<Json<Value>, AppError> {
+    let x = x_of(req.x, req.batch)?;
+    numbers("y", &req.y, false)?;
+    if x.len() != req.y.len() {
+        return Err(invalid(
+            "y",
+            format!("{} x values but {} y values", x.len(), req.y.len()),
+        ));
+    }
+    let n = x.len();
+    let (m, q) = tokio::task::spawn_blocking(move || LogisticModel::fit_with_quality(&x, &req.y))
+        .await
+        .map_err(|e| AppError::Internal(format!("fit task: {e}")))?;
+    Ok(Json(json!({
+        "L": m.l, "x0": m.x0, "k": m.k, "b0": m.b0,
+        "mse": num(q.mse), "r2": num(q.r2), "max_rel_residual": num(q.max_rel_residual),
+        "n": n, "degenerate": q.degenerate,
+    })))
+}
+
+/// A logistic model and where to evaluate it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogisticEvalRequest {
+    #[serde(rename = "L")]
+    #[schema(rename = "L")]
+    l: f64,
+    x0: f64,
+    k: f64,
+    b0: f64,
+    /// Points (typically log2 of batch sizes); or give `batch`.
+    x: Option<Vec<f64>>,
+    /// Batch sizes, evaluated at log2(max(int(batch), 1)).
+    batch: Option<Vec<f64>>,
+}
+
+/// Values and derivatives (dy/dx) at the points asked for.
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct LogisticEvalAnswer {
+    values: Vec<f64>,
+    derivatives: Vec<f64>,
+}
+
+/// Evaluate a logistic model: values and derivatives with respect to x.
+#[utoipa::path(
+    post,
+    path = "/v1/models/logistic/eval",
+    tag = "models",
+    request_body = LogisticEvalRequest,
+    responses((status = 200, description = "Values and dy/dx at each point", body = LogisticEvalAnswer))
+)]
+pub async fn logistic_eval(
+    _: NoQuery,
+    ApiJson(req): ApiJson<LogisticEvalRequest>,
+) -> Result<Json<Value>, AppError> {
+    for (name, v) in [("L", req.l), ("x0", req.x0), ("k", req.k), ("b0", req.b0)] {
+        if !v.is_finite() {
+            return Err(invalid(name, format!("'{name}' is not a finite number")));
+        }
+    }
+    // Batches are evaluated as the toolkit's eval does: truncated and at least 1.
+    let x = match (req.x, req.batch) {
+        (None, Some(b)) => {
+            numbers("batch", &b, false)?;
+            b.iter().map(|&v| batch_x(v)).collect()
+        }
+        (x, b) => x_of(x, b)?,
+    };
+    let m = LogisticModel {
+        l: req.l,
+        x0: req.x0,
+        k: req.k,
+        b0: req.b0,
+    };
+    Ok(Json(json!({
+        "values": x.iter().map(|&v| num(m.eval_x(v))).collect::<Vec<_>>(),
+        "derivatives": x.iter().map(|&v| num(m.deriv_wrt_x(v))).collect::<Vec<_>>(),
+    })))
+}
+
+/// Samples to fit an ITL mixture to.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MixtureFitRequest {
+    /// ITL samples in seconds; only finite positive ones are fitted, as in the toolkit.
+    samples: Vec<f64>,
+    /// Fit at most this many, drawn at random without replacement (null or absent: all).
+    max_samples: Option<usize>,
+    /// Seed of that draw (default 0). The stream is not numpy's; the distribution is the same.
+    #[serde(default)]
+    seed: u64,
+}
+
+/// A fitted ITL mixture: the seven parameters, its mean and variance, the samples fitted.
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct MixtureFitAnswer {
+    loc: f64,
+    pi_steady: f64,
+    sigma_steady: f64,
+    scale_steady: f64,
+    pi_stall: f64,
+    sigma_stall: f64,
+    scale_stall: f64,
+    mean_s: f64,
+    variance_s2: f64,
+    n: usize,
+}
+
+fn mixture_json(m: &ItlMixtureModel) -> Map<String, Value> {
+    let (mean, var) = m.mean_var();
+    let values = [
+        m.loc,
+        m.pi_steady,
+        m.sigma_steady,
+        m.scale_steady,
+        m.pi_stall,
+        m.sigma_stall,
+        m.scale_stall,
+    ];
+    let mut out: Map<String, Value> = itl_mixture::PARAMETERS
+        .iter()
+        .zip(values)
+        .map(|(k, v)| (k.to_string(), num(v)))
+        .collect();
+    out.insert("mean_s".into(), num(mean));
+    out.insert("variance_s2".into(), num(var));
+    out
+}
+
+/// Fit an ITL mixture (the toolkit's `ITLMixtureModel.fit`).
+#[utoipa::path(
+    post,
+    path = "/v1/models/itl-mixture/fit",
+    tag = "models",
+    request_body = MixtureFitRequest,
+    responses((status = 200, description = "The parameters, mean and variance, samples fitted", body = MixtureFitAnswer))
+)]
+pub async fn mixture_fit(
+    _: NoQuery,
+    ApiJson(req): ApiJson<MixtureFitRequest>,
+) -> Result<Json<Value>, AppError> {
+    if req.samples.len() > MAX_VALUES {
+        return Err(invalid(
+            "samples",
+            format!(
+                "'samples' holds {} numbers; at most {MAX_VALUES}",
+                req.samples.len()
+            ),
+        ));
+    }
+    if req.max_samples == Some(0) {
+        return Err(invalid(
+            "max_samples",
+            "'max_samples' must be at least 1 (or null for all)",
+        ));
+    }
+    let usable = req
+        .samples
+        .iter()
+        .filter(|v| v.is_finite() && **v > 0.0)
+        .count();
+    let n = req.max_samples.map_or(usable, |m| usable.min(m));
+    let m = tokio::task::spawn_blocking(move || {
+        ItlMixtureModel::fit(&req.samples, req.max_samples, req.seed)
+    })
+    .await
+    .map_err(|e| AppError::Internal(format!("fit task: {e}")))?;
+    let mut out = mixture_json(&m);
+    out.insert("n".into(), json!(n));
+    Ok(Json(Value::Object(out)))
+}
+
+/// Draws of the mean ITL over `n_replicas` replicas (`sample_avg`): exact draws up to 30
+/// replicas, the central-limit normal above.
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct MixtureSampleRequest {
+    /// The seven parameters, each also accepted with the `itl_mix_` prefix.
+    loc: f64,
+    pi_steady: f64,
+    sigma_steady: f64,
+    scale_steady: f64,
+    pi_stall: f64,
+    sigma_stall: f64,
+    scale_stall: f64,
+    /// Replicas averaged per draw (≥ 1).
+    n_replicas: i64,
+    /// Number of draws (default 1, at most 10 million).
+    draws: Option<usize>,
+    /// Seed of the draws (default 0). The stream is not numpy's; the distribution is the same.
+    seed: Option<u64>,
+}
+
+/// The draws, in seconds.
+#[allow(dead_code)]
+#[derive(ToSchema)]
+pub struct MixtureSampleAnswer {
+    draws: Vec<f64>,
+}
+
+/// Draws of `sample_avg` from an ITL mixture.
+#[utoipa::path(
+    post,
+    path = "/v1/models/itl-mixture/sample",
+    tag = "models",
+    request_body = MixtureSampleRequest,
+    responses((status = 200, description = "The draws, in seconds", body = MixtureSampleAnswer))
+)]
+pub async fn mixture_sample(
+    _: NoQuery,
+    ApiJson(body): ApiJson<Map<String, Value>>,
+) -> Result<Json<Value>, AppError> {
+    let number = |key: &str| body.get(key).and_then(Value::as_f64);
+    let m = ItlMixtureModel::from_map(number).map_err(|key| {
+        invalid(
+            &key,
+            format!("'{key}' (or 'itl_mix_{key}') is missing or not a number"),
+        )
+    })?;
+    let allowed: Vec<String> = itl_mixture::PARAMETERS
+        .iter()
+        .flat_map(|p| [p.to_string(), format!("itl_mix_{p}")])
+        .chain(["n_replicas", "draws", "seed"].map(String::from))
+        .collect();
+    if let Some(unknown) = body.keys().find(|k| !allowed.contains(k)) {
+        return Err(invalid(unknown, format!("unknown member '{unknown}'")));
+    }
+    let n_replicas = body
+        .get("n_replicas")
+        .and_then(Value::as_i64)
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| {
+            invalid(
+                "n_replicas",
+                "'n_replicas' must be an integer of at least 1",
+            )
+        })?;
+    let draws = match body.get("draws") {
+        None | Some(Value::Null) => 1,
+        Some(v) => v
+            .as_u64()
+            .filter(|d| *d >= 1 && *d as usize <= MAX_VALUES)
+            .ok_or_else(|| {
+                invalid(
+                    "draws",
+                    format!("'draws' must be an integer from 1 to {MAX_VALUES}"),
+                )
+            })? as usize,
+    };
+    let seed = match body.get("seed") {
+        None | Some(Value::Null) => 0,
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| invalid("seed", "'seed' must be a non-negative integer"))?,
+    };
+    let values = tokio::task::spawn_blocking(move || {
+        let mut rng = itl_mixture::rng(seed);
+        (0..draws)
+            .map(|_| m.sample_avg(n_replicas, &mut rng))
+            .collect::<Vec<f64>>()
+    })
+    .await
+    .map_err(|e| AppError::Internal(format!("sampling task: {e}")))?;
+    Ok(Json(
+        json!({ "draws": values.iter().map(|&v| num(v)).collect::<Vec<_>>() }),
+    ))
+}
