@@ -63,6 +63,37 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for NoQuery {
     }
 }
 
+/// A member that may be absent but, when present, is not null.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<f64>>, D::Error> {
+    Vec::<f64>::deserialize(d).map(Some)
+}
+
+/// The largest seed or count a body takes: the largest integer a JSON number holds exactly.
+const MAX_INTEGER: u64 = (1 << 53) - 1;
+
+/// A non-negative integer of a JSON value, written `5` or `5.0` (JSON does not tell them apart),
+/// at most `MAX_INTEGER`.
+fn integer(v: &Value) -> Option<u64> {
+    match v.as_u64() {
+        Some(n) => Some(n),
+        None => v
+            .as_f64()
+            .filter(|x| x.fract() == 0.0 && *x >= 0.0 && *x <= MAX_INTEGER as f64)
+            .map(|x| x as u64),
+    }
+    .filter(|n| *n <= MAX_INTEGER)
+}
+
+/// An optional non-negative integer member (null: absent).
+fn optional_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => integer(&v).map(Some).ok_or_else(|| {
+            serde::de::Error::custom(format!("{v} is not an integer from 0 to {MAX_INTEGER}"))
+        }),
+    }
+}
+
 fn invalid(field: &str, detail: impl Into<String>) -> AppError {
     AppError::InvalidBody {
         field: Some(field.into()),
@@ -110,12 +141,14 @@ fn x_of(x: Option<Vec<f64>>, batch: Option<Vec<f64>>) -> Result<Vec<f64>, AppErr
 }
 
 /// Data to fit a logistic model to.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogisticFitRequest {
     /// x values (typically log2 of batch sizes); or give `batch`.
+    #[serde(default, deserialize_with = "present")]
     x: Option<Vec<f64>>,
     /// Batch sizes (each > 0), turned into x = log2(max(int(batch), 1)).
+    #[serde(default, deserialize_with = "present")]
     batch: Option<Vec<f64>>,
     /// One y per x.
     y: Vec<f64>,
@@ -126,11 +159,11 @@ pub struct LogisticFitRequest {
 #[derive(ToSchema)]
 pub struct LogisticFitAnswer {
     #[schema(rename = "L")]
-    l: f64,
-    x0: f64,
-    k: f64,
-    b0: f64,
-    mse: f64,
+    l: Option<f64>,
+    x0: Option<f64>,
+    k: Option<f64>,
+    b0: Option<f64>,
+    mse: Option<f64>,
     r2: Option<f64>,
     max_rel_residual: Option<f64>,
     n: usize,
@@ -147,7 +180,7 @@ fn num(x: f64) -> Value {
     post,
     path = "/v1/models/logistic/fit",
     tag = "models",
-    request_body = LogisticFitRequest,
+    request_body = schema::LogisticFitBody,
     responses((status = 200, description = "The parameters (L, x0, k, b0) and the fit's quality", body = LogisticFitAnswer))
 )]
 pub async fn logistic_fit(
@@ -167,25 +200,26 @@ pub async fn logistic_fit(
         .await
         .map_err(|e| AppError::Internal(format!("fit task: {e}")))?;
     Ok(Json(json!({
-        "L": m.l, "x0": m.x0, "k": m.k, "b0": m.b0,
+        "L": num(m.l), "x0": num(m.x0), "k": num(m.k), "b0": num(m.b0),
         "mse": num(q.mse), "r2": num(q.r2), "max_rel_residual": num(q.max_rel_residual),
         "n": n, "degenerate": q.degenerate,
     })))
 }
 
 /// A logistic model and where to evaluate it.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogisticEvalRequest {
     #[serde(rename = "L")]
-    #[schema(rename = "L")]
     l: f64,
     x0: f64,
     k: f64,
     b0: f64,
     /// Points (typically log2 of batch sizes); or give `batch`.
+    #[serde(default, deserialize_with = "present")]
     x: Option<Vec<f64>>,
     /// Batch sizes, evaluated at log2(max(int(batch), 1)).
+    #[serde(default, deserialize_with = "present")]
     batch: Option<Vec<f64>>,
 }
 
@@ -193,8 +227,9 @@ pub struct LogisticEvalRequest {
 #[allow(dead_code)]
 #[derive(ToSchema)]
 pub struct LogisticEvalAnswer {
-    values: Vec<f64>,
-    derivatives: Vec<f64>,
+    /// Null where the value is not finite.
+    values: Vec<Option<f64>>,
+    derivatives: Vec<Option<f64>>,
 }
 
 /// Evaluate a logistic model: values and derivatives with respect to x.
@@ -202,7 +237,7 @@ pub struct LogisticEvalAnswer {
     post,
     path = "/v1/models/logistic/eval",
     tag = "models",
-    request_body = LogisticEvalRequest,
+    request_body = schema::LogisticEvalBody,
     responses((status = 200, description = "Values and dy/dx at each point", body = LogisticEvalAnswer))
 )]
 pub async fn logistic_eval(
@@ -215,10 +250,14 @@ pub async fn logistic_eval(
         }
     }
     // Batches are evaluated as the toolkit's eval does: truncated and at least 1.
-    let x = match (req.x, req.batch) {
+    let x: Vec<f64> = match (req.x, req.batch) {
         (None, Some(b)) => {
-            numbers("batch", &b, false)?;
+            numbers("batch", &b, true)?;
             b.iter().map(|&v| batch_x(v)).collect()
+        }
+        (Some(x), None) => {
+            numbers("x", &x, true)?;
+            x
         }
         (x, b) => x_of(x, b)?,
     };
@@ -235,31 +274,32 @@ pub async fn logistic_eval(
 }
 
 /// Samples to fit an ITL mixture to.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MixtureFitRequest {
     /// ITL samples in seconds; only finite positive ones are fitted, as in the toolkit.
     samples: Vec<f64>,
     /// Fit at most this many, drawn at random without replacement (null or absent: all).
-    max_samples: Option<usize>,
+    #[serde(default, deserialize_with = "optional_count")]
+    max_samples: Option<u64>,
     /// Seed of that draw (default 0). The stream is not numpy's; the distribution is the same.
-    #[serde(default)]
-    seed: u64,
+    #[serde(default, deserialize_with = "optional_count")]
+    seed: Option<u64>,
 }
 
 /// A fitted ITL mixture: the seven parameters, its mean and variance, the samples fitted.
 #[allow(dead_code)]
 #[derive(ToSchema)]
 pub struct MixtureFitAnswer {
-    loc: f64,
-    pi_steady: f64,
-    sigma_steady: f64,
-    scale_steady: f64,
-    pi_stall: f64,
-    sigma_stall: f64,
-    scale_stall: f64,
-    mean_s: f64,
-    variance_s2: f64,
+    loc: Option<f64>,
+    pi_steady: Option<f64>,
+    sigma_steady: Option<f64>,
+    scale_steady: Option<f64>,
+    pi_stall: Option<f64>,
+    sigma_stall: Option<f64>,
+    scale_stall: Option<f64>,
+    mean_s: Option<f64>,
+    variance_s2: Option<f64>,
     n: usize,
 }
 
@@ -289,7 +329,7 @@ fn mixture_json(m: &ItlMixtureModel) -> Map<String, Value> {
     post,
     path = "/v1/models/itl-mixture/fit",
     tag = "models",
-    request_body = MixtureFitRequest,
+    request_body = schema::MixtureFitBody,
     responses((status = 200, description = "The parameters, mean and variance, samples fitted", body = MixtureFitAnswer))
 )]
 pub async fn mixture_fit(
@@ -316,43 +356,24 @@ pub async fn mixture_fit(
         .iter()
         .filter(|v| v.is_finite() && **v > 0.0)
         .count();
-    let n = req.max_samples.map_or(usable, |m| usable.min(m));
-    let m = tokio::task::spawn_blocking(move || {
-        ItlMixtureModel::fit(&req.samples, req.max_samples, req.seed)
-    })
-    .await
-    .map_err(|e| AppError::Internal(format!("fit task: {e}")))?;
+    let max_samples = req.max_samples.map(|m| m as usize);
+    let seed = req.seed.unwrap_or(0);
+    let n = max_samples.map_or(usable, |m| usable.min(m));
+    let m =
+        tokio::task::spawn_blocking(move || ItlMixtureModel::fit(&req.samples, max_samples, seed))
+            .await
+            .map_err(|e| AppError::Internal(format!("fit task: {e}")))?;
     let mut out = mixture_json(&m);
     out.insert("n".into(), json!(n));
     Ok(Json(Value::Object(out)))
-}
-
-/// Draws of the mean ITL over `n_replicas` replicas (`sample_avg`): exact draws up to 30
-/// replicas, the central-limit normal above.
-#[allow(dead_code)]
-#[derive(ToSchema)]
-pub struct MixtureSampleRequest {
-    /// The seven parameters, each also accepted with the `itl_mix_` prefix.
-    loc: f64,
-    pi_steady: f64,
-    sigma_steady: f64,
-    scale_steady: f64,
-    pi_stall: f64,
-    sigma_stall: f64,
-    scale_stall: f64,
-    /// Replicas averaged per draw (≥ 1).
-    n_replicas: i64,
-    /// Number of draws (default 1, at most 10 million).
-    draws: Option<usize>,
-    /// Seed of the draws (default 0). The stream is not numpy's; the distribution is the same.
-    seed: Option<u64>,
 }
 
 /// The draws, in seconds.
 #[allow(dead_code)]
 #[derive(ToSchema)]
 pub struct MixtureSampleAnswer {
-    draws: Vec<f64>,
+    /// Null where a draw is not finite.
+    draws: Vec<Option<f64>>,
 }
 
 /// Draws of `sample_avg` from an ITL mixture.
@@ -360,20 +381,13 @@ pub struct MixtureSampleAnswer {
     post,
     path = "/v1/models/itl-mixture/sample",
     tag = "models",
-    request_body = MixtureSampleRequest,
+    request_body = schema::MixtureSampleBody,
     responses((status = 200, description = "The draws, in seconds", body = MixtureSampleAnswer))
 )]
 pub async fn mixture_sample(
     _: NoQuery,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Json<Value>, AppError> {
-    let number = |key: &str| body.get(key).and_then(Value::as_f64);
-    let m = ItlMixtureModel::from_map(number).map_err(|key| {
-        invalid(
-            &key,
-            format!("'{key}' (or 'itl_mix_{key}') is missing or not a number"),
-        )
-    })?;
     let allowed: Vec<String> = itl_mixture::PARAMETERS
         .iter()
         .flat_map(|p| [p.to_string(), format!("itl_mix_{p}")])
@@ -382,34 +396,34 @@ pub async fn mixture_sample(
     if let Some(unknown) = body.keys().find(|k| !allowed.contains(k)) {
         return Err(invalid(unknown, format!("unknown member '{unknown}'")));
     }
-    let n_replicas = body
-        .get("n_replicas")
-        .and_then(Value::as_i64)
-        .filter(|n| *n >= 1)
-        .ok_or_else(|| {
-            invalid(
-                "n_replicas",
-                "'n_replicas' must be an integer of at least 1",
-            )
-        })?;
-    let draws = match body.get("draws") {
-        None | Some(Value::Null) => 1,
-        Some(v) => v
-            .as_u64()
-            .filter(|d| *d >= 1 && *d as usize <= MAX_VALUES)
+    // Every parameter given, under either name, is a number.
+    for key in &allowed[..2 * itl_mixture::PARAMETERS.len()] {
+        if body.get(key).is_some_and(|v| !v.is_number()) {
+            return Err(invalid(key, format!("'{key}' is not a number")));
+        }
+    }
+    let number = |key: &str| body.get(key).and_then(Value::as_f64);
+    let m = ItlMixtureModel::from_map(number).map_err(|key| {
+        invalid(
+            &key,
+            format!("'{key}' (or 'itl_mix_{key}') is missing or not a number"),
+        )
+    })?;
+    let count = |key: &str, min: u64, max: u64, default: Option<u64>| match body.get(key) {
+        None | Some(Value::Null) if default.is_some() => Ok(default.unwrap_or(min)),
+        v => v
+            .and_then(integer)
+            .filter(|n| (min..=max).contains(n))
             .ok_or_else(|| {
                 invalid(
-                    "draws",
-                    format!("'draws' must be an integer from 1 to {MAX_VALUES}"),
+                    key,
+                    format!("'{key}' must be an integer from {min} to {max}"),
                 )
-            })? as usize,
+            }),
     };
-    let seed = match body.get("seed") {
-        None | Some(Value::Null) => 0,
-        Some(v) => v
-            .as_u64()
-            .ok_or_else(|| invalid("seed", "'seed' must be a non-negative integer"))?,
-    };
+    let n_replicas = count("n_replicas", 1, MAX_INTEGER, None)? as i64;
+    let draws = count("draws", 1, MAX_VALUES as u64, Some(1))? as usize;
+    let seed = count("seed", 0, MAX_INTEGER, Some(0))?;
     let values = tokio::task::spawn_blocking(move || {
         let mut rng = itl_mixture::rng(seed);
         (0..draws)
@@ -421,4 +435,149 @@ pub async fn mixture_sample(
     Ok(Json(
         json!({ "draws": values.iter().map(|&v| num(v)).collect::<Vec<_>>() }),
     ))
+}
+
+/// The request bodies as the document gives them: what `serde` alone cannot say (x or batch,
+/// not both; a parameter under its name or its `itl_mix_` form; bounds).
+pub mod schema {
+    use std::borrow::Cow;
+
+    use utoipa::openapi::RefOr;
+    use utoipa::openapi::schema::{
+        AllOfBuilder, ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
+    };
+    use utoipa::{PartialSchema, ToSchema};
+
+    use super::MAX_VALUES;
+    use crate::engine::models::itl_mixture::PARAMETERS;
+
+    fn number() -> ObjectBuilder {
+        ObjectBuilder::new().schema_type(Type::Number)
+    }
+
+    fn numbers(min_items: usize, items: ObjectBuilder) -> ArrayBuilder {
+        ArrayBuilder::new()
+            .items(items)
+            .min_items(Some(min_items))
+            .max_items(Some(MAX_VALUES))
+    }
+
+    fn exactly_one_of(a: &str, b: &str) -> OneOfBuilder {
+        OneOfBuilder::new()
+            .item(ObjectBuilder::new().required(a))
+            .item(ObjectBuilder::new().required(b))
+    }
+
+    macro_rules! schema_type {
+        ($name:ident, $build:expr) => {
+            pub struct $name;
+            impl PartialSchema for $name {
+                fn schema() -> RefOr<Schema> {
+                    $build
+                }
+            }
+            impl ToSchema for $name {
+                fn name() -> Cow<'static, str> {
+                    stringify!($name).into()
+                }
+            }
+        };
+    }
+
+    schema_type!(
+        LogisticFitBody,
+        AllOfBuilder::new()
+            .item(
+                ObjectBuilder::new()
+                    .description(Some("x (typically log2 batch sizes) or batch (each > 0), and y: one y per x, as many as x"))
+                    .property("x", numbers(1, number()))
+                    .property("batch", numbers(1, number().exclusive_minimum(Some(0))))
+                    .property("y", numbers(1, number()))
+                    .required("y")
+                    .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false))),
+            )
+            .item(exactly_one_of("x", "batch"))
+            .into()
+    );
+
+    schema_type!(
+        LogisticEvalBody,
+        AllOfBuilder::new()
+            .item(
+                ObjectBuilder::new()
+                    .description(Some("The parameters and the points: x, or batch sizes evaluated at log2(max(int(batch), 1))"))
+                    .property("L", number())
+                    .property("x0", number())
+                    .property("k", number())
+                    .property("b0", number())
+                    .property("x", numbers(0, number()))
+                    .property("batch", numbers(0, number()))
+                    .required("L")
+                    .required("x0")
+                    .required("k")
+                    .required("b0")
+                    .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false))),
+            )
+            .item(exactly_one_of("x", "batch"))
+            .into()
+    );
+
+    schema_type!(
+        MixtureFitBody,
+        ObjectBuilder::new()
+            .description(Some("ITL samples in seconds (only finite positive ones are fitted); at most max_samples of them drawn at random (null or absent: all), seeded"))
+            .property("samples", numbers(0, number()))
+            .required("samples")
+            .property(
+                "max_samples",
+                ObjectBuilder::new()
+                    .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+                    .minimum(Some(1)),
+            )
+            .property("seed", ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::Integer, Type::Null])).minimum(Some(0)).maximum(Some(super::MAX_INTEGER as f64)))
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)))
+            .into()
+    );
+
+    schema_type!(MixtureSampleBody, {
+        let mut object = ObjectBuilder::new()
+            .description(Some("The seven parameters (each by its name or as itl_mix_<name>), replicas averaged per draw, draws, seed"));
+        let mut all = AllOfBuilder::new();
+        for p in PARAMETERS {
+            let prefixed = format!("itl_mix_{p}");
+            object = object.property(p, number()).property(&prefixed, number());
+            all = all.item(
+                utoipa::openapi::schema::AnyOfBuilder::new()
+                    .item(ObjectBuilder::new().required(p))
+                    .item(ObjectBuilder::new().required(&prefixed)),
+            );
+        }
+        object = object
+            .property(
+                "n_replicas",
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(1))
+                    .maximum(Some(super::MAX_INTEGER as f64)),
+            )
+            .required("n_replicas")
+            .property(
+                "draws",
+                ObjectBuilder::new()
+                    .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+                    .minimum(Some(1))
+                    .maximum(Some(MAX_VALUES as f64)),
+            )
+            .property(
+                "seed",
+                ObjectBuilder::new()
+                    .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+                    .minimum(Some(0))
+                    .maximum(Some(super::MAX_INTEGER as f64)),
+            )
+            .additional_properties(Some(
+                utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+            ));
+        all.item(object).into()
+    });
 }

@@ -461,7 +461,7 @@ fn value_schema(kind: &ValueKind) -> (Schema, Option<bool>) {
         }
         ValueKind::PositiveNumbers => (
             string_schema()
-                .pattern(Some(format!("^{POSITIVE}(?:,{POSITIVE})*$")))
+                .pattern(Some(format!("^(?:{POSITIVE}(?:,{POSITIVE})*)?$")))
                 .into(),
             None,
         ),
@@ -617,6 +617,9 @@ fn common_specs(endpoint: Endpoint) -> Vec<ParamSpec> {
                 }
                 (ValueKind::SortKeys(a), ValueKind::SortKeys(b)) => {
                     ValueKind::SortKeys(both(&a, b))
+                }
+                (ValueKind::NumericFields(a), ValueKind::NumericFields(b)) => {
+                    ValueKind::NumericFields(both(&a, b))
                 }
                 (
                     ValueKind::Aggregates { fields, numeric },
@@ -809,6 +812,7 @@ impl ToSchema for ItlAnswerRow {
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
         schemas.push(("ItlRow".into(), ItlRow::schema()));
         schemas.push(("ItlSummaryRow".into(), ItlSummaryRow::schema()));
+        <ItlSummaryRow as ToSchema>::schemas(schemas);
     }
 }
 
