@@ -124,6 +124,20 @@ pub struct ServeArgs {
     /// while they are encoded, and not cached.
     #[arg(long, env = "MLENERGY_STREAM_ANSWER_BYTES", default_value_t = crate::http::Limits::STREAM_BYTES)]
     pub stream_answer_bytes: usize,
+    /// The leaderboard's `index.json` `last_updated` (YYYY-MM-DD). Default: the snapshot's date
+    /// (the embedded dataset's 2026-02-16, a hub revision's commit date, a compiled directory's
+    /// modification date).
+    #[arg(long, env = "MLENERGY_LEADERBOARD_DATE", value_parser = parse_date)]
+    pub leaderboard_date: Option<String>,
+}
+
+/// A `YYYY-MM-DD` date.
+fn parse_date(s: &str) -> Result<String, String> {
+    if crate::store::hub::is_iso_date(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("'{s}' is not a date of the form YYYY-MM-DD"))
+    }
 }
 
 #[derive(Debug, Clone, Args)]

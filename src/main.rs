@@ -11,6 +11,7 @@ use mlenergy_server::rawtree::compile::write_compiled;
 use mlenergy_server::rawtree::sample;
 use mlenergy_server::rawtree::{BuildCache, BuildOptions, build};
 use mlenergy_server::service::Service;
+use mlenergy_server::service::leaderboard::Leaderboard;
 use mlenergy_server::service::open::open_dataset;
 use tracing_subscriber::EnvFilter;
 
@@ -50,8 +51,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         diffusion_runs = dataset.diffusion.len(),
         "dataset loaded"
     );
+    let mut service = Service::new(dataset, catalog);
+    service.leaderboard = Leaderboard::new(args.leaderboard_date.clone());
     let state = AppState::new(
-        Arc::new(Service::new(dataset, catalog)),
+        Arc::new(service),
         Limits {
             max_rows: args.max_rows,
             stream_bytes: args.stream_answer_bytes,

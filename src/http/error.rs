@@ -82,6 +82,13 @@ pub enum AppError {
     DownloadCorrupt { run_id: String, detail: String },
     #[error("no job has the id '{0}'")]
     UnknownJob(String),
+    /// A leaderboard data file the served snapshot does not have (`kind`: task or model).
+    #[error("no leaderboard {kind} file '{name}'")]
+    UnknownLeaderboardFile {
+        kind: &'static str,
+        name: String,
+        allowed: Vec<String>,
+    },
     /// A request body that is not the JSON the endpoint takes, or whose values cannot be used
     /// (`field` names the member at fault, when there is one).
     #[error("{detail}")]
@@ -116,7 +123,9 @@ impl AppError {
                 timed_out: true, ..
             } => StatusCode::GATEWAY_TIMEOUT,
             AppError::Upstream { .. } | AppError::DownloadCorrupt { .. } => StatusCode::BAD_GATEWAY,
-            AppError::UnknownJob(_) => StatusCode::NOT_FOUND,
+            AppError::UnknownJob(_) | AppError::UnknownLeaderboardFile { .. } => {
+                StatusCode::NOT_FOUND
+            }
             AppError::InvalidBody { .. } => StatusCode::BAD_REQUEST,
             AppError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::NotAcceptable { .. } => StatusCode::NOT_ACCEPTABLE,
@@ -143,6 +152,7 @@ impl AppError {
             AppError::Upstream { .. } => "upstream_failed",
             AppError::DownloadCorrupt { .. } => "download_corrupt",
             AppError::UnknownJob(_) => "unknown_job",
+            AppError::UnknownLeaderboardFile { .. } => "unknown_leaderboard_file",
             AppError::InvalidBody { .. } => "invalid_body",
             AppError::PayloadTooLarge { .. } => "payload_too_large",
             AppError::NoRoute(_) => "not_found",
@@ -168,6 +178,7 @@ impl AppError {
             AppError::Upstream { .. } => "Source failed",
             AppError::DownloadCorrupt { .. } => "Download corrupt",
             AppError::UnknownJob(_) => "Unknown job",
+            AppError::UnknownLeaderboardFile { .. } => "Unknown leaderboard file",
             AppError::InvalidBody { .. } => "Invalid request body",
             AppError::PayloadTooLarge { .. } => "Request body too large",
             AppError::NoRoute(_) => "Not found",
@@ -261,6 +272,18 @@ impl AppError {
                 None,
                 format!(
                     "no job has the id '{id}'; jobs are started with POST /v1/{{domain}}/prefetch"
+                ),
+            ),
+            AppError::UnknownLeaderboardFile {
+                kind,
+                name,
+                allowed,
+            } => (
+                Some(if *kind == "task" { "task" } else { "file" }.into()),
+                Some(allowed.clone()),
+                format!(
+                    "the served dataset has no leaderboard {kind} file '{name}'; it has: {}",
+                    allowed.join(", ")
                 ),
             ),
             AppError::InvalidBody { field, detail } => (field.clone(), None, detail.clone()),

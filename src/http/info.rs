@@ -248,16 +248,35 @@ pub struct Readiness {
     pub status: &'static str,
     pub llm_runs: usize,
     pub diffusion_runs: usize,
+    pub leaderboard: LeaderboardReadiness,
+}
+
+/// The leaderboard's data files of the served snapshot.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LeaderboardReadiness {
+    /// Files in all (index, tasks, models).
+    pub files: usize,
+    /// `index.json`'s `last_updated`.
+    pub last_updated: String,
+    /// The LLM model files' output-length histograms: ready, still to read from raw files (a
+    /// request for such a file reads them at once), or left out, with why.
+    pub histograms: crate::service::leaderboard::HistogramStatus,
 }
 
 /// Readiness: the snapshot being served. The listener binds only after a dataset has loaded, so a
-/// process that answers is ready.
+/// process that answers is ready; the leaderboard part says how far its files are.
 #[utoipa::path(get, path = "/readyz", tag = "health", responses((status = 200, body = Readiness)))]
 pub async fn readyz(State(state): State<AppState>) -> Json<Readiness> {
     let snapshot = state.service.snapshot();
+    let site = state.service.leaderboard.site(&snapshot);
     Json(Readiness {
         status: "ready",
         llm_runs: snapshot.llm.len(),
         diffusion_runs: snapshot.diffusion.len(),
+        leaderboard: LeaderboardReadiness {
+            files: site.paths().len(),
+            last_updated: site.last_updated.clone(),
+            histograms: site.status(),
+        },
     })
 }

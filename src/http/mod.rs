@@ -14,6 +14,7 @@ pub mod error;
 pub mod fits;
 pub mod groups;
 pub mod info;
+pub mod leaderboard;
 pub mod models;
 pub mod negotiate;
 pub mod openapi;
@@ -23,6 +24,7 @@ pub mod raw_file;
 pub mod runs;
 pub mod state;
 pub mod timeline;
+pub mod transport;
 
 use std::net::SocketAddr;
 
@@ -69,6 +71,12 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(models::logistic_eval))
         .routes(routes!(models::mixture_fit))
         .routes(routes!(models::mixture_sample))
+        .routes(routes!(leaderboard::index))
+        .routes(routes!(leaderboard::task))
+        .routes(routes!(leaderboard::model))
+        .routes(routes!(leaderboard::bare_index))
+        .routes(routes!(leaderboard::bare_task))
+        .routes(routes!(leaderboard::bare_model))
         .split_for_parts();
     let mut doc = doc;
     openapi::complete(&mut doc);
@@ -130,9 +138,18 @@ pub async fn serve_until(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let background = state.service.derived.background().clone();
+    // The leaderboard's files that need raw reads are made now rather than on first request.
+    let service = state.service.clone();
+    let warming = tokio::spawn(async move {
+        service
+            .leaderboard
+            .warm(service.snapshot(), &service.derived)
+            .await
+    });
     let served = axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown)
         .await;
+    warming.abort();
     background.close();
     if !background.is_empty() {
         tracing::info!(

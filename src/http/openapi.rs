@@ -181,6 +181,7 @@ impl Serialize for Group {
         (name = "models", description = "Fitted models: logistic batch-sweep curves and ITL mixtures, over the dataset or over data of your own"),
         (name = "catalog", description = "What is loaded and what the fields mean"),
         (name = "health", description = "Liveness and readiness"),
+        (name = "leaderboard", description = "The ML.ENERGY leaderboard's data files, made from the served dataset as the leaderboard's build makes them"),
     )
 )]
 pub struct ApiDoc;
@@ -199,6 +200,10 @@ const BODY_PROBLEMS: &[u16] = &[400, 413];
 
 /// A raw file is read: the source can refuse it, fail, or be too slow.
 const RAW_PROBLEMS: &[u16] = &[400, 403, 404, 406, 422, 502, 504];
+
+/// A leaderboard model file: unknown (404); an LLM file whose histograms are read from raw files
+/// now, from a source that refuses, fails or is too slow.
+const LEADERBOARD_MODEL_PROBLEMS: &[u16] = &[403, 404, 502, 504];
 
 /// Every operation with a query string or a problem to document. The handlers parse with the
 /// same `Endpoint` values, so the parameters listed are the ones they accept.
@@ -322,6 +327,42 @@ const OPERATIONS: &[Operation] = &[
         post: true,
         endpoint: None,
         problems: BODY_PROBLEMS,
+    },
+    Operation {
+        path: "/leaderboard/data/index.json",
+        post: false,
+        endpoint: None,
+        problems: &[],
+    },
+    Operation {
+        path: "/leaderboard/data/tasks/{file}",
+        post: false,
+        endpoint: None,
+        problems: &[404],
+    },
+    Operation {
+        path: "/leaderboard/data/models/{file}",
+        post: false,
+        endpoint: None,
+        problems: LEADERBOARD_MODEL_PROBLEMS,
+    },
+    Operation {
+        path: "/data/index.json",
+        post: false,
+        endpoint: None,
+        problems: &[],
+    },
+    Operation {
+        path: "/data/tasks/{file}",
+        post: false,
+        endpoint: None,
+        problems: &[404],
+    },
+    Operation {
+        path: "/data/models/{file}",
+        post: false,
+        endpoint: None,
+        problems: LEADERBOARD_MODEL_PROBLEMS,
     },
 ];
 

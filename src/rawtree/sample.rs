@@ -90,10 +90,25 @@ pub fn write_parquet(
     frame: &Frame,
     nullable: &dyn Fn(&str) -> bool,
 ) -> Result<(), EngineError> {
+    write_parquet_with(path, frame, nullable, &[])
+}
+
+/// `write_parquet` with key-value metadata in the file's footer.
+pub fn write_parquet_with(
+    path: &Path,
+    frame: &Frame,
+    nullable: &dyn Fn(&str) -> bool,
+    metadata: &[(&str, String)],
+) -> Result<(), EngineError> {
     let batch = frame_to_batch(frame, nullable)?;
+    let kv = metadata
+        .iter()
+        .map(|(k, v)| parquet::file::metadata::KeyValue::new(k.to_string(), v.clone()))
+        .collect::<Vec<_>>();
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_created_by("mlenergy-server".to_string())
+        .set_key_value_metadata((!kv.is_empty()).then_some(kv))
         .build();
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
@@ -115,6 +130,7 @@ fn published_frame(t: &RunTable) -> Frame {
 
 /// Build `out` from the shared tables directory `real` (`shared/data/real`).
 pub fn build_sample(real: &Path, out: &Path) -> Result<(), EngineError> {
+    let date = snapshot_date(real)?;
     let mut tables = Vec::new();
     let mut llm_id_map: HashMap<String, usize> = HashMap::new();
     for (domain, file) in [
@@ -159,17 +175,31 @@ pub fn build_sample(real: &Path, out: &Path) -> Result<(), EngineError> {
                 llm_id_map.insert(id, row);
             }
         }
-        write_parquet(
+        write_parquet_with(
             &out.join("runs")
                 .join(format!("{}.parquet", domain.as_str())),
             &published_frame(&table),
             &|name| table.is_nullable(name),
+            &[("snapshot_date", date.clone())],
         )?;
         tables.push(table);
     }
     write_histograms(real, out, &tables[0], &llm_id_map)?;
     fs::write(out.join("README.md"), SAMPLE_README)?;
     Ok(())
+}
+
+/// The leaderboard snapshot's date: `source.last_updated` of the tables' `manifest.json`.
+fn snapshot_date(real: &Path) -> Result<String, EngineError> {
+    let path = real.join("manifest.json");
+    let text = fs::read_to_string(&path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+    let manifest: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+    manifest["source"]["last_updated"]
+        .as_str()
+        .filter(|d| crate::store::hub::is_iso_date(d))
+        .map(str::to_string)
+        .ok_or_else(|| bad(format!("{}: no source.last_updated date", path.display())))
 }
 
 /// Runs that get a generated `results.json` (docs/raw-format.md §8, `rawtree::generate`), so the raw endpoints
@@ -342,8 +372,10 @@ A compiled data directory (the layout of the Hugging Face dataset `ml-energy/ben
 * `runs/llm.parquet`: the 838 stable LLM/MLLM runs of the ML.ENERGY leaderboard (snapshot 2026-02-16),
   with the published 37-column schema.
 * `runs/diffusion.parquet`: the 1020 diffusion runs, with the published 23-column schema.
+  Both carry the snapshot's date in their footer metadata (`snapshot_date`: 2026-02-16), the
+  leaderboard's `last_updated` unless configured otherwise.
 * `histograms/llm_output_lengths.parquet`: each LLM run's 50-bin output-length histogram, one row per
-  (run, bin), keyed by the service's `run_id`.
+  (run, bin), keyed by the service's `run_id`: the leaderboard's model files are served from them.
 
 Built from the run tables reconstructed from the leaderboard's published JSON
 (`shared/data/real`) by `mlenergy-server sample --from ../shared/data/real --out data/sample`;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::derived::DerivedData;
 use super::fits::Fits;
+use super::leaderboard::Leaderboard;
 use super::prefetch::Prefetch;
 use super::snapshot::{Snapshot, Snapshots};
 use crate::store::catalog::Catalog;
@@ -20,6 +21,8 @@ pub struct Service {
     pub fits: Fits,
     /// The catalog database (raw cache index, prefetch jobs).
     pub catalog: Catalog,
+    /// The leaderboard's data files of the served snapshot.
+    pub leaderboard: Leaderboard,
 }
 
 impl Service {
@@ -32,6 +35,7 @@ impl Service {
             prefetch: Prefetch::new(catalog.clone()),
             fits,
             catalog,
+            leaderboard: Leaderboard::new(None),
         }
     }
 

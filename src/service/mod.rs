@@ -1,15 +1,18 @@
 //! The service layer: what a request is answered from, with no HTTP in it. It owns the snapshot
 //! being served ([`snapshot`], opened by [`open`]), each run's derived raw data with its memory
-//! cache, single flight and persisting ([`derived`], over [`raw_files`]), and the prefetch jobs
-//! ([`prefetch`]).
+//! cache, single flight and persisting ([`derived`], over [`raw_files`]), the prefetch jobs
+//! ([`prefetch`]), fitted models ([`fits`]), and the leaderboard's files ([`leaderboard`]) with
+//! their compressed forms ([`coding`]).
 //!
 //! Layer: below `http` (and `main`/`config`), above `engine`, `rawtree`, `rawfile` and `store`,
 //! which it uses; it imports nothing above it. This file only declares and re-exports.
 
+pub mod coding;
 pub mod derived;
 pub mod error;
 pub mod fits;
 pub mod handle;
+pub mod leaderboard;
 pub mod open;
 pub mod prefetch;
 pub mod raw_files;

@@ -178,6 +178,7 @@ pub async fn load_remote(
                 .await
                 .map_err(fetch_message)?;
             let commit = hub.commit.clone();
+            let date = hub.date.clone();
             let location = format!("hf://datasets/{}@{}", hub.repo_id(), hub.revision);
             let source = Source {
                 location,
@@ -186,6 +187,7 @@ pub async fn load_remote(
                 skipped: Vec::new(),
                 remote: Some(cached(Arc::new(hub))),
                 derived: Some(derived),
+                date,
             };
             let path = |p: &PathBuf| {
                 p.to_str()
@@ -216,6 +218,7 @@ pub async fn load_remote(
                 skipped: Vec::new(),
                 remote: Some(cached),
                 derived: Some(derived),
+                date: None,
             };
             let dataset = load_compiled(
                 ctx,
@@ -274,6 +277,7 @@ pub async fn load_compiled_dir(root: &Path) -> Result<Snapshot, EngineError> {
     let llm = local_parquet(root, Domain::Llm)?;
     let diffusion = local_parquet(root, Domain::Diffusion)?;
     let root = std::path::absolute(root)?;
+    let date = compiled_date(&root);
     let source = Source {
         location: format!("local:{}", root.display()),
         revision: None,
@@ -281,9 +285,32 @@ pub async fn load_compiled_dir(root: &Path) -> Result<Snapshot, EngineError> {
         skipped: Vec::new(),
         remote: None,
         derived: None,
+        date,
     };
     let dataset = load_compiled(summary_context(), &llm, &diffusion).await?;
     Ok(Snapshot::new(dataset, source))
+}
+
+/// A compiled directory's date: the `snapshot_date` key of `runs/llm.parquet`'s metadata (a
+/// `YYYY-MM-DD` the sample tool writes), else the day the file was last modified (UTC).
+fn compiled_date(root: &Path) -> Option<String> {
+    use parquet::file::reader::FileReader;
+    let path = root.join("runs").join("llm.parquet");
+    let file = std::fs::File::open(&path).ok()?;
+    let modified = file.metadata().and_then(|m| m.modified()).ok();
+    let stated = parquet::file::reader::SerializedFileReader::new(file)
+        .ok()
+        .and_then(|r| {
+            r.metadata()
+                .file_metadata()
+                .key_value_metadata()?
+                .iter()
+                .find(|kv| kv.key == "snapshot_date")?
+                .value
+                .clone()
+        })
+        .filter(|d| crate::store::hub::is_iso_date(d));
+    stated.or_else(|| modified.map(crate::service::snapshot::utc_date))
 }
 
 /// What a `--data` value names.
@@ -361,6 +388,7 @@ pub async fn load_raw_root(root: &Path) -> Result<Snapshot, EngineError> {
                 .collect(),
             remote: None,
             derived: None,
+            date: None,
         },
     ))
 }

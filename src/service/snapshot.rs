@@ -28,6 +28,10 @@ pub struct Source {
     pub remote: Option<CachedStore>,
     /// Where derived per-run data (ITLs, output lengths, timelines) is persisted, if anywhere.
     pub derived: Option<DerivedStore>,
+    /// The data's date (`YYYY-MM-DD`) as the source tells it: a compiled directory's
+    /// `snapshot_date` metadata or its summaries' modification date, the hub revision's commit
+    /// date. `None`: the date it was loaded.
+    pub date: Option<String>,
 }
 
 /// A raw file of a run.
@@ -138,6 +142,14 @@ impl std::ops::Deref for Snapshot {
 }
 
 impl Snapshot {
+    /// The snapshot's date (`YYYY-MM-DD`): the source's, else the day it was loaded (UTC).
+    pub fn date(&self) -> String {
+        self.source
+            .date
+            .clone()
+            .unwrap_or_else(|| utc_date(self.loaded_at))
+    }
+
     /// A snapshot of `dataset` from `source`, with every stored raw path checked against the
     /// source's root ([`confine`]): a row whose path leaves it is kept and listed in `refused`,
     /// and its file is never read.
@@ -239,6 +251,11 @@ impl Snapshot {
             ))),
         }
     }
+}
+
+/// The UTC date of `t`, `YYYY-MM-DD`.
+pub fn utc_date(t: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(t).to_string()[..10].to_string()
 }
 
 /// The snapshot being served. Reloading builds a new `Snapshot` and swaps the `Arc`, so

@@ -72,6 +72,8 @@ pub struct Hub {
     pub revision: String,
     /// The commit it resolved to.
     pub commit: String,
+    /// The commit's date (`YYYY-MM-DD`), when the hub gives one (`lastModified`).
+    pub date: Option<String>,
     endpoint: url::Url,
     /// The hub cache (`HF_HOME/hub`) and this repository in it.
     cache: Cache,
@@ -158,6 +160,7 @@ impl Hub {
         let mut hub = Hub {
             repo_id: repo_id.to_string(),
             commit: String::new(),
+            date: None,
             endpoint,
             repo: Repo::with_revision(repo_id.to_string(), RepoType::Dataset, revision.clone()),
             revision,
@@ -188,6 +191,13 @@ impl Hub {
             )));
         }
         hub.commit = info.sha;
+        // An ISO 8601 time; only a well-formed date part is kept (it is the dataset's word).
+        hub.date = info
+            .last_modified
+            .as_deref()
+            .and_then(|t| t.get(..10))
+            .filter(|d| is_iso_date(d))
+            .map(str::to_string);
         Ok(hub)
     }
 
@@ -359,6 +369,20 @@ impl Hub {
 #[derive(serde::Deserialize)]
 struct RevisionInfo {
     sha: String,
+    #[serde(rename = "lastModified", default)]
+    last_modified: Option<String>,
+}
+
+/// `YYYY-MM-DD` with digits where they belong.
+pub fn is_iso_date(d: &str) -> bool {
+    let b = d.as_bytes();
+    b.len() == 10
+        && b.iter().enumerate().all(|(i, c)| match i {
+            4 | 7 => *c == b'-',
+            _ => c.is_ascii_digit(),
+        })
+        && matches!(d[5..7].parse::<u8>(), Ok(1..=12))
+        && matches!(d[8..10].parse::<u8>(), Ok(1..=31))
 }
 
 /// A revision as a file name under `refs/` (huggingface_hub keeps `refs/pr/1` as a nested file;

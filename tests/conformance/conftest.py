@@ -62,24 +62,24 @@ BINARY = os.environ.get("MLENERGY_SERVER_BIN", str(ROOT / "target" / "debug" / "
 
 
 @contextlib.contextmanager
-def running_server(data: str, cache: str | None = None):
+def running_server(data: str, cache: str | None = None, args: tuple[str, ...] = ()):
     """The real binary serving `data` on a free port; yields its base URL. Its cache (where
     derived raw data is persisted) is `cache`, or a fresh directory, so every run reads the raw
     files itself unless a test shares a cache on purpose."""
     with contextlib.ExitStack() as stack:
         if cache is None:
             cache = stack.enter_context(tempfile.TemporaryDirectory())
-        yield stack.enter_context(_serve(data, cache))
+        yield stack.enter_context(_serve(data, cache, args))
 
 
 @contextlib.contextmanager
-def _serve(data: str, cache: str):
+def _serve(data: str, cache: str, args: tuple[str, ...] = ()):
     port = _free_port()
     # A file, not a pipe: nobody drains a pipe while the server runs, and a full one would
     # block the server on its next write.
     errors = tempfile.TemporaryFile()
     proc = subprocess.Popen(
-        [BINARY, "--bind", f"127.0.0.1:{port}", "--data", data, "--cache", cache],
+        [BINARY, "--bind", f"127.0.0.1:{port}", "--data", data, "--cache", cache, *args],
         stdout=subprocess.DEVNULL,
         stderr=errors,
     )

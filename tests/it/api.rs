@@ -390,7 +390,10 @@ async fn fields_and_datasets_describe_what_is_loaded() {
     assert_eq!(app.get("/healthz").await.json(), json!({"status": "ok"}));
     assert_eq!(
         app.get("/readyz").await.json(),
-        json!({"status": "ready", "llm_runs": 838, "diffusion_runs": 1020})
+        json!({"status": "ready", "llm_runs": 838, "diffusion_runs": 1020, "leaderboard": {
+            "files": 70, "last_updated": "2026-02-16",
+            "histograms": {"files": 50, "ready": 50, "pending": 0, "without": []}
+        }})
     );
 }
 

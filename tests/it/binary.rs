@@ -87,7 +87,7 @@ fn serves_the_embedded_dataset_from_any_directory() {
         (status, body.as_str()),
         (
             200,
-            r#"{"status":"ready","llm_runs":838,"diffusion_runs":1020}"#
+            r#"{"status":"ready","llm_runs":838,"diffusion_runs":1020,"leaderboard":{"files":70,"last_updated":"2026-02-16","histograms":{"files":50,"ready":50,"pending":0,"without":[]}}}"#
         )
     );
 }

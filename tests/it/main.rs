@@ -13,6 +13,7 @@ mod formats;
 mod hints;
 mod hub;
 mod layers;
+mod leaderboard;
 mod load;
 mod models;
 mod openapi;

@@ -1,0 +1,158 @@
+//! The leaderboard's data files (docs/leaderboard.md): `GET /leaderboard/data/index.json`,
+//! `/leaderboard/data/tasks/{file}` and `/leaderboard/data/models/{file}`, and the same under
+//! `/data/` for a proxy that strips the prefix. Made from the served snapshot as the leaderboard's
+//! build makes them, held in memory per snapshot, sent in the coding the client prefers from
+//! bytes compressed once.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::answer::with_warnings;
+use super::error::AppError;
+use super::state::{ApiPath, AppState};
+use super::transport::choose_coding;
+use crate::service::coding::Coding;
+use crate::service::leaderboard::SiteFile;
+
+/// The answer for a site file in the coding `coding`.
+pub fn site_file_response(file: &SiteFile, coding: Coding, content_type: &'static str) -> Response {
+    let body = file.data.get(coding);
+    let mut resp = (StatusCode::OK, body).into_response();
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if coding != Coding::Identity {
+        h.insert(
+            header::CONTENT_ENCODING,
+            HeaderValue::from_static(coding.token()),
+        );
+    }
+    let tag = file.etag.trim_end_matches('"');
+    if let Ok(v) = HeaderValue::from_str(&format!("{tag}{}\"", coding.etag_suffix())) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    match &file.warning {
+        Some(w) => with_warnings(resp, std::slice::from_ref(w)),
+        None => resp,
+    }
+}
+
+/// The file at `path` of the served snapshot's leaderboard, or 404 naming the files of its kind.
+async fn serve(state: &AppState, headers: &HeaderMap, path: String) -> Result<Response, AppError> {
+    let snapshot = state.service.snapshot();
+    let site = state.service.leaderboard.site(&snapshot);
+    match site.file(&snapshot, &state.service.derived, &path).await? {
+        Some(file) => Ok(site_file_response(
+            &file,
+            choose_coding(headers),
+            "application/json",
+        )),
+        None => {
+            let (dir, name) = path.split_once('/').unwrap_or(("", &path));
+            let allowed = site
+                .paths()
+                .into_iter()
+                .filter_map(|p| p.strip_prefix(&format!("{dir}/")).map(str::to_string))
+                .collect();
+            Err(AppError::UnknownLeaderboardFile {
+                kind: if dir == "tasks" { "task" } else { "model" },
+                name: name.to_string(),
+                allowed,
+            })
+        }
+    }
+}
+
+/// The leaderboard's index: tasks, their architecture groups, and each model's metadata.
+#[utoipa::path(
+    get,
+    path = "/leaderboard/data/index.json",
+    tag = "leaderboard",
+    responses((status = 200, description = "index.json, as the leaderboard publishes it", content_type = "application/json"))
+)]
+pub async fn index(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    serve(&state, &headers, "index.json".into()).await
+}
+
+/// A task's configurations: one per run (stable LLM runs; every diffusion run), in the
+/// leaderboard's order.
+#[utoipa::path(
+    get,
+    path = "/leaderboard/data/tasks/{file}",
+    tag = "leaderboard",
+    params(("file" = String, Path, description = "`<task>.json`, e.g. gpqa.json")),
+    responses((status = 200, description = "tasks/<task>.json, as the leaderboard publishes it", content_type = "application/json"))
+)]
+pub async fn task(
+    State(state): State<AppState>,
+    ApiPath(file): ApiPath<String>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    serve(&state, &headers, format!("tasks/{file}")).await
+}
+
+/// A (model, task) pair's configurations, with the LLM runs' output-length histograms.
+#[utoipa::path(
+    get,
+    path = "/leaderboard/data/models/{file}",
+    tag = "leaderboard",
+    params(("file" = String, Path, description = "`<org>__<name>__<task>.json`, e.g. Qwen__Qwen3-8B__gpqa.json")),
+    responses((status = 200, description = "models/<org>__<name>__<task>.json, as the leaderboard publishes it", content_type = "application/json"))
+)]
+pub async fn model(
+    State(state): State<AppState>,
+    ApiPath(file): ApiPath<String>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    serve(&state, &headers, format!("models/{file}")).await
+}
+
+/// `index.json` under `/data/` (a proxy that strips `/leaderboard`).
+#[utoipa::path(
+    get,
+    path = "/data/index.json",
+    tag = "leaderboard",
+    responses((status = 200, description = "index.json", content_type = "application/json"))
+)]
+pub async fn bare_index(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    serve(&state, &headers, "index.json".into()).await
+}
+
+/// A task file under `/data/`.
+#[utoipa::path(
+    get,
+    path = "/data/tasks/{file}",
+    tag = "leaderboard",
+    params(("file" = String, Path, description = "`<task>.json`")),
+    responses((status = 200, description = "tasks/<task>.json", content_type = "application/json"))
+)]
+pub async fn bare_task(
+    State(state): State<AppState>,
+    ApiPath(file): ApiPath<String>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    serve(&state, &headers, format!("tasks/{file}")).await
+}
+
+/// A model file under `/data/`.
+#[utoipa::path(
+    get,
+    path = "/data/models/{file}",
+    tag = "leaderboard",
+    params(("file" = String, Path, description = "`<org>__<name>__<task>.json`")),
+    responses((status = 200, description = "models/<org>__<name>__<task>.json", content_type = "application/json"))
+)]
+pub async fn bare_model(
+    State(state): State<AppState>,
+    ApiPath(file): ApiPath<String>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    serve(&state, &headers, format!("models/{file}")).await
+}
