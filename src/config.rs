@@ -129,6 +129,40 @@ pub struct ServeArgs {
     /// modification date).
     #[arg(long, env = "MLENERGY_LEADERBOARD_DATE", value_parser = parse_date)]
     pub leaderboard_date: Option<String>,
+    /// When the leaderboard's LLM model files read their runs' raw files for the output-length
+    /// histograms (a source without precomputed ones): `background`, from the start (every
+    /// stable LLM run's results.json is read, downloaded first from a remote source), or
+    /// `on-request`, a pair's runs when its file is first asked for.
+    #[arg(long, env = "MLENERGY_LEADERBOARD_HISTOGRAMS", value_enum, default_value = "background")]
+    pub leaderboard_histograms: HistogramReading,
+    /// `Cache-Control: max-age` of answers, in seconds. Answers of a hub source pinned to a
+    /// commit (`hf://datasets/ORG/NAME@<40-hex commit>`) are `immutable` instead.
+    #[arg(long, env = "MLENERGY_CACHE_MAX_AGE", default_value_t = crate::http::HttpOptions::MAX_AGE)]
+    pub cache_max_age: u32,
+    /// An origin allowed to read answers from a browser (`https://ml.energy`); repeat it, or
+    /// separate origins with commas. Default: any origin.
+    #[arg(long = "cors-origin", env = "MLENERGY_CORS_ORIGINS", value_delimiter = ',', value_parser = parse_origin)]
+    pub cors_origins: Vec<String>,
+}
+
+/// When the leaderboard's histograms are read from raw files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HistogramReading {
+    Background,
+    OnRequest,
+}
+
+/// An origin: `scheme://host[:port]`, nothing after it.
+fn parse_origin(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    let u = url::Url::parse(s).map_err(|e| format!("'{s}' is not an origin: {e}"))?;
+    let origin = u.origin().ascii_serialization();
+    if origin == "null" || origin != s.trim_end_matches('/') {
+        return Err(format!(
+            "'{s}' is not an origin (scheme://host[:port], e.g. https://ml.energy)"
+        ));
+    }
+    Ok(origin)
 }
 
 /// A `YYYY-MM-DD` date.

@@ -5,8 +5,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
-use mlenergy_server::config::{BuildArgs, Cli, Command, HealthcheckArgs, LogFormat, ServeArgs};
-use mlenergy_server::http::{self, AppState, Limits};
+use mlenergy_server::config::{
+    BuildArgs, Cli, Command, HealthcheckArgs, HistogramReading, LogFormat, ServeArgs,
+};
+use mlenergy_server::http::{self, AppState, HttpOptions, Limits};
 use mlenergy_server::rawtree::compile::write_compiled;
 use mlenergy_server::rawtree::sample;
 use mlenergy_server::rawtree::{BuildCache, BuildOptions, build};
@@ -52,7 +54,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         "dataset loaded"
     );
     let mut service = Service::new(dataset, catalog);
-    service.leaderboard = Leaderboard::new(args.leaderboard_date.clone());
+    service.leaderboard = Leaderboard::new(
+        args.leaderboard_date.clone(),
+        args.leaderboard_histograms == HistogramReading::Background,
+    );
     let state = AppState::new(
         Arc::new(service),
         Limits {
@@ -61,6 +66,11 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         },
         args.response_cache_bytes,
     );
+    let mut state = state;
+    state.http = HttpOptions {
+        max_age: args.cache_max_age,
+        cors_origins: args.cors_origins.clone(),
+    };
     http::serve(state, args.bind, |addr| {
         tracing::info!(%addr, ready_ms = started.elapsed().as_millis() as u64, "listening");
     })

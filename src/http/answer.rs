@@ -11,6 +11,7 @@ use bytes::Bytes;
 use super::error::AppError;
 use super::negotiate::Format;
 use crate::service::Snapshot;
+use crate::service::coding::Variants;
 
 /// Encoded answers by (snapshot, format, request URI), weighed by bytes.
 pub type AnswerCache = moka::sync::Cache<String, Arc<Encoded>>;
@@ -19,15 +20,17 @@ pub type AnswerCache = moka::sync::Cache<String, Arc<Encoded>>;
 pub fn answer_cache(bytes: u64) -> AnswerCache {
     moka::sync::Cache::builder()
         .max_capacity(bytes)
+        // The compressed forms are made after the entry is weighed: counted at half the body
+        // (three codings of JSON, each about a sixth of it).
         .weigher(|k: &String, v: &Arc<Encoded>| {
-            u32::try_from(k.len() + v.body.len() + v.next.as_ref().map_or(0, String::len))
+            u32::try_from(k.len() + v.body.len() * 3 / 2 + v.next.as_ref().map_or(0, String::len))
                 .unwrap_or(u32::MAX)
         })
         .build()
 }
 
 /// An encoded answer with the paging facts that go into headers.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Encoded {
     pub content_type: &'static str,
     pub body: Bytes,
@@ -37,7 +40,14 @@ pub struct Encoded {
     pub next: Option<String>,
     /// Hints about the request (a filter value that matches no run), one `Warning` header each.
     pub warnings: Vec<String>,
+    /// The body compressed in each coding a client asked for, made once (`transport`).
+    pub variants: Variants,
 }
+
+/// A response extension: the answer came from `Encoded`, so `transport` sends its kept
+/// compressed form rather than compressing it again.
+#[derive(Clone)]
+pub struct CachedAnswer(pub Arc<Encoded>);
 
 fn cache_key(snapshot: &Snapshot, uri: &Uri, format: Format) -> String {
     format!("{}|{}|{}", snapshot.generation, format.name(), uri)
@@ -74,8 +84,9 @@ pub fn cached(
 }
 
 /// The HTTP response for an encoded answer.
-pub fn respond(e: &Encoded) -> Response {
+pub fn respond(e: &Arc<Encoded>) -> Response {
     let mut resp = answer(e.body.clone().into_response(), e.content_type, e.total);
+    resp.extensions_mut().insert(CachedAnswer(e.clone()));
     resp = with_warnings(resp, &e.warnings);
     if let Some(next) = &e.next
         && let Ok(v) = HeaderValue::from_str(&format!("<{next}>; rel=\"next\""))
@@ -159,9 +170,10 @@ pub fn streamed(
             let _ = out.tx.blocking_send(Err(std::io::Error::other(e)));
         }
     });
-    let body = futures::stream::unfold(rx, |mut rx| async move {
+    // Fused: a body may be polled again after its end (the compression layer does).
+    let body = futures::StreamExt::fuse(futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|chunk| (chunk, rx))
-    });
+    }));
     answer(
         axum::body::Body::from_stream(body).into_response(),
         content_type,

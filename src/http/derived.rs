@@ -149,6 +149,7 @@ async fn itl_summary(
             total: Some(frame.num_rows()),
             next: None,
             warnings: warnings.clone(),
+            variants: Default::default(),
         })
     })?;
     Ok(respond(&encoded))
@@ -257,6 +258,7 @@ async fn answer(
             total: Some(total),
             next: None,
             warnings: warnings.clone(),
+            variants: Default::default(),
         })
     })?;
     Ok(respond(&encoded))

@@ -36,6 +36,7 @@ fn answer(
             total: Some(frame.num_rows()),
             next: None,
             warnings,
+            variants: Default::default(),
         })
     })?;
     Ok(respond(&e))

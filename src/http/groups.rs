@@ -109,6 +109,7 @@ pub async fn groups(
             total: Some(g.frame.num_rows()),
             next: None,
             warnings: warnings.clone(),
+            variants: Default::default(),
         })
     })?;
     Ok(respond(&encoded))

@@ -32,6 +32,8 @@ use axum::Router;
 use axum::http::{HeaderName, Request, Uri};
 use axum::response::{IntoResponse, Response};
 use tower_http::LatencyUnit;
+use tower_http::compression::CompressionLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use utoipa::OpenApi;
@@ -40,7 +42,7 @@ use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
 pub use self::error::AppError;
-pub use self::state::{AppState, Limits};
+pub use self::state::{AppState, HttpOptions, Limits};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -104,16 +106,57 @@ pub fn app(state: AppState) -> Router {
         tracing::info_span!("request", method = %req.method(), uri = %req.uri(), request_id = %id)
     })
     .on_response(DefaultOnResponse::new().level(tracing::Level::INFO).latency_unit(LatencyUnit::Micros));
+    let cors = cors(&state.http.cors_origins);
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
         // Model bodies carry up to ten million numbers; the limit is the models' (no other
         // endpoint reads a body).
         .layer(axum::extract::DefaultBodyLimit::max(models::BODY_LIMIT))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        // Inside out: cached answers in their kept compressed form; anything else compressed as
+        // it streams; the coding, entity tags and caching headers decided around both.
+        .layer(axum::middleware::from_fn(transport::precompressed))
+        .layer(
+            CompressionLayer::new()
+                .gzip(true)
+                .br(true)
+                .zstd(true)
+                .compress_when(transport::WorthCompressing),
+        )
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            transport::transport,
+        ))
         .with_state(state)
+        .layer(cors)
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(trace)
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+}
+
+/// Cross-origin reads: GET and HEAD (and the model POSTs) from `origins`, or from any origin
+/// when none is named (a public read-only data API); the headers a client reads exposed.
+fn cors(origins: &[String]) -> CorsLayer {
+    use axum::http::{Method, header};
+    let allow = if origins.is_empty() {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| o.parse().ok()))
+    };
+    CorsLayer::new()
+        .allow_origin(allow)
+        .allow_methods([Method::GET, Method::HEAD, Method::POST])
+        .allow_headers([header::ACCEPT, header::CONTENT_TYPE, header::IF_NONE_MATCH])
+        .expose_headers([
+            header::ETAG,
+            header::LINK,
+            header::WARNING,
+            header::LOCATION,
+            header::RETRY_AFTER,
+            HeaderName::from_static("x-total-count"),
+            REQUEST_ID,
+        ])
+        .max_age(std::time::Duration::from_secs(86400))
 }
 
 /// How long a shutdown waits for background work (derived data being persisted) to finish.
@@ -140,16 +183,18 @@ pub async fn serve_until(
     let background = state.service.derived.background().clone();
     // The leaderboard's files that need raw reads are made now rather than on first request.
     let service = state.service.clone();
-    let warming = tokio::spawn(async move {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stop_warming = stop.clone();
+    tokio::spawn(async move {
         service
             .leaderboard
-            .warm(service.snapshot(), &service.derived)
+            .warm(service.snapshot(), &service.derived, stop_warming)
             .await
     });
     let served = axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown)
         .await;
-    warming.abort();
+    stop.cancel();
     background.close();
     if !background.is_empty() {
         tracing::info!(

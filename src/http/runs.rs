@@ -112,6 +112,7 @@ pub async fn list_runs(
             total: Some(sel.total),
             next,
             warnings: warnings.clone(),
+            variants: Default::default(),
         })
     })?;
     Ok(respond(&encoded))
@@ -171,6 +172,7 @@ pub async fn get_run(
             total: None,
             next: None,
             warnings: Vec::new(),
+            variants: Default::default(),
         })
     })?;
     Ok(respond(&encoded))

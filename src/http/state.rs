@@ -31,6 +31,30 @@ impl Limits {
     pub const STREAM_BYTES: usize = 64 << 20;
 }
 
+/// How answers are sent: caching headers, cross-origin access, the frontend's files.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// `Cache-Control: max-age` of answers of the snapshot, in seconds (answers of a source
+    /// pinned to a commit are `immutable`).
+    pub max_age: u32,
+    /// Origins allowed to read answers from a browser; empty: any origin.
+    pub cors_origins: Vec<String>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            max_age: Self::MAX_AGE,
+            cors_origins: Vec::new(),
+        }
+    }
+}
+
+impl HttpOptions {
+    /// `max_age` unless configured otherwise.
+    pub const MAX_AGE: u32 = 60;
+}
+
 /// State shared by all handlers.
 #[derive(Clone)]
 pub struct AppState {
@@ -40,14 +64,26 @@ pub struct AppState {
     /// Encoded responses by (snapshot, path, query, format). Snapshots are immutable, so an entry
     /// never goes stale; a reload changes the snapshot part of the key.
     pub cache: AnswerCache,
+    pub http: HttpOptions,
+    /// What answers depend on besides the snapshot and the request: the server's version and
+    /// the settings that shape answers (limits, the leaderboard's date). Part of every entity tag.
+    pub salt: Arc<str>,
 }
 
 impl AppState {
     pub fn new(service: Arc<Service>, limits: Limits, cache_bytes: u64) -> Self {
+        let salt = format!(
+            "{}|{:?}|{:?}",
+            env!("CARGO_PKG_VERSION"),
+            limits,
+            service.leaderboard.configured_date()
+        );
         AppState {
             service,
             limits,
             cache: answer_cache(cache_bytes),
+            http: HttpOptions::default(),
+            salt: salt.into(),
         }
     }
 }

@@ -199,6 +199,7 @@ fn encoded(
             total: Some(rows),
             next: None,
             warnings: warnings.clone(),
+            variants: Default::default(),
         })
     })?;
     Ok(respond(&e))

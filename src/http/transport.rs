@@ -1,8 +1,278 @@
-//! How answers travel: the content coding negotiated from `Accept-Encoding`.
+//! How answers travel, for every GET of the service: the content coding negotiated from
+//! `Accept-Encoding` (cached answers and the leaderboard's files sent from bytes compressed once,
+//! anything else compressed as it streams by tower-http), a strong entity tag with
+//! `If-None-Match` → 304, `Cache-Control` and `Vary`.
+//!
+//! An answer of the snapshot (every GET but health, jobs and the cache's or datasets' state) is
+//! fixed by the snapshot's content, the server's version and settings, and the normalised request
+//! (path, query pairs, `Accept`). Its entity tag is a digest of those, the same in every process
+//! that serves the same data, so a revalidation is answered before any work is done. Files with a
+//! tag of their own (the leaderboard's: a digest of their bytes) are checked against it.
 
-use axum::http::{HeaderMap, header};
+use std::sync::Arc;
 
-use crate::service::coding::Coding;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+use super::answer::CachedAnswer;
+use super::state::AppState;
+use crate::service::coding::{Coding, Effort};
+
+/// The coding chosen for a request, for the layers inside `transport`.
+#[derive(Debug, Clone, Copy)]
+pub struct Chosen(pub Coding);
+
+/// How a path's answers may be cached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Fixed by the snapshot and the request: an entity tag, `max-age`.
+    Snapshot,
+    /// State that changes while the snapshot is served: `no-store`.
+    Volatile,
+}
+
+fn kind(path: &str) -> Kind {
+    let volatile = matches!(
+        path,
+        "/healthz" | "/readyz" | "/metrics" | "/v1/cache" | "/v1/datasets"
+    ) || path.starts_with("/v1/jobs/");
+    if volatile {
+        Kind::Volatile
+    } else {
+        Kind::Snapshot
+    }
+}
+
+/// The digest of everything an answer of the snapshot depends on, hex.
+fn answer_tag(state: &AppState, content_id: &str, req: &Request) -> String {
+    let mut h = Sha256::new();
+    h.update(state.salt.as_bytes());
+    h.update([0]);
+    h.update(content_id.as_bytes());
+    h.update([0]);
+    h.update(req.uri().path().as_bytes());
+    h.update([0]);
+    // The query as decoded pairs in order: `%2C` and `,` are the same request.
+    for (k, v) in url::form_urlencoded::parse(req.uri().query().unwrap_or("").as_bytes()) {
+        h.update((k.len() as u64).to_le_bytes());
+        h.update(k.as_bytes());
+        h.update((v.len() as u64).to_le_bytes());
+        h.update(v.as_bytes());
+    }
+    h.update([0]);
+    for v in req.headers().get_all(header::ACCEPT) {
+        h.update(v.as_bytes());
+        h.update([b',']);
+    }
+    hex::encode(&h.finalize()[..16])
+}
+
+/// An entity tag without `W/`, quotes and a coding suffix: what two representations of one
+/// answer share.
+fn tag_stem(tag: &str) -> &str {
+    let t = tag.trim();
+    let t = t.strip_prefix("W/").unwrap_or(t).trim_matches('"');
+    for c in Coding::COMPRESSED {
+        if let Some(stem) = t.strip_suffix(c.etag_suffix()) {
+            return stem;
+        }
+    }
+    t
+}
+
+/// Whether `If-None-Match` names `tag` (weak comparison, any coding of it) or is `*`.
+fn none_match(headers: &HeaderMap, tag: &str) -> bool {
+    let stem = tag_stem(tag);
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim() == "*" || tag_stem(t) == stem)
+}
+
+/// The `Cache-Control` of an answer of the snapshot.
+fn cache_control(state: &AppState, pinned: bool) -> HeaderValue {
+    let text = if pinned {
+        "public, max-age=31536000, immutable".to_string()
+    } else {
+        format!("public, max-age={}", state.http.max_age)
+    };
+    HeaderValue::from_str(&text).expect("ASCII")
+}
+
+/// `resp` as a 304: no body, the validators and caching headers kept.
+fn not_modified(resp: Response) -> Response {
+    let (parts, _) = resp.into_parts();
+    let mut out = StatusCode::NOT_MODIFIED.into_response();
+    for name in [
+        header::ETAG,
+        header::CACHE_CONTROL,
+        header::VARY,
+        header::CONTENT_LOCATION,
+    ] {
+        for v in parts.headers.get_all(&name) {
+            out.headers_mut().append(name.clone(), v.clone());
+        }
+    }
+    out
+}
+
+/// The outer transport layer (see the module header): choose the coding, answer a revalidation
+/// of an unchanged answer with 304 before any work, and put the entity tag, `Cache-Control` and
+/// `Vary` on answers of the snapshot.
+pub async fn transport(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return next.run(req).await;
+    }
+    let coding = choose_coding(req.headers());
+    // The layers inside see exactly the chosen coding (tower-http's compression among them).
+    req.headers_mut().insert(
+        header::ACCEPT_ENCODING,
+        HeaderValue::from_static(coding.token()),
+    );
+    req.extensions_mut().insert(Chosen(coding));
+    if kind(req.uri().path()) == Kind::Volatile {
+        let mut resp = next.run(req).await;
+        resp.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        return resp;
+    }
+    let snapshot = state.service.snapshot();
+    let pinned = snapshot.source.pinned();
+    let stem = format!("r-{}", answer_tag(&state, &snapshot.content_id, &req));
+    drop(snapshot);
+    let conditional = req.headers().contains_key(header::IF_NONE_MATCH);
+    if conditional && none_match(req.headers(), &stem) {
+        let mut resp = StatusCode::NOT_MODIFIED.into_response();
+        let h = resp.headers_mut();
+        if let Ok(v) = HeaderValue::from_str(&format!("\"{stem}{}\"", coding.etag_suffix())) {
+            h.insert(header::ETAG, v);
+        }
+        h.insert(header::CACHE_CONTROL, cache_control(&state, pinned));
+        h.insert(
+            header::VARY,
+            HeaderValue::from_static("accept, accept-encoding"),
+        );
+        return resp;
+    }
+    let request_headers = conditional.then(|| req.headers().clone());
+    let mut resp = next.run(req).await;
+    let ok = resp.status() == StatusCode::OK;
+    let h = resp.headers_mut();
+    if !ok {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        return resp;
+    }
+    if !h.contains_key(header::ETAG) {
+        let sent = h
+            .get(header::CONTENT_ENCODING)
+            .and_then(|v| v.to_str().ok())
+            .and_then(Coding::from_token)
+            .unwrap_or(Coding::Identity);
+        if let Ok(v) = HeaderValue::from_str(&format!("\"{stem}{}\"", sent.etag_suffix())) {
+            h.insert(header::ETAG, v);
+        }
+        h.insert(
+            header::VARY,
+            HeaderValue::from_static("accept, accept-encoding"),
+        );
+    }
+    if !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, cache_control(&state, pinned));
+    }
+    // A tag of the answer's own (a file's digest) is checked now that it is known.
+    if let Some(request_headers) = request_headers
+        && let Some(tag) = resp
+            .headers()
+            .get(header::ETAG)
+            .and_then(|v| v.to_str().ok())
+        && none_match(&request_headers, tag)
+    {
+        return not_modified(resp);
+    }
+    resp
+}
+
+/// Answers smaller than this are sent as they are (a compressed form would save next to nothing).
+const MIN_COMPRESS: usize = 256;
+
+/// The inner transport layer: an answer from the answer cache is sent in the chosen coding from
+/// its kept compressed form (made on the first request for that coding), so the compression layer
+/// between the two passes it through.
+pub async fn precompressed(req: Request, next: Next) -> Response {
+    let coding = req
+        .extensions()
+        .get::<Chosen>()
+        .map_or(Coding::Identity, |c| c.0);
+    let mut resp = next.run(req).await;
+    if coding == Coding::Identity || resp.headers().contains_key(header::CONTENT_ENCODING) {
+        return resp;
+    }
+    let Some(CachedAnswer(e)) = resp.extensions_mut().remove::<CachedAnswer>() else {
+        return resp;
+    };
+    if e.body.len() < MIN_COMPRESS {
+        return resp;
+    }
+    let body = match e.variants.made(coding) {
+        Some(b) => b,
+        None => {
+            let e = Arc::clone(&e);
+            tokio::task::spawn_blocking(move || e.variants.get(&e.body, coding, Effort::Quick))
+                .await
+                .expect("compression does not panic")
+        }
+    };
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_ENCODING,
+        HeaderValue::from_static(coding.token()),
+    );
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+    *resp.body_mut() = Body::from(body);
+    resp
+}
+
+/// When tower-http's layer compresses a response (one not already compressed): anything of
+/// 256 bytes or more (or of a size not known in advance) but formats that are compressed already
+/// (Parquet, PNG and the like) and event streams. SVG charts are text and are compressed.
+#[derive(Debug, Clone, Copy)]
+pub struct WorthCompressing;
+
+impl tower_http::compression::Predicate for WorthCompressing {
+    fn should_compress<B: axum::body::HttpBody>(&self, response: &axum::http::Response<B>) -> bool {
+        let hint = response.body().size_hint();
+        let len = hint.exact().or_else(|| {
+            response
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+        });
+        if len.is_some_and(|n| n < MIN_COMPRESS as u64) {
+            return false;
+        }
+        let ct = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let compressed_already = ct.starts_with("application/vnd.apache.parquet")
+            || (ct.starts_with("image/") && !ct.starts_with("image/svg+xml"))
+            || ct.starts_with("font/woff")
+            || ct.starts_with("video/")
+            || ct.starts_with("audio/")
+            || ct.starts_with("application/zip")
+            || ct.starts_with("application/gzip")
+            || ct.starts_with("text/event-stream");
+        !compressed_already
+    }
+}
 
 /// The coding to send for `Accept-Encoding`: the compressed coding the client rates highest
 /// (ties: br, zstd, gzip), `*` standing for any coding it does not name; identity when it names

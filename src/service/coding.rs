@@ -96,14 +96,52 @@ pub fn compress(body: &[u8], coding: Coding, effort: Effort) -> Bytes {
     }
 }
 
+/// The compressed forms of a body, each made on first use and kept.
+#[derive(Debug, Default)]
+pub struct Variants {
+    gzip: OnceLock<Bytes>,
+    br: OnceLock<Bytes>,
+    zstd: OnceLock<Bytes>,
+}
+
+impl Variants {
+    /// `body` in `coding`, compressed now if it is the first time (`body` must be the same every
+    /// call).
+    pub fn get(&self, body: &Bytes, coding: Coding, effort: Effort) -> Bytes {
+        let slot = match coding {
+            Coding::Identity => return body.clone(),
+            Coding::Gzip => &self.gzip,
+            Coding::Br => &self.br,
+            Coding::Zstd => &self.zstd,
+        };
+        slot.get_or_init(|| compress(body, coding, effort)).clone()
+    }
+
+    /// `coding`'s form if it is made already.
+    pub fn made(&self, coding: Coding) -> Option<Bytes> {
+        match coding {
+            Coding::Identity => None,
+            Coding::Gzip => self.gzip.get().cloned(),
+            Coding::Br => self.br.get().cloned(),
+            Coding::Zstd => self.zstd.get().cloned(),
+        }
+    }
+
+    /// Memory held by the compressed forms made so far.
+    pub fn held(&self) -> usize {
+        [&self.gzip, &self.br, &self.zstd]
+            .iter()
+            .map(|s| s.get().map_or(0, Bytes::len))
+            .sum()
+    }
+}
+
 /// A body and its compressed forms, each made on first use and kept.
 #[derive(Debug)]
 pub struct Precompressed {
     body: Bytes,
     effort: Effort,
-    gzip: OnceLock<Bytes>,
-    br: OnceLock<Bytes>,
-    zstd: OnceLock<Bytes>,
+    variants: Variants,
 }
 
 impl Precompressed {
@@ -111,9 +149,7 @@ impl Precompressed {
         Precompressed {
             body,
             effort,
-            gzip: OnceLock::new(),
-            br: OnceLock::new(),
-            zstd: OnceLock::new(),
+            variants: Variants::default(),
         }
     }
 
@@ -124,23 +160,12 @@ impl Precompressed {
 
     /// The body in `coding`, compressed now if it is the first time.
     pub fn get(&self, coding: Coding) -> Bytes {
-        let slot = match coding {
-            Coding::Identity => return self.body.clone(),
-            Coding::Gzip => &self.gzip,
-            Coding::Br => &self.br,
-            Coding::Zstd => &self.zstd,
-        };
-        slot.get_or_init(|| compress(&self.body, coding, self.effort))
-            .clone()
+        self.variants.get(&self.body, coding, self.effort)
     }
 
     /// Memory held, compressed forms included.
     pub fn weight(&self) -> usize {
-        self.body.len()
-            + [&self.gzip, &self.br, &self.zstd]
-                .iter()
-                .map(|s| s.get().map_or(0, Bytes::len))
-                .sum::<usize>()
+        self.body.len() + self.variants.held()
     }
 }
 

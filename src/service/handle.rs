@@ -35,7 +35,7 @@ impl Service {
             prefetch: Prefetch::new(catalog.clone()),
             fits,
             catalog,
-            leaderboard: Leaderboard::new(None),
+            leaderboard: Leaderboard::new(None, true),
         }
     }
 

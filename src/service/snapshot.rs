@@ -34,6 +34,20 @@ pub struct Source {
     pub date: Option<String>,
 }
 
+impl Source {
+    /// Whether the source names an exact commit (`hf://datasets/ORG/NAME@<commit>`): its answers
+    /// can never change for the same server.
+    pub fn pinned(&self) -> bool {
+        self.revision.as_deref().is_some_and(|commit| {
+            commit.len() == 40
+                && self
+                    .location
+                    .rsplit_once('@')
+                    .is_some_and(|(_, asked)| asked.eq_ignore_ascii_case(commit))
+        })
+    }
+}
+
 /// A raw file of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RawFile {

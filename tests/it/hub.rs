@@ -89,7 +89,8 @@ async fn revision(
     if let Err(r) = authorized(&s, &headers) {
         return r;
     }
-    axum::Json(serde_json::json!({"sha": COMMIT, "siblings": []})).into_response()
+    axum::Json(serde_json::json!({"sha": COMMIT, "lastModified": "2026-03-05T17:42:01.000Z", "siblings": []}))
+        .into_response()
 }
 
 async fn resolve(
@@ -348,8 +349,11 @@ impl Dirs {
 }
 
 async fn service(opts: &SourceOptions) -> TestApp {
-    let spec = format!("hf://datasets/{REPO}");
-    let (dataset, catalog) = open_dataset(&spec, opts)
+    service_of(opts, &format!("hf://datasets/{REPO}")).await
+}
+
+async fn service_of(opts: &SourceOptions, spec: &str) -> TestApp {
+    let (dataset, catalog) = open_dataset(spec, opts)
         .await
         .expect("the hub source opens");
     let state = AppState::new(
@@ -411,6 +415,37 @@ async fn raw_runs(app: &TestApp) -> Vec<(String, String, String)> {
 
 fn sample_file(rel: &str) -> Vec<u8> {
     std::fs::read(sample_dir().join(rel)).unwrap()
+}
+
+#[tokio::test]
+async fn answers_of_a_pinned_commit_are_immutable() {
+    let hub = FakeHub::start().await;
+    let dirs = Dirs::new();
+    let opts = dirs.options(&hub, None, 1 << 30);
+    // Asked at a branch: answers may change with the branch, so they expire.
+    let app = service(&opts).await;
+    let r = app.get("/v1/llm/runs?limit=3").await;
+    assert_eq!(r.headers["cache-control"], "public, max-age=60");
+    // The leaderboard's date is the commit's.
+    let index = app.get("/leaderboard/data/index.json").await.json();
+    assert_eq!(index["last_updated"], "2026-03-05");
+    // Asked at the commit itself: immutable.
+    let pinned = service_of(&opts, &format!("hf://datasets/{REPO}@{COMMIT}")).await;
+    let r = pinned.get("/v1/llm/runs?limit=3").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.headers["cache-control"],
+        "public, max-age=31536000, immutable"
+    );
+    let r = pinned.get("/leaderboard/data/index.json").await;
+    assert_eq!(
+        r.headers["cache-control"],
+        "public, max-age=31536000, immutable"
+    );
+    // The same data, the same entity tags, however the revision was named.
+    let a = app.get("/v1/diffusion/runs?limit=3").await;
+    let b = pinned.get("/v1/diffusion/runs?limit=3").await;
+    assert_eq!(a.headers["etag"], b.headers["etag"]);
 }
 
 #[tokio::test]

@@ -18,3 +18,4 @@ mod load;
 mod models;
 mod openapi;
 mod sample;
+mod transport;

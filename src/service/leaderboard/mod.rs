@@ -248,13 +248,17 @@ async fn raw_histograms(
 pub struct Leaderboard {
     /// `last_updated` as configured; the snapshot's date otherwise.
     last_updated: Option<String>,
+    /// Whether [`Leaderboard::warm`] reads the raw files of the pending files (else each file
+    /// reads its runs' when first asked for).
+    read_in_background: bool,
     current: Mutex<Option<Arc<Site>>>,
 }
 
 impl Leaderboard {
-    pub fn new(last_updated: Option<String>) -> Self {
+    pub fn new(last_updated: Option<String>, read_in_background: bool) -> Self {
         Leaderboard {
             last_updated,
+            read_in_background,
             current: Mutex::new(None),
         }
     }
@@ -279,11 +283,22 @@ impl Leaderboard {
     }
 
     /// Make every file of `snapshot`'s site: the LLM model files from raw files (one group at a
-    /// time), then every file in every coding. For a task started after the server starts.
-    pub async fn warm(&self, snapshot: Arc<Snapshot>, derived: &DerivedData) {
+    /// time; unless configured to wait for requests), then every file in every coding. For a task
+    /// started after the server starts.
+    /// `stop` ends it between two files (a compression under way is finished first).
+    pub async fn warm(
+        &self,
+        snapshot: Arc<Snapshot>,
+        derived: &DerivedData,
+        stop: tokio_util::sync::CancellationToken,
+    ) {
         let site = self.site(&snapshot);
         let started = std::time::Instant::now();
-        for path in site.pending.keys() {
+        let pending = site.pending.keys().filter(|_| self.read_in_background);
+        for path in pending {
+            if stop.is_cancelled() {
+                return;
+            }
             if let Err(e) = site.file(&snapshot, derived, path).await {
                 tracing::warn!(file = %path, error = %e, "leaderboard file not made; a request for it tries again");
             }
@@ -294,14 +309,21 @@ impl Leaderboard {
             .cloned()
             .chain(site.pending.values().filter_map(|p| p.file.get().cloned()))
             .collect();
+        let stopped = stop.clone();
         let _ = tokio::task::spawn_blocking(move || {
             for f in &all {
                 for c in Coding::COMPRESSED {
+                    if stopped.is_cancelled() {
+                        return;
+                    }
                     f.data.get(c);
                 }
             }
         })
         .await;
+        if stop.is_cancelled() {
+            return;
+        }
         let status = site.status();
         tracing::info!(
             ready = status.ready,

@@ -76,17 +76,22 @@ impl TestApp {
     }
 
     pub async fn with_limits(limits: Limits) -> Self {
+        Self::with(limits, mlenergy_server::http::HttpOptions::default()).await
+    }
+
+    pub async fn with(limits: Limits, http: mlenergy_server::http::HttpOptions) -> Self {
         let dataset = load::load_compiled_dir(&sample_dir())
             .await
             .expect("data/sample loads");
         let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:")
             .await
             .expect("catalog");
-        let state = AppState::new(
+        let mut state = AppState::new(
             Arc::new(Service::new(dataset, catalog)),
             limits,
             8 * 1024 * 1024,
         );
+        state.http = http;
         TestApp { router: app(state) }
     }
 
