@@ -133,7 +133,12 @@ pub struct ServeArgs {
     /// histograms (a source without precomputed ones): `background`, from the start (every
     /// stable LLM run's results.json is read, downloaded first from a remote source), or
     /// `on-request`, a pair's runs when its file is first asked for.
-    #[arg(long, env = "MLENERGY_LEADERBOARD_HISTOGRAMS", value_enum, default_value = "background")]
+    #[arg(
+        long,
+        env = "MLENERGY_LEADERBOARD_HISTOGRAMS",
+        value_enum,
+        default_value = "background"
+    )]
     pub leaderboard_histograms: HistogramReading,
     /// `Cache-Control: max-age` of answers, in seconds. Answers of a hub source pinned to a
     /// commit (`hf://datasets/ORG/NAME@<40-hex commit>`) are `immutable` instead.
@@ -143,6 +148,11 @@ pub struct ServeArgs {
     /// separate origins with commas. Default: any origin.
     #[arg(long = "cors-origin", env = "MLENERGY_CORS_ORIGINS", value_delimiter = ',', value_parser = parse_origin)]
     pub cors_origins: Vec<String>,
+    /// A built leaderboard frontend (its `dist/`, built with base `/leaderboard/`), served at
+    /// `/leaderboard/` beside its data: one process is a whole leaderboard. Read into memory at
+    /// start; a path with no file and no extension gets its index.html (client routes).
+    #[arg(long, env = "MLENERGY_LEADERBOARD_UI", value_name = "DIR")]
+    pub leaderboard_ui: Option<PathBuf>,
 }
 
 /// When the leaderboard's histograms are read from raw files.

@@ -15,6 +15,7 @@ use mlenergy_server::rawtree::{BuildCache, BuildOptions, build};
 use mlenergy_server::service::Service;
 use mlenergy_server::service::leaderboard::Leaderboard;
 use mlenergy_server::service::open::open_dataset;
+use mlenergy_server::service::static_site::StaticSite;
 use tracing_subscriber::EnvFilter;
 
 fn init_tracing(format: LogFormat) {
@@ -67,9 +68,18 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         args.response_cache_bytes,
     );
     let mut state = state;
+    let leaderboard_ui = match &args.leaderboard_ui {
+        Some(dir) => {
+            let site = StaticSite::load(dir).map_err(|e| format!("--leaderboard-ui: {e}"))?;
+            tracing::info!(dir = %site.root().display(), files = site.len(), "serving the leaderboard's frontend at /leaderboard/");
+            Some(Arc::new(site))
+        }
+        None => None,
+    };
     state.http = HttpOptions {
         max_age: args.cache_max_age,
         cors_origins: args.cors_origins.clone(),
+        leaderboard_ui,
     };
     http::serve(state, args.bind, |addr| {
         tracing::info!(%addr, ready_ms = started.elapsed().as_millis() as u64, "listening");

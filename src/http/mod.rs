@@ -25,6 +25,7 @@ pub mod runs;
 pub mod state;
 pub mod timeline;
 pub mod transport;
+pub mod ui;
 
 use std::net::SocketAddr;
 
@@ -107,7 +108,9 @@ pub fn app(state: AppState) -> Router {
     })
     .on_response(DefaultOnResponse::new().level(tracing::Level::INFO).latency_unit(LatencyUnit::Micros));
     let cors = cors(&state.http.cors_origins);
+    let ui = ui::routes(state.http.leaderboard_ui.as_ref());
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
+        .merge(ui)
         // Model bodies carry up to ten million numbers; the limit is the models' (no other
         // endpoint reads a body).
         .layer(axum::extract::DefaultBodyLimit::max(models::BODY_LIMIT))
@@ -191,6 +194,10 @@ pub async fn serve_until(
             .warm(service.snapshot(), &service.derived, stop_warming)
             .await
     });
+    // The frontend's text files are compressed at the most effort once, off the request path.
+    if let Some(site) = state.http.leaderboard_ui.clone() {
+        tokio::task::spawn_blocking(move || site.compress_all());
+    }
     let served = axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown)
         .await;

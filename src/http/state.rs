@@ -13,6 +13,7 @@ use super::error::AppError;
 use super::negotiate::{Format, negotiate};
 use super::params::{Endpoint, Params};
 use crate::engine::Domain;
+use crate::service::static_site::StaticSite;
 use crate::service::{Service, Snapshot};
 
 /// Limits applied to every request.
@@ -39,6 +40,8 @@ pub struct HttpOptions {
     pub max_age: u32,
     /// Origins allowed to read answers from a browser; empty: any origin.
     pub cors_origins: Vec<String>,
+    /// The leaderboard's built frontend, served at `/leaderboard/` (`--leaderboard-ui`).
+    pub leaderboard_ui: Option<Arc<StaticSite>>,
 }
 
 impl Default for HttpOptions {
@@ -46,6 +49,7 @@ impl Default for HttpOptions {
         HttpOptions {
             max_age: Self::MAX_AGE,
             cors_origins: Vec::new(),
+            leaderboard_ui: None,
         }
     }
 }

@@ -240,7 +240,8 @@ pub async fn precompressed(req: Request, next: Next) -> Response {
 
 /// When tower-http's layer compresses a response (one not already compressed): anything of
 /// 256 bytes or more (or of a size not known in advance) but formats that are compressed already
-/// (Parquet, PNG and the like) and event streams. SVG charts are text and are compressed.
+/// (Parquet, PNG and the like), event streams, and answers whose handler set their entity tag
+/// (sent in the coding it chose). SVG charts are text and are compressed.
 #[derive(Debug, Clone, Copy)]
 pub struct WorthCompressing;
 
@@ -255,6 +256,10 @@ impl tower_http::compression::Predicate for WorthCompressing {
                 .and_then(|v| v.parse::<u64>().ok())
         });
         if len.is_some_and(|n| n < MIN_COMPRESS as u64) {
+            return false;
+        }
+        // A handler that tags its answer (a file's digest) has chosen its coding already.
+        if response.headers().contains_key(header::ETAG) {
             return false;
         }
         let ct = response

@@ -19,3 +19,4 @@ mod models;
 mod openapi;
 mod sample;
 mod transport;
+mod ui;

@@ -1,0 +1,94 @@
+//! The leaderboard's frontend (`--leaderboard-ui DIR`) at `/leaderboard/`, beside its data at
+//! `/leaderboard/data/`, so one process is a whole leaderboard. Files are sent from memory in the
+//! coding the client prefers (compressed once), with a strong entity tag of their bytes (the
+//! transport layer answers a revalidation with 304). A path with no file and no extension is a
+//! client route: it gets `index.html`. Content-hashed assets are immutable; the page is
+//! revalidated on every load; anything else has the service's max-age.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+
+use super::error::AppError;
+use super::state::AppState;
+use super::transport::choose_coding;
+use crate::service::coding::Coding;
+use crate::service::static_site::{Freshness, StaticFile, StaticSite};
+
+/// The routes of the frontend's files (none when no site is configured).
+pub fn routes(site: Option<&Arc<StaticSite>>) -> Router<AppState> {
+    if site.is_none() {
+        return Router::new();
+    }
+    Router::new()
+        .route(
+            "/leaderboard",
+            get(|| async { Redirect::permanent("/leaderboard/") }),
+        )
+        .route("/leaderboard/", get(root))
+        .route("/leaderboard/{*path}", get(file))
+}
+
+fn site(state: &AppState) -> Result<&Arc<StaticSite>, AppError> {
+    state
+        .http
+        .leaderboard_ui
+        .as_ref()
+        .ok_or_else(|| AppError::NoRoute("/leaderboard/".into()))
+}
+
+async fn root(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, AppError> {
+    let site = site(&state)?;
+    Ok(respond(&state, site.index(), &headers))
+}
+
+async fn file(
+    State(state): State<AppState>,
+    Path(path): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let site = site(&state)?;
+    if let Some(f) = site.file(&path) {
+        return Ok(respond(&state, f, &headers));
+    }
+    // The data's own paths never fall back to the page (an unknown data file is an error the
+    // frontend must see); nor does a missing asset (a name with an extension).
+    let last = path.rsplit('/').next().unwrap_or(&path);
+    if path == "data" || path.starts_with("data/") || last.contains('.') {
+        return Err(AppError::NoRoute(format!("/leaderboard/{path}")));
+    }
+    Ok(respond(&state, site.index(), &headers))
+}
+
+fn respond(state: &AppState, f: &StaticFile, headers: &HeaderMap) -> Response {
+    let (body, coding) = f.body(choose_coding(headers));
+    let mut resp = (StatusCode::OK, body).into_response();
+    let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&f.content_type) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
+    if coding != Coding::Identity {
+        h.insert(
+            header::CONTENT_ENCODING,
+            HeaderValue::from_static(coding.token()),
+        );
+    }
+    let tag = f.etag.trim_end_matches('"');
+    if let Ok(v) = HeaderValue::from_str(&format!("{tag}{}\"", coding.etag_suffix())) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    let cache = match f.freshness {
+        Freshness::Immutable => "public, max-age=31536000, immutable".to_string(),
+        Freshness::Revalidate => "no-cache".to_string(),
+        Freshness::MaxAge => format!("public, max-age={}", state.http.max_age),
+    };
+    if let Ok(v) = HeaderValue::from_str(&cache) {
+        h.insert(header::CACHE_CONTROL, v);
+    }
+    resp
+}
