@@ -12,6 +12,7 @@ pub mod derived;
 pub mod encode;
 pub mod error;
 pub mod fits;
+pub mod frontier;
 pub mod groups;
 pub mod info;
 pub mod leaderboard;
@@ -67,6 +68,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(info::datasets))
         .routes(routes!(info::healthz))
         .routes(routes!(info::readyz))
+        .routes(routes!(frontier::pareto))
+        .routes(routes!(frontier::best))
         .routes(routes!(fits::logistic_fits))
         .routes(routes!(fits::run_itl_mixture))
         .routes(routes!(fits::itl_mixtures))

@@ -119,6 +119,54 @@ pub struct RunList {
     runs: Vec<Run>,
 }
 
+/// The runs on a Pareto frontier (JSON representation of `GET /v1/{domain}/pareto`).
+#[allow(dead_code)]
+#[derive(Serialize, ToSchema)]
+pub struct ParetoAnswer {
+    domain: Domain,
+    /// The latency field.
+    x: String,
+    /// The energy field.
+    y: String,
+    /// The fields each value of which has a frontier of its own ([]: one frontier).
+    per: Vec<String>,
+    /// Runs on the frontier(s).
+    count: usize,
+    /// Filtered runs left out because their x or y is null.
+    without_value: usize,
+    /// Hints, present when a filter value matches no run.
+    #[schema(required = false)]
+    warnings: Option<Vec<String>>,
+    /// Per group (in the order of the groups' first runs), by x, then y.
+    runs: Vec<Run>,
+}
+
+/// The energy-optimal runs (JSON representation of `GET /v1/{domain}/best`).
+#[allow(dead_code)]
+#[derive(Serialize, ToSchema)]
+pub struct BestAnswer {
+    domain: Domain,
+    /// The latency field.
+    latency: String,
+    /// The deadline applied (given, or the task's default), or null for none.
+    deadline: Option<f64>,
+    /// The energy field minimised.
+    energy: String,
+    /// The energy budget applied, or null for none.
+    energy_budget: Option<f64>,
+    /// The fields the choice is made per.
+    per: Vec<String>,
+    /// Runs chosen: one per group with a run within the deadline and the budget.
+    count: usize,
+    /// Filtered runs left out because their latency or energy is null.
+    without_value: usize,
+    /// Hints, present when a filter value matches no run.
+    #[schema(required = false)]
+    warnings: Option<Vec<String>>,
+    /// Ascending by energy.
+    runs: Vec<Run>,
+}
+
 /// A group: `key` (bare value for one `by` field, an array for several, [] for none), the `by`
 /// fields by name, `count`, then `{func}_{field}` aggregates; argmin/argmax hold a whole run.
 pub struct Group;
@@ -290,6 +338,18 @@ const OPERATIONS: &[Operation] = &[
         path: "/v1/{domain}/fits/logistic",
         post: false,
         endpoint: Some(Endpoint::Sweep),
+        problems: &[400, 404, 406],
+    },
+    Operation {
+        path: "/v1/{domain}/pareto",
+        post: false,
+        endpoint: Some(Endpoint::Pareto),
+        problems: &[400, 404, 406],
+    },
+    Operation {
+        path: "/v1/{domain}/best",
+        post: false,
+        endpoint: Some(Endpoint::Best),
         problems: &[400, 404, 406],
     },
     Operation {
@@ -471,9 +531,13 @@ fn value_schema(kind: &ValueKind) -> (Schema, Option<bool>) {
                 .into(),
             None,
         ),
-        ValueKind::FieldList(names) => {
-            array(string_schema().enum_values(Some(names.clone())), false)
-        }
+        // An empty item is accepted and skipped (`by=` is no field: one group).
+        ValueKind::FieldList(names) => array(
+            string_schema().enum_values(Some(
+                names.iter().cloned().chain([String::new()]).collect::<Vec<_>>(),
+            )),
+            false,
+        ),
         ValueKind::SortKeys(names) => array(
             string_schema().pattern(Some(format!("^-?(?:{})$", alternatives(names)))),
             false,
@@ -503,6 +567,17 @@ fn value_schema(kind: &ValueKind) -> (Schema, Option<bool>) {
         ValueKind::PositiveNumbers => (
             string_schema()
                 .pattern(Some(format!("^(?:{POSITIVE}(?:,{POSITIVE})*)?$")))
+                .into(),
+            None,
+        ),
+        ValueKind::NumericField(names) => (
+            string_schema().enum_values(Some(names.clone())).into(),
+            None,
+        ),
+        ValueKind::NonNegative => (
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .minimum(Some(0.0))
                 .into(),
             None,
         ),
@@ -661,6 +736,9 @@ fn common_specs(endpoint: Endpoint) -> Vec<ParamSpec> {
                 }
                 (ValueKind::NumericFields(a), ValueKind::NumericFields(b)) => {
                     ValueKind::NumericFields(both(&a, b))
+                }
+                (ValueKind::NumericField(a), ValueKind::NumericField(b)) => {
+                    ValueKind::NumericField(both(&a, b))
                 }
                 (
                     ValueKind::Aggregates { fields, numeric },

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use crate::engine::fields::{FieldSpec, RUN_ID, published_fields};
 use crate::engine::models::SweepQuery;
 use crate::engine::{
-    AggFunc, AggSpec, Domain, Filter, GroupQuery, RunQuery, RunTable, SortKey, Stability,
+    AggFunc, AggSpec, BestQuery, Domain, Filter, FrontierQuery, GroupQuery, RunQuery, RunTable,
+    SortKey, Stability,
 };
 use crate::rawfile::timeline::Metric;
 
@@ -26,6 +27,11 @@ pub enum Endpoint {
     RawOne(&'static [&'static str]),
     /// Logistic fits of batch sweeps over the filtered runs (`y`, `by`, `predict`).
     Sweep,
+    /// The Pareto frontier of the filtered runs (`x`, `y`, `per`, `fields`).
+    Pareto,
+    /// The energy-optimal run per group under a deadline and a budget (`deadline`, `latency`,
+    /// `energy_budget`, `energy`, `per`, `fields`).
+    Best,
 }
 
 /// String filters: (parameter, field, aliases).
@@ -108,6 +114,10 @@ pub enum ValueKind {
     PositiveNumbers,
     /// A positive count, or `all`.
     CountOrAll,
+    /// One numeric field's name.
+    NumericField(Vec<String>),
+    /// A number of 0 or more.
+    NonNegative,
 }
 
 /// One query parameter an endpoint accepts.
@@ -173,7 +183,12 @@ pub fn parameter_specs(domain: Domain, endpoint: Endpoint) -> Vec<ParamSpec> {
     let mut out = Vec::new();
     let filtered = matches!(
         endpoint,
-        Endpoint::List | Endpoint::Group | Endpoint::RawMany(_) | Endpoint::Sweep
+        Endpoint::List
+            | Endpoint::Group
+            | Endpoint::RawMany(_)
+            | Endpoint::Sweep
+            | Endpoint::Pareto
+            | Endpoint::Best
     );
     let numeric_specs = |p: &'static str, name: &str, alias: bool| {
         let of = if alias {
@@ -282,6 +297,72 @@ pub fn parameter_specs(domain: Domain, endpoint: Endpoint) -> Vec<ParamSpec> {
                 ValueKind::PositiveNumbers,
             ),
         ]),
+        Endpoint::Pareto => out.extend([
+            spec(
+                "x",
+                format!(
+                    "The latency field (numeric; lower is better). Default: {}.",
+                    both_defaults(default_latency)
+                ),
+                ValueKind::NumericField(numeric()),
+            ),
+            spec(
+                "y",
+                format!(
+                    "The energy field (numeric; lower is better). Default: {}.",
+                    both_defaults(default_energy)
+                ),
+                ValueKind::NumericField(numeric()),
+            ),
+            spec(
+                "per",
+                "Fields whose values each get a frontier of their own, comma-separated (e.g. model_id); default: one frontier.",
+                ValueKind::FieldList(names()),
+            ),
+            spec(
+                "fields",
+                "Fields to return, comma-separated; run_id always comes first.",
+                ValueKind::FieldList(names()),
+            ),
+        ]),
+        Endpoint::Best => out.extend([
+            spec(
+                "deadline",
+                "Largest latency allowed, inclusive, in the latency field's unit. Default when one task is filtered and the latency is the leaderboard's (an ITL in ms for LLM runs, batch_latency_s for diffusion): the leaderboard's for that task, 500 ms for LLM and MLLM tasks, 30 s for text-to-image, 300 s for text-to-video; else no deadline.",
+                ValueKind::NonNegative,
+            ),
+            spec(
+                "latency",
+                format!(
+                    "The latency field (numeric). Default: {}.",
+                    both_defaults(default_latency)
+                ),
+                ValueKind::NumericField(numeric()),
+            ),
+            spec(
+                "energy_budget",
+                "Largest energy allowed, inclusive, in the energy field's unit. Default: no limit.",
+                ValueKind::NonNegative,
+            ),
+            spec(
+                "energy",
+                format!(
+                    "The energy field minimised (numeric). Default: {}.",
+                    both_defaults(default_energy)
+                ),
+                ValueKind::NumericField(numeric()),
+            ),
+            spec(
+                "per",
+                "Fields the choice is made per, comma-separated (default model_id; empty: the one best run).",
+                ValueKind::FieldList(names()),
+            ),
+            spec(
+                "fields",
+                "Fields to return, comma-separated; run_id always comes first.",
+                ValueKind::FieldList(names()),
+            ),
+        ]),
         Endpoint::RawMany(extra) | Endpoint::RawOne(extra) => {
             for e in extra {
                 out.push(match *e {
@@ -349,6 +430,47 @@ pub fn parameter_specs(domain: Domain, endpoint: Endpoint) -> Vec<ParamSpec> {
         }
     }
     out
+}
+
+/// The leaderboard's latency field of a domain: the median ITL, the batch latency.
+pub fn default_latency(domain: Domain) -> &'static str {
+    match domain {
+        Domain::Llm => "median_itl_ms",
+        Domain::Diffusion => "batch_latency_s",
+    }
+}
+
+/// The leaderboard's energy field of a domain: per token, per generation.
+pub fn default_energy(domain: Domain) -> &'static str {
+    match domain {
+        Domain::Llm => "energy_per_token_joules",
+        Domain::Diffusion => "energy_per_generation_joules",
+    }
+}
+
+/// `f`'s value for each domain, as a parameter's documentation states a default.
+fn both_defaults(f: fn(Domain) -> &'static str) -> String {
+    format!(
+        "{} (llm), {} (diffusion)",
+        f(Domain::Llm),
+        f(Domain::Diffusion)
+    )
+}
+
+/// The leaderboard's default deadline for `task` in the unit of `latency`, when the latency is
+/// the leaderboard's kind for the domain (an ITL in ms, the batch latency in s): 500 ms for every
+/// LLM and MLLM task (the frontend treats a task it does not know as one), 30 s for
+/// text-to-image, 300 s for text-to-video.
+pub fn default_deadline(domain: Domain, task: &str, latency: &str) -> Option<f64> {
+    match domain {
+        Domain::Llm if latency.ends_with("_itl_ms") => Some(500.0),
+        Domain::Diffusion if latency == "batch_latency_s" => match task {
+            "text-to-image" => Some(30.0),
+            "text-to-video" => Some(300.0),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Every parameter an endpoint accepts for a domain (canonical names, then aliases).
@@ -625,6 +747,90 @@ impl Params {
             stability,
             predict,
         })
+    }
+
+    /// A single numeric field named by `key`, or `default`.
+    fn numeric_field(
+        &self,
+        key: &str,
+        table: &RunTable,
+        default: &str,
+    ) -> Result<String, AppError> {
+        let Some(name) = self.single(key)? else {
+            return Ok(default.to_string());
+        };
+        match table.field_index(name) {
+            Some(i) if table.fields[i].ty.is_numeric() => Ok(name.to_string()),
+            Some(_) => Err(AppError::InvalidParameter {
+                parameter: key.into(),
+                detail: format!("field '{name}' is not numeric"),
+                allowed: Some(table.numeric_field_names()),
+            }),
+            None => Err(AppError::UnknownField {
+                parameter: key.into(),
+                field: name.into(),
+                allowed: table.numeric_field_names(),
+            }),
+        }
+    }
+
+    /// A number of 0 or more named by `key`, if given.
+    fn non_negative(&self, key: &str) -> Result<Option<f64>, AppError> {
+        let Some(v) = self.single(key)? else {
+            return Ok(None);
+        };
+        let x = self.number(key, v)?;
+        if x < 0.0 {
+            return Err(AppError::InvalidParameter {
+                parameter: key.into(),
+                detail: format!("parameter '{key}' must be 0 or more, got '{v}'"),
+                allowed: None,
+            });
+        }
+        Ok(Some(x))
+    }
+
+    /// The Pareto question: the run filters, `x` and `y` (default the leaderboard's latency and
+    /// energy fields), `per` (default none).
+    pub fn pareto_query(
+        &self,
+        domain: Domain,
+        table: &RunTable,
+    ) -> Result<(RunQuery, FrontierQuery), AppError> {
+        let q = FrontierQuery {
+            x: self.numeric_field("x", table, default_latency(domain))?,
+            y: self.numeric_field("y", table, default_energy(domain))?,
+            per: self.field_list("per", table)?.unwrap_or_default(),
+        };
+        Ok((self.run_filters(domain)?, q))
+    }
+
+    /// The energy-optimal question: the run filters, `latency` and `energy` (default the
+    /// leaderboard's), `deadline` (default: the leaderboard's for a single filtered task),
+    /// `energy_budget` (default none), `per` (default model_id).
+    pub fn best_query(
+        &self,
+        domain: Domain,
+        table: &RunTable,
+    ) -> Result<(RunQuery, BestQuery), AppError> {
+        let latency = self.numeric_field("latency", table, default_latency(domain))?;
+        let deadline = match self.non_negative("deadline")? {
+            Some(d) => Some(d),
+            None => match self.values.get("task").map(Vec::as_slice) {
+                Some([task]) => default_deadline(domain, task, &latency),
+                _ => None,
+            },
+        };
+        let q = BestQuery {
+            energy: self.numeric_field("energy", table, default_energy(domain))?,
+            latency,
+            deadline,
+            energy_budget: self.non_negative("energy_budget")?,
+            per: self
+                .field_list("per", table)?
+                .unwrap_or_else(|| vec!["model_id".to_string()]),
+        };
+        Ok((self.run_filters(domain)?, q))
     }
 
     /// `max_samples`: `None` for `all`, else a positive count (default `DEFAULT_MAX_SAMPLES`).

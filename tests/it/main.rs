@@ -10,6 +10,7 @@ mod catalog;
 mod confine;
 mod errors;
 mod formats;
+mod frontier;
 mod hints;
 mod hub;
 mod layers;

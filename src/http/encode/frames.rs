@@ -18,7 +18,8 @@ pub fn json_str(out: &mut Vec<u8>, s: &str) {
     serde_json::to_writer(&mut *out, s).expect("writing to a Vec cannot fail");
 }
 
-fn json_f64(out: &mut Vec<u8>, x: f64) {
+/// Append a float in shortest round-trip form; null when not finite.
+pub fn json_f64(out: &mut Vec<u8>, x: f64) {
     if x.is_finite() {
         out.extend_from_slice(ryu::Buffer::new().format_finite(x).as_bytes());
     } else {

@@ -108,6 +108,13 @@ pub fn ordered_runs(t: &RunTable) -> Vec<usize> {
     let mut rows: Vec<usize> = (0..t.len())
         .filter(|&r| t.domain == Domain::Diffusion || cell(t, "is_stable", r) == PyJson::Bool(true))
         .collect();
+    in_file_order(t, &mut rows);
+    rows
+}
+
+/// `rows` sorted as the leaderboard's files order their configurations (stable: rows the keys do
+/// not tell apart keep their order), for the client logic's "first in file order" ties.
+pub fn in_file_order(t: &RunTable, rows: &mut [usize]) {
     let keys: Vec<(&str, PyJson)> = match t.domain {
         Domain::Llm => vec![
             ("model_id", PyJson::Str(String::new())),
@@ -133,7 +140,6 @@ pub fn ordered_runs(t: &RunTable) -> Vec<usize> {
         ],
     };
     rows.sort_by(|&a, &b| key_order(t, &keys, a, b));
-    rows
 }
 
 /// `index.json`.
