@@ -11,7 +11,9 @@
 //! - `rawfile`: reading one results.json into what the raw endpoints serve.
 //! - `store`: sources (local, hub, object store), the raw cache, the catalog, path confinement.
 //! - `pycompat`: numpy- and Python-exact numerics, formatting and value rules.
+//! - `chart` (a leaf beside them): SVG charts drawn from plain series, for `http`.
 
+pub mod chart;
 pub mod config;
 pub mod engine;
 pub mod http;

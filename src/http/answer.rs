@@ -49,8 +49,8 @@ pub struct Encoded {
 #[derive(Clone)]
 pub struct CachedAnswer(pub Arc<Encoded>);
 
-fn cache_key(snapshot: &Snapshot, uri: &Uri, format: Format) -> String {
-    format!("{}|{}|{}", snapshot.generation, format.name(), uri)
+fn cache_key(snapshot: &Snapshot, uri: &Uri, representation: &str) -> String {
+    format!("{}|{}|{}", snapshot.generation, representation, uri)
 }
 
 /// The cached answer for a request, if any: endpoints whose inputs are costly to gather (raw
@@ -61,8 +61,18 @@ pub fn lookup(
     uri: &Uri,
     format: Format,
 ) -> Option<Response> {
+    lookup_as(cache, snapshot, uri, format.name())
+}
+
+/// `lookup` for a representation other than the five formats (`svg`).
+pub fn lookup_as(
+    cache: &AnswerCache,
+    snapshot: &Snapshot,
+    uri: &Uri,
+    representation: &str,
+) -> Option<Response> {
     cache
-        .get(&cache_key(snapshot, uri, format))
+        .get(&cache_key(snapshot, uri, representation))
         .map(|e| respond(&e))
 }
 
@@ -74,7 +84,18 @@ pub fn cached(
     format: Format,
     compute: impl FnOnce() -> Result<Encoded, AppError>,
 ) -> Result<Arc<Encoded>, AppError> {
-    let key = cache_key(snapshot, uri, format);
+    cached_as(cache, snapshot, uri, format.name(), compute)
+}
+
+/// `cached` for a representation other than the five formats (`svg`).
+pub fn cached_as(
+    cache: &AnswerCache,
+    snapshot: &Snapshot,
+    uri: &Uri,
+    representation: &str,
+    compute: impl FnOnce() -> Result<Encoded, AppError>,
+) -> Result<Arc<Encoded>, AppError> {
+    let key = cache_key(snapshot, uri, representation);
     if let Some(hit) = cache.get(&key) {
         return Ok(hit);
     }

@@ -8,6 +8,7 @@
 //! Nothing imports it but `main` and `config`.
 
 pub mod answer;
+pub mod charts;
 pub mod derived;
 pub mod encode;
 pub mod error;
@@ -70,6 +71,10 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(info::readyz))
         .routes(routes!(frontier::pareto))
         .routes(routes!(frontier::best))
+        .routes(routes!(charts::pareto_chart))
+        .routes(routes!(charts::sweep_chart))
+        .routes(routes!(charts::timeline_chart))
+        .routes(routes!(charts::itl_chart))
         .routes(routes!(fits::logistic_fits))
         .routes(routes!(fits::run_itl_mixture))
         .routes(routes!(fits::itl_mixtures))

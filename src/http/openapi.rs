@@ -229,6 +229,7 @@ impl Serialize for Group {
         (name = "models", description = "Fitted models: logistic batch-sweep curves and ITL mixtures, over the dataset or over data of your own"),
         (name = "catalog", description = "What is loaded and what the fields mean"),
         (name = "health", description = "Liveness and readiness"),
+        (name = "charts", description = "Charts as SVG (800 × 500, labelled axes with units, a legend, styles that survive grey-scale printing): the Pareto frontier, batch sweeps with their fitted curves, timelines, ITL histograms"),
         (name = "leaderboard", description = "The ML.ENERGY leaderboard's data files, made from the served dataset as the leaderboard's build makes them"),
     )
 )]
@@ -351,6 +352,30 @@ const OPERATIONS: &[Operation] = &[
         post: false,
         endpoint: Some(Endpoint::Best),
         problems: &[400, 404, 406],
+    },
+    Operation {
+        path: "/v1/{domain}/charts/pareto.svg",
+        post: false,
+        endpoint: Some(params::PARETO_CHART),
+        problems: &[400, 404],
+    },
+    Operation {
+        path: "/v1/{domain}/charts/sweep.svg",
+        post: false,
+        endpoint: Some(params::SWEEP_CHART),
+        problems: &[400, 404],
+    },
+    Operation {
+        path: "/v1/{domain}/runs/{run_id}/timeline.svg",
+        post: false,
+        endpoint: Some(params::TIMELINE_CHART),
+        problems: &[400, 403, 404, 422, 502, 504],
+    },
+    Operation {
+        path: "/v1/llm/runs/{run_id}/itl.svg",
+        post: false,
+        endpoint: Some(params::ITL_CHART),
+        problems: &[400, 403, 404, 422, 502, 504],
     },
     Operation {
         path: "/v1/llm/runs/{run_id}/itl-mixture",
@@ -534,7 +559,11 @@ fn value_schema(kind: &ValueKind) -> (Schema, Option<bool>) {
         // An empty item is accepted and skipped (`by=` is no field: one group).
         ValueKind::FieldList(names) => array(
             string_schema().enum_values(Some(
-                names.iter().cloned().chain([String::new()]).collect::<Vec<_>>(),
+                names
+                    .iter()
+                    .cloned()
+                    .chain([String::new()])
+                    .collect::<Vec<_>>(),
             )),
             false,
         ),

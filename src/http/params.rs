@@ -32,6 +32,10 @@ pub enum Endpoint {
     /// The energy-optimal run per group under a deadline and a budget (`deadline`, `latency`,
     /// `energy_budget`, `energy`, `per`, `fields`).
     Best,
+    /// A batch sweep drawn: the run filters and one `y`.
+    SweepChart,
+    /// An SVG chart of what this endpoint answers: its parameters but `format` and `fields`.
+    Chart(&'static Endpoint),
 }
 
 /// String filters: (parameter, field, aliases).
@@ -77,6 +81,10 @@ pub const RAW_FILE: Endpoint = Endpoint::RawOne(&[]);
 pub const PREFETCH: Endpoint = Endpoint::RawMany(&[]);
 pub const ITL_MIXTURE_ONE: Endpoint = Endpoint::RawOne(&["max_samples", "seed"]);
 pub const ITL_MIXTURE_MANY: Endpoint = Endpoint::RawMany(&["max_samples", "seed"]);
+pub const PARETO_CHART: Endpoint = Endpoint::Chart(&Endpoint::Pareto);
+pub const SWEEP_CHART: Endpoint = Endpoint::Chart(&Endpoint::SweepChart);
+pub const TIMELINE_CHART: Endpoint = Endpoint::Chart(&Endpoint::RawOne(&["metric", "every"]));
+pub const ITL_CHART: Endpoint = Endpoint::Chart(&Endpoint::RawOne(&[]));
 
 /// Samples an ITL mixture is fitted to unless `max_samples` says otherwise (the toolkit's users'
 /// choice: `max_samples=2048, seed=0`).
@@ -164,6 +172,12 @@ pub const DEFAULT_MAX_ROWS: usize = 100_000;
 /// Every query parameter an endpoint accepts for a domain, in order: canonical names, then
 /// aliases. The parser accepts exactly these names, and the OpenAPI document lists exactly these.
 pub fn parameter_specs(domain: Domain, endpoint: Endpoint) -> Vec<ParamSpec> {
+    if let Endpoint::Chart(inner) = endpoint {
+        return parameter_specs(domain, *inner)
+            .into_iter()
+            .filter(|s| s.name != "format" && s.name != "fields")
+            .collect();
+    }
     let fields: Vec<FieldSpec> = std::iter::once(RUN_ID)
         .chain(published_fields(domain).iter().copied())
         .collect();
@@ -189,6 +203,7 @@ pub fn parameter_specs(domain: Domain, endpoint: Endpoint) -> Vec<ParamSpec> {
             | Endpoint::Sweep
             | Endpoint::Pareto
             | Endpoint::Best
+            | Endpoint::SweepChart
     );
     let numeric_specs = |p: &'static str, name: &str, alias: bool| {
         let of = if alias {
@@ -325,6 +340,15 @@ pub fn parameter_specs(domain: Domain, endpoint: Endpoint) -> Vec<ParamSpec> {
                 ValueKind::FieldList(names()),
             ),
         ]),
+        Endpoint::SweepChart => out.push(spec(
+            "y",
+            format!(
+                "The numeric field drawn against the batch size. Default: {}.",
+                both_defaults(default_energy)
+            ),
+            ValueKind::NumericField(numeric()),
+        )),
+        Endpoint::Chart(_) => unreachable!("answered above"),
         Endpoint::Best => out.extend([
             spec(
                 "deadline",
@@ -803,6 +827,11 @@ impl Params {
             per: self.field_list("per", table)?.unwrap_or_default(),
         };
         Ok((self.run_filters(domain)?, q))
+    }
+
+    /// The field a sweep chart draws (`y`, default the leaderboard's energy field).
+    pub fn chart_y(&self, domain: Domain, table: &RunTable) -> Result<String, AppError> {
+        self.numeric_field("y", table, default_energy(domain))
     }
 
     /// The energy-optimal question: the run filters, `latency` and `energy` (default the

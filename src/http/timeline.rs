@@ -10,15 +10,21 @@ use axum::response::Response;
 use super::answer::{Encoded, cached, lookup, respond};
 use super::encode;
 use super::error::AppError;
-use super::params;
+use super::params::{self, Params};
 use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Dataset, Domain};
 use crate::rawfile::timeline::{DeviceTimeline, Metric, downsample, run_timeline};
+use crate::service::Snapshot;
 
 /// `every=1s` / `500ms` / `2m`: the downsampling bucket in seconds, if asked for.
 fn every(p: &Prepared) -> Result<Option<f64>, AppError> {
-    let Some(v) = p.params.single_value("every")? else {
+    every_of(&p.params)
+}
+
+/// `every` of a parsed query.
+pub(super) fn every_of(params: &Params) -> Result<Option<f64>, AppError> {
+    let Some(v) = params.single_value("every")? else {
         return Ok(None);
     };
     match humantime::parse_duration(v) {
@@ -32,7 +38,12 @@ fn every(p: &Prepared) -> Result<Option<f64>, AppError> {
 }
 
 fn metric(p: &Prepared) -> Result<Metric, AppError> {
-    match p.params.single_value("metric")? {
+    metric_of(&p.params)
+}
+
+/// `metric` of a parsed query (default power.device_instant).
+pub(super) fn metric_of(params: &Params) -> Result<Metric, AppError> {
+    match params.single_value("metric")? {
         None => Ok(Metric::DeviceInstant),
         Some(m) => Metric::parse(m).ok_or_else(|| AppError::InvalidParameter {
             parameter: "metric".into(),
@@ -79,25 +90,37 @@ async fn collect(
     let bucket = every(p)?;
     let mut out = Vec::with_capacity(rows.len());
     for &row in rows {
-        let d = state.service.derived.get(&p.snapshot, domain, row).await?;
-        let mut t = run_timeline(&d.timeline, m, domain == Domain::Llm).map_err(|e| {
-            AppError::RawInvalid {
-                run_id: p.snapshot.table(domain).run_id(row).to_string(),
-                detail: e.to_string(),
-            }
-        })?;
-        if !per_gpu {
-            t.devices = Vec::new();
-        }
         out.push((
             row,
-            match bucket {
-                Some(b) => downsample(&t, b),
-                None => t,
-            },
+            device_timeline(state, &p.snapshot, domain, row, m, per_gpu, bucket).await?,
         ));
     }
     Ok(out)
+}
+
+/// A run's timeline of metric `m` (per GPU too if `per_gpu`), downsampled to `bucket` seconds.
+pub(super) async fn device_timeline(
+    state: &AppState,
+    snapshot: &Arc<Snapshot>,
+    domain: Domain,
+    row: usize,
+    m: Metric,
+    per_gpu: bool,
+    bucket: Option<f64>,
+) -> Result<DeviceTimeline, AppError> {
+    let d = state.service.derived.get(snapshot, domain, row).await?;
+    let mut t =
+        run_timeline(&d.timeline, m, domain == Domain::Llm).map_err(|e| AppError::RawInvalid {
+            run_id: snapshot.table(domain).run_id(row).to_string(),
+            detail: e.to_string(),
+        })?;
+    if !per_gpu {
+        t.devices = Vec::new();
+    }
+    Ok(match bucket {
+        Some(b) => downsample(&t, b),
+        None => t,
+    })
 }
 
 /// The long frame: run_id, timestamp, relative_time_s, value, metric, then the run's key columns;

@@ -7,6 +7,7 @@ mod common;
 mod api;
 mod binary;
 mod catalog;
+mod charts;
 mod confine;
 mod errors;
 mod formats;

@@ -1,0 +1,452 @@
+//! Charts as SVG (`chart`): the Pareto frontier (`/v1/{domain}/charts/pareto.svg`), a batch sweep
+//! with its fitted logistic curves (`/v1/{domain}/charts/sweep.svg`), a run's power or
+//! temperature timeline per GPU with the total (`/v1/{domain}/runs/{run_id}/timeline.svg`), and
+//! the histogram of a run's smoothed inter-token latencies (`/v1/llm/runs/{run_id}/itl.svg`).
+//! The same parameters as the data they draw (but `format` and `fields`), the same caching.
+
+use std::sync::Arc;
+
+use axum::extract::{OriginalUri, RawQuery, State};
+use axum::http::Uri;
+use axum::response::Response;
+
+use super::answer::{Encoded, cached_as, lookup_as, respond};
+use super::error::AppError;
+use super::params::{self, Params};
+use super::state::{ApiPath, AppState, parse_domain};
+use super::timeline::{device_timeline, every_of, metric_of};
+use crate::chart::{Axis, Chart, Mark, Series};
+use crate::engine::frame::Value;
+use crate::engine::frontier;
+use crate::engine::models::SweepQuery;
+use crate::engine::models::logistic::batch_x;
+use crate::engine::models::sweep::{DEFAULT_BY, batch_field};
+use crate::engine::{Domain, RunTable};
+use crate::rawfile::timeline::{Metric, downsample};
+use crate::service::Snapshot;
+use crate::service::leaderboard::files::in_file_order;
+
+const SVG: &str = "image/svg+xml";
+
+/// The most series a chart draws (its legend must fit); beyond them, the first are drawn and a
+/// `Warning` says how many there were.
+pub const MAX_SERIES: usize = 14;
+
+/// A field's name with its unit, as an axis label.
+fn axis_label(t: &RunTable, field: &str) -> String {
+    match t.field_index(field).and_then(|i| t.fields[i].unit) {
+        Some(u) => format!("{field} ({u})"),
+        None => field.to_string(),
+    }
+}
+
+/// A cell as a legend shows it.
+fn shown(v: Value<'_>) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Str(s) => s.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(x) => x.to_string(),
+        Value::Bool(b) => b.to_string(),
+    }
+}
+
+/// Keep the first `MAX_SERIES` of `items`; if some are dropped, the hint that says so.
+fn at_most<T>(items: &mut Vec<T>, what: &str) -> Option<String> {
+    let n = items.len();
+    (n > MAX_SERIES).then(|| {
+        items.truncate(MAX_SERIES);
+        format!(
+            "the runs selected make {n} {what}; the chart draws the first {MAX_SERIES}: filter further (task, model_id, gpu_model, num_gpus) to see the others"
+        )
+    })
+}
+
+/// The SVG answer, cached per snapshot and request like every other answer.
+fn answer(
+    state: &AppState,
+    snapshot: &Snapshot,
+    uri: &Uri,
+    warning: Option<String>,
+    draw: impl FnOnce() -> Result<Chart, AppError>,
+) -> Result<Response, AppError> {
+    let encoded = cached_as(&state.cache, snapshot, uri, "svg", || {
+        let mut chart = draw()?;
+        if warning.is_some() {
+            chart.title.push_str(&format!(" (first {MAX_SERIES})"));
+        }
+        let body = crate::chart::svg(&chart).map_err(|e| AppError::Internal(e.to_string()))?;
+        Ok(Encoded {
+            content_type: SVG,
+            body: body.into(),
+            total: None,
+            next: None,
+            warnings: warning.into_iter().collect(),
+            variants: Default::default(),
+        })
+    })?;
+    Ok(respond(&encoded))
+}
+
+/// The one task the filters name, for a title.
+fn one_task(params: &Params) -> Option<String> {
+    params
+        .single_value("task")
+        .ok()
+        .flatten()
+        .map(str::to_string)
+}
+
+/// The Pareto frontier drawn: per `per` group its frontier runs joined by a line (latency
+/// ascending), the other filtered runs as grey points behind.
+#[utoipa::path(
+    get,
+    path = "/v1/{domain}/charts/pareto.svg",
+    tag = "charts",
+    params(("domain" = crate::engine::Domain, Path, description = "llm or diffusion")),
+    responses((status = 200, description = "An 800 × 500 SVG chart", content_type = "image/svg+xml", body = String))
+)]
+pub async fn pareto_chart(
+    State(state): State<AppState>,
+    ApiPath(domain): ApiPath<String>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(query): RawQuery,
+) -> Result<Response, AppError> {
+    let domain = parse_domain(&domain)?;
+    let params = Params::parse(domain, params::PARETO_CHART, query.as_deref())?;
+    let snapshot = state.service.snapshot();
+    let table = snapshot.table(domain);
+    let (filters, q) = params.pareto_query(domain, table)?;
+    let mut rows = table.filter_rows(&filters.filters, filters.stability)?;
+    in_file_order(table, &mut rows);
+    let chosen = frontier::pareto(table, &rows, &q)?;
+    let per_cols: Vec<usize> = q.per.iter().filter_map(|p| table.field_index(p)).collect();
+    let key = |r: usize| -> String {
+        per_cols
+            .iter()
+            .map(|&c| shown(table.column(c).get(r)))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    };
+    // The frontier's runs come grouped; a group is a run of equal keys.
+    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+    for &r in &chosen.rows {
+        let k = key(r);
+        match groups.last_mut() {
+            Some((last, members)) if *last == k => members.push(r),
+            _ => groups.push((k, vec![r])),
+        }
+    }
+    let warning = at_most(&mut groups, "frontiers");
+    answer(&state, &snapshot, &uri, warning, || {
+        let (xc, yc) = (table.require_numeric(&q.x)?, table.require_numeric(&q.y)?);
+        let point = |r: usize| {
+            Some((
+                table.column(xc).get(r).as_f64()?,
+                table.column(yc).get(r).as_f64()?,
+            ))
+        };
+        let on: std::collections::HashSet<usize> = chosen.rows.iter().copied().collect();
+        let mut series = Vec::new();
+        let others: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|r| !on.contains(r))
+            .filter_map(|&r| point(r))
+            .collect();
+        if !others.is_empty() {
+            let mut s = Series::new("other runs", Mark::Points, others);
+            s.context = true;
+            series.push(s);
+        }
+        for (k, members) in &groups {
+            let name = if k.is_empty() {
+                "frontier".to_string()
+            } else {
+                k.clone()
+            };
+            series.push(Series::new(
+                name,
+                Mark::PointsJoined,
+                members.iter().filter_map(|&r| point(r)).collect(),
+            ));
+        }
+        let title = match one_task(&params) {
+            Some(t) => format!("Pareto frontier, {t}: {} against {}", q.y, q.x),
+            None => format!("Pareto frontier: {} against {}", q.y, q.x),
+        };
+        Ok(Chart {
+            title,
+            x: Axis {
+                label: axis_label(table, &q.x),
+                log2: false,
+            },
+            y: Axis {
+                label: axis_label(table, &q.y),
+                log2: false,
+            },
+            series,
+            empty_note: Some("no run matches the filters".into()),
+        })
+    })
+}
+
+/// A batch sweep drawn: per (model, task, GPU, GPU count) group, every run's `y` at its batch
+/// size (log2 axis), and the logistic curve fitted to the per-batch medians (the fits of
+/// `/fits/logistic`) when the group has two batch sizes or more.
+#[utoipa::path(
+    get,
+    path = "/v1/{domain}/charts/sweep.svg",
+    tag = "charts",
+    params(("domain" = crate::engine::Domain, Path, description = "llm or diffusion")),
+    responses((status = 200, description = "An 800 × 500 SVG chart", content_type = "image/svg+xml", body = String))
+)]
+pub async fn sweep_chart(
+    State(state): State<AppState>,
+    ApiPath(domain): ApiPath<String>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(query): RawQuery,
+) -> Result<Response, AppError> {
+    let domain = parse_domain(&domain)?;
+    let params = Params::parse(domain, params::SWEEP_CHART, query.as_deref())?;
+    let snapshot = state.service.snapshot();
+    let table = snapshot.table(domain);
+    let y = params.chart_y(domain, table)?;
+    let filters = params.run_filters(domain)?;
+    let by_cols: Vec<usize> = DEFAULT_BY
+        .iter()
+        .map(|f| table.require_field(f))
+        .collect::<Result<_, _>>()?;
+    let rows = table.filter_rows(&filters.filters, filters.stability)?;
+    let mut groups = table.group_rows(&by_cols, rows);
+    let warning = at_most(&mut groups, "sweeps");
+    let fits = table.sweep_fits(&SweepQuery {
+        by: DEFAULT_BY.iter().map(|s| s.to_string()).collect(),
+        ys: vec![y.clone()],
+        filters: filters.filters.clone(),
+        stability: filters.stability,
+        predict: Vec::new(),
+    })?;
+    answer(&state, &snapshot, &uri, warning, || {
+        let batch = table.require_field(batch_field(domain))?;
+        let yc = table.require_numeric(&y)?;
+        let fit = |name: &str, g: usize| -> Option<f64> { fits.column(name)?.data.get(g).as_f64() };
+        let mut series = Vec::new();
+        for (g, members) in groups.iter().enumerate() {
+            let r0 = members[0];
+            let model = shown(table.column(by_cols[0]).get(r0));
+            let short = model.rsplit('/').next().unwrap_or(&model).to_string();
+            let name = format!(
+                "{short} · {} · {}×{}",
+                shown(table.column(by_cols[1]).get(r0)),
+                shown(table.column(by_cols[2]).get(r0)),
+                shown(table.column(by_cols[3]).get(r0)),
+            );
+            let points: Vec<(f64, f64)> = members
+                .iter()
+                .filter_map(|&r| {
+                    Some((
+                        table.column(batch).get(r).as_f64()?,
+                        table.column(yc).get(r).as_f64()?,
+                    ))
+                })
+                .collect();
+            let mut s = Series::new(name, Mark::Points, points);
+            let n = fits
+                .column("n")
+                .map(|c| c.data.get(g).as_f64().unwrap_or(0.0));
+            if n.unwrap_or(0.0) >= 2.0
+                && let (Some(l), Some(x0), Some(k), Some(b0)) =
+                    (fit("L", g), fit("x0", g), fit("k", g), fit("b0", g))
+            {
+                let model = crate::engine::models::logistic::LogisticModel { l, x0, k, b0 };
+                let (lo, hi) = s.points.iter().fold((f64::INFINITY, 0f64), |(lo, hi), p| {
+                    (lo.min(p.0), hi.max(p.0))
+                });
+                let (a, b) = (batch_x(lo), hi.max(1.0).log2());
+                s.curve = (0..=80)
+                    .map(|i| {
+                        let x = a + (b - a) * i as f64 / 80.0;
+                        (2f64.powf(x), model.eval_x(x))
+                    })
+                    .collect();
+            }
+            series.push(s);
+        }
+        Ok(Chart {
+            title: format!("{y} against batch size, with fitted logistic curves"),
+            x: Axis {
+                label: format!("{} (log2 scale)", batch_field(domain)),
+                log2: true,
+            },
+            y: Axis {
+                label: axis_label(table, &y),
+                log2: false,
+            },
+            series,
+            empty_note: Some("no run matches the filters".into()),
+        })
+    })
+}
+
+/// A run's timeline drawn: the metric per GPU, and for power their total.
+#[utoipa::path(
+    get,
+    path = "/v1/{domain}/runs/{run_id}/timeline.svg",
+    tag = "charts",
+    params(
+        ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
+        ("run_id" = String, Path, description = "Run id"),
+    ),
+    responses((status = 200, description = "An 800 × 500 SVG chart", content_type = "image/svg+xml", body = String))
+)]
+pub async fn timeline_chart(
+    State(state): State<AppState>,
+    ApiPath((domain, run_id)): ApiPath<(String, String)>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(query): RawQuery,
+) -> Result<Response, AppError> {
+    let domain = parse_domain(&domain)?;
+    let params = Params::parse(domain, params::TIMELINE_CHART, query.as_deref())?;
+    let m = metric_of(&params)?;
+    let bucket = every_of(&params)?;
+    let snapshot = state.service.snapshot();
+    if let Some(hit) = lookup_as(&state.cache, &snapshot, &uri, "svg") {
+        return Ok(hit);
+    }
+    let row = run_row(&snapshot, domain, &run_id)?;
+    let mut t = device_timeline(&state, &snapshot, domain, row, m, true, bucket).await?;
+    // Without `every`, about one point per pixel of the plot: the mean of each slice.
+    let span = t.relative_time_s.last().copied().unwrap_or(0.0);
+    if bucket.is_none() && t.relative_time_s.len() > TIMELINE_POINTS && span > 0.0 {
+        t = downsample(&t, span / TIMELINE_POINTS as f64);
+    }
+    answer(&state, &snapshot, &uri, None, || {
+        let mut series = Vec::new();
+        if m != Metric::Temperature {
+            let mut total = Series::new(
+                "total",
+                Mark::Line,
+                t.relative_time_s
+                    .iter()
+                    .copied()
+                    .zip(t.total.iter().copied())
+                    .collect(),
+            );
+            total.emphasis = true;
+            series.push(total);
+        }
+        for (gpu, values) in &t.devices {
+            series.push(Series::new(
+                format!("GPU {gpu}"),
+                Mark::Line,
+                t.relative_time_s
+                    .iter()
+                    .zip(values)
+                    .filter_map(|(&x, v)| Some((x, (*v)?)))
+                    .collect(),
+            ));
+        }
+        let unit = if m == Metric::Temperature {
+            "temperature (°C)"
+        } else {
+            "power (W)"
+        };
+        Ok(Chart {
+            title: format!("{} of {run_id}", m.name()),
+            x: Axis {
+                label: "time since the run's start (s)".into(),
+                log2: false,
+            },
+            y: Axis {
+                label: format!("GPU {unit}"),
+                log2: false,
+            },
+            series,
+            empty_note: Some("the run's file has no samples of this metric".into()),
+        })
+    })
+}
+
+/// The histogram of a run's smoothed inter-token latencies (50 bins), with its median and p99.
+#[utoipa::path(
+    get,
+    path = "/v1/llm/runs/{run_id}/itl.svg",
+    tag = "charts",
+    params(("run_id" = String, Path, description = "Run id")),
+    responses((status = 200, description = "An 800 × 500 SVG chart", content_type = "image/svg+xml", body = String))
+)]
+pub async fn itl_chart(
+    State(state): State<AppState>,
+    ApiPath(run_id): ApiPath<String>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(query): RawQuery,
+) -> Result<Response, AppError> {
+    use crate::pycompat::numpy::{np_histogram, np_percentiles};
+    Params::parse(Domain::Llm, params::ITL_CHART, query.as_deref())?;
+    let snapshot = state.service.snapshot();
+    if let Some(hit) = lookup_as(&state.cache, &snapshot, &uri, "svg") {
+        return Ok(hit);
+    }
+    let row = run_row(&snapshot, Domain::Llm, &run_id)?;
+    let raw = state
+        .service
+        .derived
+        .get(&snapshot, Domain::Llm, row)
+        .await?;
+    let samples: Vec<f64> = crate::rawfile::itl_samples(&raw)
+        .map_err(|e| crate::service::derived::raw_error(&run_id, &e))?
+        .joined()
+        .iter()
+        .map(|s| s * 1000.0)
+        .collect();
+    answer(&state, &snapshot, &uri, None, || {
+        let mut series = Vec::new();
+        if !samples.is_empty() {
+            let (edges, counts) = np_histogram(&samples, ITL_BINS);
+            let counts: Vec<f64> = counts.iter().map(|&c| c as f64).collect();
+            let top = counts.iter().copied().fold(0.0, f64::max);
+            series.push(Series::bars(
+                format!("{} inter-token gaps", samples.len()),
+                &edges,
+                &counts,
+            ));
+            let pct = np_percentiles(&samples, &[50.0, 99.0]).unwrap_or_default();
+            for (label, v) in ["median", "p99"].iter().zip(pct) {
+                series.push(Series::new(
+                    format!("{label} {v:.1} ms"),
+                    Mark::Line,
+                    vec![(v, 0.0), (v, top)],
+                ));
+            }
+        }
+        Ok(Chart {
+            title: format!("Smoothed ITLs of {run_id}"),
+            x: Axis {
+                label: "inter-token latency (ms)".into(),
+                log2: false,
+            },
+            y: Axis {
+                label: "inter-token gaps (count)".into(),
+                log2: false,
+            },
+            series,
+            empty_note: Some("the run has no inter-token latencies".into()),
+        })
+    })
+}
+
+/// Points of a timeline drawn without `every` (about the plot's width in pixels).
+const TIMELINE_POINTS: usize = 700;
+
+/// Bins of the ITL histogram (as the ITL summary's).
+const ITL_BINS: usize = 50;
+
+fn run_row(snapshot: &Arc<Snapshot>, domain: Domain, run_id: &str) -> Result<usize, AppError> {
+    snapshot
+        .table(domain)
+        .row_of(run_id)
+        .ok_or_else(|| AppError::UnknownRun {
+            domain: domain.as_str().into(),
+            run_id: run_id.to_string(),
+        })
+}
