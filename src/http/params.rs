@@ -16,7 +16,7 @@ use super::error::AppError;
 use super::negotiate::Format;
 
 /// Which endpoint the parameters are for (decides what is accepted).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Endpoint {
     List,
     Group,
@@ -505,6 +505,22 @@ pub fn allowed_parameters(domain: Domain, endpoint: Endpoint) -> Vec<String> {
         .collect()
 }
 
+/// `allowed_parameters`, made once per (domain, endpoint): every request checks its names.
+fn allowed_once(domain: Domain, endpoint: Endpoint) -> std::sync::Arc<Vec<String>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, LazyLock, RwLock};
+    type Made = HashMap<(Domain, Endpoint), Arc<Vec<String>>>;
+    static MADE: LazyLock<RwLock<Made>> = LazyLock::new(Default::default);
+    if let Some(a) = MADE.read().expect("not poisoned").get(&(domain, endpoint)) {
+        return a.clone();
+    }
+    let a = Arc::new(allowed_parameters(domain, endpoint));
+    MADE.write()
+        .expect("not poisoned")
+        .insert((domain, endpoint), a.clone());
+    a
+}
+
 /// The field a filter parameter (an alias, or a `_min`/`_max` bound) filters on; `None` for
 /// parameters that are not filters.
 pub fn filtered_field(domain: Domain, param: &str) -> Option<&'static str> {
@@ -560,14 +576,14 @@ impl Params {
         endpoint: Endpoint,
         query: Option<&str>,
     ) -> Result<Params, AppError> {
-        let allowed = allowed_parameters(domain, endpoint);
+        let allowed = allowed_once(domain, endpoint);
         let mut values: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut given_as = BTreeMap::new();
         for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
             if !allowed.iter().any(|a| *a == k) {
                 return Err(AppError::UnknownParameter {
                     parameter: k.into_owned(),
-                    allowed,
+                    allowed: allowed.to_vec(),
                 });
             }
             let key = canonical(domain, &k).unwrap_or_else(|| k.to_string());
@@ -896,17 +912,21 @@ impl Params {
                 continue;
             };
             let data = table.column(col);
-            let mut known: Vec<&str> = (0..table.len())
-                .filter_map(|r| match data.get(r) {
-                    crate::engine::frame::Value::Str(s) => Some(s),
-                    _ => None,
-                })
-                .collect();
-            known.sort_unstable();
-            known.dedup();
+            let value = |r: usize| match data.get(r) {
+                crate::engine::frame::Value::Str(s) => Some(s),
+                _ => None,
+            };
+            // A value that matches (the usual case) is found by a scan that stops at its first
+            // run; the sorted list of known values is made only for one that does not.
+            let mut known: Vec<&str> = Vec::new();
             for v in vals {
-                if v.is_empty() || known.binary_search(&v.as_str()).is_ok() {
+                if v.is_empty() || (0..table.len()).any(|r| value(r) == Some(v.as_str())) {
                     continue;
+                }
+                if known.is_empty() {
+                    known = (0..table.len()).filter_map(value).collect();
+                    known.sort_unstable();
+                    known.dedup();
                 }
                 let name = self.name(p);
                 out.push(match suggestion(v, &known) {

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""The leaderboard's files and the API's transport next to nginx serving the same bytes from disk.
+
+One run: builds the release binary, starts mlenergy-server on data/sample, writes the 70 leaderboard
+files it serves (and the bench's 55 KB run-query answer) to a directory, starts nginx (Debian's
+package; installed if missing) on that directory twice, plain and with `gzip on`, checks both serve
+byte for byte what we serve, then drives each with the same wrk (2 threads, 16 connections) and
+prints req/s, p50 and p99, and our ratio to nginx:
+
+  * a page-load mix of the leaderboard files: index.json, each task file once (the tabs), and four
+    model files (the detail modals), cycled over all 63 model files;
+  * the same mix with `Accept-Encoding: gzip` (nginx compresses per request; we send bytes
+    compressed once);
+  * revalidations of index.json with its ETag (304s), ours and nginx's;
+  * the run query of bench/bench.py (55 KB of JSON) against nginx serving those bytes as a file.
+
+Both log no line per request (ours MLENERGY_LOG=warn, nginx access_log off). It measures; it
+asserts nothing about speed.
+
+    python3 bench/leaderboard_bench.py [--duration 10] [--connections 16] [--skip-build]
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import OUT, ROOT, bench_args, build_release, free_port, sh, wait_ready  # noqa: E402
+
+PATHS_LUA = Path(__file__).resolve().parent / "paths.lua"
+RUN_QUERY = "/v1/llm/runs?task=gpqa&gpu_model=B200&sort=energy_per_token_joules&limit=50"
+
+
+def ensure_tools():
+    missing = [p for p, exe in (("wrk", "wrk"), ("nginx", "nginx")) if not shutil.which(exe)
+               and not Path(f"/usr/sbin/{exe}").exists()]
+    if missing:
+        sh("apt-get", "install", "-y", "-qq", *missing)
+
+
+def get(url, headers=None):
+    req = urllib.request.Request(url, headers=headers or {})
+    with urllib.request.urlopen(req) as r:
+        return r.status, r.headers, r.read()
+
+
+def write_site(ours, root):
+    """The files we serve, written where nginx serves them; returns their URL paths."""
+    _, _, index = get(f"{ours}/leaderboard/data/index.json")
+    paths = ["/leaderboard/data/index.json"]
+    tasks = json.loads(index)["tasks"]
+    paths += [f"/leaderboard/data/tasks/{t}.json" for t in tasks]
+    models = sorted(p.name for p in (ROOT.parent / "shared/data/leaderboard/models").glob("*.json"))
+    paths += [f"/leaderboard/data/models/{m}" for m in models]
+    for p in paths:
+        _, _, body = get(f"{ours}{p}")
+        dest = root / p.lstrip("/")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(body)
+    _, _, answer = get(f"{ours}{RUN_QUERY}")
+    (root / "runquery.json").write_bytes(answer)
+    return tasks, models, len(answer)
+
+
+def page_mix(tasks, models):
+    """Page loads: index, each task tab, four model modals; the modals cycle over every model."""
+    out = []
+    k = 0
+    while k < len(models):
+        out.append("/leaderboard/data/index.json")
+        out += [f"/leaderboard/data/tasks/{t}.json" for t in tasks]
+        for _ in range(4):
+            out.append(f"/leaderboard/data/models/{models[k % len(models)]}")
+            k += 1
+    return out
+
+
+NGINX_CONF = """
+worker_processes 2;
+daemon off;
+user root;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  include /etc/nginx/mime.types;
+  default_type application/octet-stream;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  server {{
+    listen 127.0.0.1:{plain};
+    root {root};
+  }}
+  server {{
+    listen 127.0.0.1:{gz};
+    root {root};
+    gzip on;
+    gzip_types application/json;
+  }}
+}}
+"""
+
+
+def start_nginx(root, work):
+    plain, gz = free_port(), free_port()
+    conf = work / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(dir=work, root=root, plain=plain, gz=gz))
+    proc = subprocess.Popen(["nginx", "-c", str(conf), "-p", str(work)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_ready(f"http://127.0.0.1:{plain}/runquery.json", proc)
+    return proc, f"http://127.0.0.1:{plain}", f"http://127.0.0.1:{gz}"
+
+
+def run_wrk(base, paths, headers, duration, connections):
+    cmd = ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(PATHS_LUA)]
+    for k, v in headers.items():
+        cmd += ["-H", f"{k}: {v}"]
+    env = dict(os.environ, WRK_PATHS=",".join(paths))
+    out = subprocess.run(cmd + [base], check=True, capture_output=True, text=True, env=env).stdout
+    summary = json.loads(out.strip().splitlines()[-1])
+    summary["rps"] = summary["requests"] / (summary["duration_us"] / 1e6)
+    return summary
+
+
+def main():
+    ap = bench_args(__doc__.splitlines()[0])
+    ap.add_argument("--duration", type=int, default=10, help="seconds per (server, case)")
+    ap.add_argument("--connections", type=int, default=16)
+    args = ap.parse_args()
+    ensure_tools()
+    server = build_release(args)
+    OUT.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="lb-bench-", dir=OUT))
+    root = work / "www"
+    procs = []
+    try:
+        port = free_port()
+        ours = f"http://127.0.0.1:{port}"
+        # No per-request log lines, as nginx below runs with access_log off.
+        procs.append(subprocess.Popen([server, "--bind", f"127.0.0.1:{port}", "--data", ROOT / "data/sample",
+                                       "--cache", str(work / "cache")], stdout=subprocess.DEVNULL,
+                                      env=dict(os.environ, MLENERGY_LOG="warn")))
+        wait_ready(f"{ours}/readyz", procs[-1])
+        tasks, models, query_bytes = write_site(ours, root)
+        nginx, plain, gz = start_nginx(root, work)
+        procs.append(nginx)
+
+        mix = page_mix(tasks, models)
+        # The same bytes from both (and the same bytes once decoded, gzip).
+        for p in set(mix):
+            a, b = get(f"{ours}{p}")[2], get(f"{plain}{p}")[2]
+            assert a == b, p
+        _, _, q = get(f"{ours}{RUN_QUERY}")
+        assert q == get(f"{plain}/runquery.json")[2]
+        _, h_ours, _ = get(f"{ours}/leaderboard/data/index.json")
+        _, h_nginx, _ = get(f"{plain}/leaderboard/data/index.json")
+        gzip = {"Accept-Encoding": "gzip"}
+        cases = {
+            "leaderboard page mix": [(ours, mix, {}), (plain, mix, {})],
+            "leaderboard page mix, gzip": [(ours, mix, gzip), (gz, mix, gzip)],
+            "304 of index.json": [
+                (ours, ["/leaderboard/data/index.json"], {"If-None-Match": h_ours["ETag"]}),
+                (plain, ["/leaderboard/data/index.json"], {"If-None-Match": h_nginx["ETag"]}),
+            ],
+            f"run query ({query_bytes // 1000} KB JSON)": [(ours, [RUN_QUERY], {}), (plain, ["/runquery.json"], {})],
+        }
+        results = {}
+        for name, (a, b) in cases.items():
+            for who, (base, paths, headers) in zip(("mlenergy-server", "nginx"), (a, b)):
+                run_wrk(base, paths, headers, 1, args.connections)  # warm-up
+                r = run_wrk(base, paths, headers, args.duration, args.connections)
+                assert r["non_2xx"] == 0 or name.startswith("304"), (name, who, r)
+                results[(name, who)] = r
+                print(f"  {name:30s} {who:16s} {r['rps']:10.0f} req/s", flush=True)
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=10)
+
+    print(f"\nwrk -t2 -c{args.connections} -d{args.duration}s, one machine ({os.cpu_count()} cores) for servers and load; "
+          f"nginx: 2 workers, sendfile, gzip_comp_level 1 (Debian's default)\n")
+    print(f"{'case':30s} {'server':16s} {'req/s':>10s} {'p50 ms':>8s} {'p99 ms':>8s} {'MB/s':>8s}")
+    for name in cases:
+        for who in ("mlenergy-server", "nginx"):
+            r = results[(name, who)]
+            mbps = r["bytes"] / (r["duration_us"] / 1e6) / 1e6
+            print(f"{name:30s} {who:16s} {r['rps']:10.0f} {r['p50_us'] / 1000:8.3f} {r['p99_us'] / 1000:8.3f} {mbps:8.1f}")
+    print()
+    for name in cases:
+        ratio = results[(name, "mlenergy-server")]["rps"] / results[(name, "nginx")]["rps"]
+        print(f"{name:30s} ours / nginx = {ratio * 100:5.0f}%")
+
+
+if __name__ == "__main__":
+    main()
