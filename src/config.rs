@@ -23,6 +23,8 @@ pub struct Cli {
     pub serve: ServeArgs,
 }
 
+// `serve`'s arguments are large next to the others; the command is parsed once.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the dataset over HTTP (the default).
@@ -153,6 +155,18 @@ pub struct ServeArgs {
     /// start; a path with no file and no extension gets its index.html (client routes).
     #[arg(long, env = "MLENERGY_LEADERBOARD_UI", value_name = "DIR")]
     pub leaderboard_ui: Option<PathBuf>,
+    /// The time limit of an SQL query (it is stopped and answered 422 past it).
+    #[arg(long, env = "MLENERGY_SQL_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub sql_timeout: std::time::Duration,
+    /// The memory pool SQL queries share, in bytes (sorts, joins, aggregates; no spilling).
+    #[arg(long, env = "MLENERGY_SQL_MEMORY_BYTES", default_value_t = 512 << 20)]
+    pub sql_memory_bytes: usize,
+    /// SQL queries run at once (default: one per core); more wait.
+    #[arg(long, env = "MLENERGY_SQL_CONCURRENCY")]
+    pub sql_concurrency: Option<usize>,
+    /// SQL queries that may wait for a turn; beyond them, 503 with Retry-After.
+    #[arg(long, env = "MLENERGY_SQL_QUEUE", default_value_t = crate::service::sql::Sql::QUEUE)]
+    pub sql_queue: usize,
 }
 
 /// When the leaderboard's histograms are read from raw files.

@@ -8,6 +8,7 @@ use clap::Parser;
 use mlenergy_server::config::{
     BuildArgs, Cli, Command, HealthcheckArgs, HistogramReading, LogFormat, ServeArgs,
 };
+use mlenergy_server::engine::sql::SqlLimits;
 use mlenergy_server::http::{self, AppState, HttpOptions, Limits};
 use mlenergy_server::rawtree::compile::write_compiled;
 use mlenergy_server::rawtree::sample;
@@ -15,6 +16,7 @@ use mlenergy_server::rawtree::{BuildCache, BuildOptions, build};
 use mlenergy_server::service::Service;
 use mlenergy_server::service::leaderboard::Leaderboard;
 use mlenergy_server::service::open::open_dataset;
+use mlenergy_server::service::sql::Sql;
 use mlenergy_server::service::static_site::StaticSite;
 use tracing_subscriber::EnvFilter;
 
@@ -58,6 +60,16 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     service.leaderboard = Leaderboard::new(
         args.leaderboard_date.clone(),
         args.leaderboard_histograms == HistogramReading::Background,
+    );
+    service.sql = Sql::new(
+        SqlLimits {
+            timeout: args.sql_timeout,
+            memory_bytes: args.sql_memory_bytes,
+            max_rows: args.max_rows,
+        },
+        args.sql_concurrency
+            .unwrap_or_else(Sql::default_concurrency),
+        args.sql_queue,
     );
     let state = AppState::new(
         Arc::new(service),

@@ -9,8 +9,8 @@ use super::table::RunTable;
 pub struct Dataset {
     pub llm: RunTable,
     pub diffusion: RunTable,
-    /// Tables `llm_runs` and `diffusion_runs` (normalised, in default order). No query reads
-    /// them yet: they are registered for the SQL endpoint (issue 17), which will use this context.
+    /// Tables `llm_runs` and `diffusion_runs` (normalised, in default order), which SQL queries
+    /// read (`engine::sql`).
     pub ctx: SessionContext,
 }
 

@@ -18,6 +18,16 @@ pub enum FieldType {
 }
 
 impl FieldType {
+    /// The Arrow type SQL sees the field as.
+    pub fn sql_type(self) -> &'static str {
+        match self {
+            FieldType::String => "Utf8",
+            FieldType::Int64 => "Int64",
+            FieldType::Double => "Float64",
+            FieldType::Bool => "Boolean",
+        }
+    }
+
     /// Whether min/max/mean/median/sum and range filters apply.
     pub fn is_numeric(self) -> bool {
         matches!(self, FieldType::Int64 | FieldType::Double)

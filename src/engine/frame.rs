@@ -114,6 +114,18 @@ impl ColumnData {
             (a, b) => unreachable!("push_from between {a:?} and {b:?}"),
         }
     }
+
+    /// Append every cell of `other` (same variant) to `self`.
+    pub fn extend(&mut self, other: ColumnData) {
+        match (self, other) {
+            (ColumnData::Str(a), ColumnData::Str(b))
+            | (ColumnData::Json(a), ColumnData::Json(b)) => a.extend(b),
+            (ColumnData::Int(a), ColumnData::Int(b)) => a.extend(b),
+            (ColumnData::Float(a), ColumnData::Float(b)) => a.extend(b),
+            (ColumnData::Bool(a), ColumnData::Bool(b)) => a.extend(b),
+            (a, b) => unreachable!("extend between {a:?} and {b:?}"),
+        }
+    }
 }
 
 /// A named column.

@@ -114,14 +114,8 @@ pub fn table_from_batches(
         })?;
         let mut data = ColumnData::empty(spec.ty);
         for batch in batches {
-            let part = column_from_array(spec, batch.column(idx))?;
-            match (&mut data, part) {
-                (ColumnData::Str(a), ColumnData::Str(b)) => a.extend(b),
-                (ColumnData::Int(a), ColumnData::Int(b)) => a.extend(b),
-                (ColumnData::Float(a), ColumnData::Float(b)) => a.extend(b),
-                (ColumnData::Bool(a), ColumnData::Bool(b)) => a.extend(b),
-                _ => unreachable!("column_from_array returns the spec's type"),
-            }
+            // column_from_array returns the spec's type.
+            data.extend(column_from_array(spec, batch.column(idx))?);
         }
         columns.push(data);
     }
@@ -129,8 +123,8 @@ pub fn table_from_batches(
 }
 
 /// Register `llm_runs` / `diffusion_runs` as in-memory DataFusion tables (normalised schema,
-/// default order, with `run_id`). No query reads them yet: queries run on the `RunTable`s, and
-/// these are for the SQL endpoint (issue 17), which will plan its queries over them.
+/// default order, with `run_id`): the REST queries run on the `RunTable`s, SQL (`engine::sql`)
+/// over these.
 fn register_tables(ctx: &SessionContext, tables: &[&RunTable]) -> Result<(), EngineError> {
     for t in tables {
         let batch = frame_to_batch(&t.frame, &|name| t.is_nullable(name))?;

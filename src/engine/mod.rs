@@ -18,6 +18,7 @@ pub mod load;
 pub mod models;
 pub mod query;
 pub mod runid;
+pub mod sql;
 pub mod table;
 
 pub use self::dataset::Dataset;

@@ -103,6 +103,18 @@ pub enum AppError {
     NoRoute(String),
     #[error("method not allowed")]
     MethodNotAllowed,
+    /// An SQL statement of a kind the service does not run (anything but a query).
+    #[error("{0}")]
+    SqlRefused(String),
+    /// SQL that does not plan: syntax, unknown table or column, types.
+    #[error("{0}")]
+    SqlInvalid(String),
+    /// A query stopped at a limit (time, memory, rows); the detail names it.
+    #[error("{0}")]
+    QueryLimit(String),
+    /// Too much work in flight: try again after `retry_after` seconds.
+    #[error("{detail}")]
+    Busy { detail: String, retry_after: u64 },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -130,6 +142,9 @@ impl AppError {
             AppError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::NotAcceptable { .. } => StatusCode::NOT_ACCEPTABLE,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            AppError::SqlRefused(_) | AppError::SqlInvalid(_) => StatusCode::BAD_REQUEST,
+            AppError::QueryLimit(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -157,6 +172,10 @@ impl AppError {
             AppError::PayloadTooLarge { .. } => "payload_too_large",
             AppError::NoRoute(_) => "not_found",
             AppError::MethodNotAllowed => "method_not_allowed",
+            AppError::SqlRefused(_) => "sql_refused",
+            AppError::SqlInvalid(_) => "invalid_sql",
+            AppError::QueryLimit(_) => "query_limit",
+            AppError::Busy { .. } => "busy",
             AppError::Internal(_) => "internal",
         }
     }
@@ -183,6 +202,10 @@ impl AppError {
             AppError::PayloadTooLarge { .. } => "Request body too large",
             AppError::NoRoute(_) => "Not found",
             AppError::MethodNotAllowed => "Method not allowed",
+            AppError::SqlRefused(_) => "Statement refused",
+            AppError::SqlInvalid(_) => "Invalid SQL",
+            AppError::QueryLimit(_) => "Query stopped at a limit",
+            AppError::Busy { .. } => "Busy",
             AppError::Internal(_) => "Internal server error",
         }
     }
@@ -300,6 +323,10 @@ impl AppError {
             AppError::MethodNotAllowed => {
                 (None, None, "method not allowed on this endpoint".into())
             }
+            AppError::SqlRefused(d) | AppError::SqlInvalid(d) | AppError::QueryLimit(d) => {
+                (Some("q".into()), None, d.clone())
+            }
+            AppError::Busy { detail, .. } => (None, None, detail.clone()),
             AppError::Internal(_) => (
                 None,
                 None,
@@ -406,7 +433,7 @@ impl AppError {
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();
-        if status.is_server_error() {
+        if status.is_server_error() && !matches!(self, AppError::Busy { .. }) {
             tracing::error!(error = %self, "request failed");
         }
         let body = serde_json::to_vec(&self.problem()).unwrap_or_default();
@@ -415,6 +442,10 @@ impl IntoResponse for AppError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
+        if let AppError::Busy { retry_after, .. } = self {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+        }
         resp
     }
 }

@@ -24,6 +24,7 @@ pub mod params;
 pub mod prefetch;
 pub mod raw_file;
 pub mod runs;
+pub mod sql;
 pub mod state;
 pub mod timeline;
 pub mod transport;
@@ -71,6 +72,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(info::readyz))
         .routes(routes!(frontier::pareto))
         .routes(routes!(frontier::best))
+        .routes(routes!(sql::sql_get, sql::sql_post))
+        .routes(routes!(sql::sql_tables))
         .routes(routes!(charts::pareto_chart))
         .routes(routes!(charts::sweep_chart))
         .routes(routes!(charts::timeline_chart))

@@ -229,6 +229,7 @@ impl Serialize for Group {
         (name = "models", description = "Fitted models: logistic batch-sweep curves and ITL mixtures, over the dataset or over data of your own"),
         (name = "catalog", description = "What is loaded and what the fields mean"),
         (name = "health", description = "Liveness and readiness"),
+        (name = "sql", description = "Read-only SQL over the run tables, with limits"),
         (name = "charts", description = "Charts as SVG (800 × 500, labelled axes with units, a legend, styles that survive grey-scale printing): the Pareto frontier, batch sweeps with their fitted curves, timelines, ITL histograms"),
         (name = "leaderboard", description = "The ML.ENERGY leaderboard's data files, made from the served dataset as the leaderboard's build makes them"),
     )
@@ -354,6 +355,18 @@ const OPERATIONS: &[Operation] = &[
         problems: &[400, 404, 406],
     },
     Operation {
+        path: "/v1/sql",
+        post: false,
+        endpoint: None,
+        problems: &[400, 406, 422, 503],
+    },
+    Operation {
+        path: "/v1/sql",
+        post: true,
+        endpoint: None,
+        problems: &[400, 406, 413, 422, 503],
+    },
+    Operation {
         path: "/v1/{domain}/charts/pareto.svg",
         post: false,
         endpoint: Some(params::PARETO_CHART),
@@ -456,7 +469,7 @@ const PROBLEMS: &[(u16, &str, &str)] = &[
     (
         400,
         "BadRequest",
-        "A parameter the endpoint does not take, a malformed value, exact values mixed with a range, or an unknown field or aggregate (`unknown_parameter`, `invalid_parameter`, `unknown_field`), or a request body that is not what the endpoint takes (`invalid_body`); `parameter` and `allowed` say which and what would do.",
+        "A parameter the endpoint does not take, a malformed value, exact values mixed with a range, or an unknown field or aggregate (`unknown_parameter`, `invalid_parameter`, `unknown_field`), or a request body that is not what the endpoint takes (`invalid_body`), or SQL that is not a query or does not plan (`sql_refused`, `invalid_sql`); `parameter` and `allowed` say which and what would do.",
     ),
     (
         413,
@@ -481,7 +494,12 @@ const PROBLEMS: &[(u16, &str, &str)] = &[
     (
         422,
         "RawInvalid",
-        "The raw file is not valid JSON or lacks what the answer needs (`raw_invalid`).",
+        "The raw file is not valid JSON or lacks what the answer needs (`raw_invalid`), or an SQL query was stopped at a limit: time, memory or rows (`query_limit`, the detail names it).",
+    ),
+    (
+        503,
+        "Busy",
+        "As many SQL queries are running and waiting as the server takes (`busy`); `Retry-After` says when to try again.",
     ),
     (
         502,
@@ -799,8 +817,12 @@ fn complete_operation(
         .take()
         .unwrap_or_default()
         .into_iter()
-        .filter(|p| {
-            p.parameter_in == ParameterIn::Path && !(domain.is_some() && p.name == "domain")
+        // Query parameters come from the catalog; an operation without one (SQL's q and format)
+        // keeps those of its annotation.
+        .filter(|p| match p.parameter_in {
+            ParameterIn::Path => !(domain.is_some() && p.name == "domain"),
+            ParameterIn::Query => specs.is_none(),
+            _ => false,
         })
         .collect();
     if let Some(specs) = specs {

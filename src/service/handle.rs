@@ -8,6 +8,8 @@ use super::fits::Fits;
 use super::leaderboard::Leaderboard;
 use super::prefetch::Prefetch;
 use super::snapshot::{Snapshot, Snapshots};
+use super::sql::Sql;
+use crate::engine::sql::SqlLimits;
 use crate::store::catalog::Catalog;
 
 /// Everything requests are answered from. Cheap to share (`Arc`).
@@ -23,6 +25,8 @@ pub struct Service {
     pub catalog: Catalog,
     /// The leaderboard's data files of the served snapshot.
     pub leaderboard: Leaderboard,
+    /// Read-only SQL over the served snapshot, with its limits and gate.
+    pub sql: Sql,
 }
 
 impl Service {
@@ -36,6 +40,7 @@ impl Service {
             fits,
             catalog,
             leaderboard: Leaderboard::new(None, true),
+            sql: Sql::new(SqlLimits::default(), Sql::default_concurrency(), Sql::QUEUE),
         }
     }
 

@@ -17,6 +17,7 @@ pub mod open;
 pub mod prefetch;
 pub mod raw_files;
 pub mod snapshot;
+pub mod sql;
 pub mod static_site;
 
 pub use self::error::ServiceError;

@@ -20,5 +20,6 @@ mod load;
 mod models;
 mod openapi;
 mod sample;
+mod sql;
 mod transport;
 mod ui;

@@ -80,17 +80,36 @@ impl TestApp {
     }
 
     pub async fn with(limits: Limits, http: mlenergy_server::http::HttpOptions) -> Self {
+        Self::configured(limits, http, |_| {}).await
+    }
+
+    /// The app over data/sample with its service adjusted by `adjust` (SQL limits, ...).
+    pub async fn with_service(adjust: impl FnOnce(&mut Service)) -> Self {
+        Self::configured(
+            Limits {
+                max_rows: 100_000,
+                stream_bytes: Limits::STREAM_BYTES,
+            },
+            mlenergy_server::http::HttpOptions::default(),
+            adjust,
+        )
+        .await
+    }
+
+    async fn configured(
+        limits: Limits,
+        http: mlenergy_server::http::HttpOptions,
+        adjust: impl FnOnce(&mut Service),
+    ) -> Self {
         let dataset = load::load_compiled_dir(&sample_dir())
             .await
             .expect("data/sample loads");
         let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:")
             .await
             .expect("catalog");
-        let mut state = AppState::new(
-            Arc::new(Service::new(dataset, catalog)),
-            limits,
-            8 * 1024 * 1024,
-        );
+        let mut service = Service::new(dataset, catalog);
+        adjust(&mut service);
+        let mut state = AppState::new(Arc::new(service), limits, 8 * 1024 * 1024);
         state.http = http;
         TestApp { router: app(state) }
     }
@@ -104,6 +123,27 @@ impl TestApp {
     }
 
     pub async fn request(&self, method: &str, uri: &str, headers: &[(&str, &str)]) -> Reply {
+        self.send(method, uri, headers, Body::empty()).await
+    }
+
+    /// POST `body` as `content_type`.
+    pub async fn post(&self, uri: &str, content_type: &str, body: &str) -> Reply {
+        self.send(
+            "POST",
+            uri,
+            &[("content-type", content_type)],
+            Body::from(body.to_string()),
+        )
+        .await
+    }
+
+    pub async fn send(
+        &self,
+        method: &str,
+        uri: &str,
+        headers: &[(&str, &str)],
+        body: Body,
+    ) -> Reply {
         let mut req = Request::builder().method(method).uri(uri);
         for (k, v) in headers {
             req = req.header(*k, *v);
@@ -111,7 +151,7 @@ impl TestApp {
         let resp = self
             .router
             .clone()
-            .oneshot(req.body(Body::empty()).unwrap())
+            .oneshot(req.body(body).unwrap())
             .await
             .unwrap();
         let status = resp.status();

@@ -1,0 +1,232 @@
+//! Read-only SQL over a dataset's tables (`llm_runs`, `diffusion_runs`), with limits: only
+//! queries (SELECT, WITH, VALUES, EXPLAIN, SHOW, DESCRIBE) are planned, anything that would
+//! define, change or copy data or set state is refused; every query has a time limit, shares a
+//! memory pool of a fixed size, and may return at most a number of rows. A query over a limit is
+//! stopped (its stream dropped) and answered with an error naming the limit.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::{DataFusionError, ScalarValue};
+use datafusion::execution::context::SQLOptions;
+use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use futures::StreamExt;
+
+use super::arrow_conv::column_from_array;
+use super::dataset::Dataset;
+use super::fields::{FieldSpec, FieldType};
+use super::frame::{Frame, FrameColumn};
+
+/// The limits of every SQL query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SqlLimits {
+    pub timeout: Duration,
+    /// The memory pool shared by the queries of one snapshot (sorts, joins, aggregates).
+    pub memory_bytes: usize,
+    /// The most rows an answer holds.
+    pub max_rows: usize,
+}
+
+impl Default for SqlLimits {
+    fn default() -> Self {
+        SqlLimits {
+            timeout: Duration::from_secs(5),
+            memory_bytes: 512 << 20,
+            max_rows: 100_000,
+        }
+    }
+}
+
+/// Why a query was not answered.
+#[derive(Debug, thiserror::Error)]
+pub enum SqlError {
+    /// A statement of a kind the service does not run.
+    #[error("{0}: only queries are run (SELECT, WITH, VALUES, EXPLAIN, SHOW, DESCRIBE)")]
+    Refused(String),
+    /// The text does not plan (syntax, unknown table or column, type errors).
+    #[error("{0}")]
+    Invalid(String),
+    #[error("the query ran over the time limit of {0:?} and was stopped")]
+    Timeout(Duration),
+    #[error("the query needed more than the memory limit of {mib} MiB and was stopped ({detail})")]
+    Memory { mib: usize, detail: String },
+    #[error("the answer has more than the row cap of {0} rows; add a LIMIT or narrow the query")]
+    Rows(usize),
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// A query's answer: its schema and its batches.
+pub struct SqlAnswer {
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+    pub rows: usize,
+}
+
+/// The SQL context of a dataset: its tables, with information_schema (for SHOW TABLES and
+/// clients' catalog queries) and a memory pool of `memory_bytes`, without spilling to disk.
+pub async fn sql_context(
+    dataset: &Dataset,
+    memory_bytes: usize,
+) -> Result<SessionContext, SqlError> {
+    // No spilling: a query over the pool stops rather than writing temporary files.
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_limit(memory_bytes, 1.0)
+        .with_disk_manager_builder(
+            DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled),
+        )
+        .build_arc()
+        .map_err(|e| SqlError::Internal(e.to_string()))?;
+    let config = SessionConfig::new()
+        .with_information_schema(true)
+        .with_default_catalog_and_schema("datafusion", "public");
+    let ctx = SessionContext::new_with_config_rt(config, runtime);
+    for name in ["llm_runs", "diffusion_runs"] {
+        let table = dataset
+            .ctx
+            .table_provider(name)
+            .await
+            .map_err(|e| SqlError::Internal(e.to_string()))?;
+        ctx.register_table(name, table)
+            .map_err(|e| SqlError::Internal(e.to_string()))?;
+    }
+    Ok(ctx)
+}
+
+fn classify(e: DataFusionError, limits: &SqlLimits) -> SqlError {
+    match e.find_root() {
+        DataFusionError::ResourcesExhausted(m) => SqlError::Memory {
+            mib: limits.memory_bytes >> 20,
+            detail: m.clone(),
+        },
+        DataFusionError::Plan(m)
+            if m.starts_with("DDL not supported")
+                || m.starts_with("DML not supported")
+                || m.starts_with("Statement not supported") =>
+        {
+            SqlError::Refused(m.clone())
+        }
+        DataFusionError::Plan(m) | DataFusionError::SQL(_, Some(m)) => SqlError::Invalid(m.clone()),
+        DataFusionError::NotImplemented(m) => SqlError::Invalid(format!("not supported: {m}")),
+        other => SqlError::Invalid(other.to_string()),
+    }
+}
+
+/// The answer's schema with a name of its own for each column: a name several columns share
+/// (`a.run_id`, `b.run_id` of a join) is qualified by its relation, or numbered without one.
+fn unique_names(df: &datafusion::dataframe::DataFrame) -> SchemaRef {
+    use datafusion::arrow::datatypes::{Field, Schema};
+    let schema = df.schema();
+    let plain: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    let fields: Vec<Field> = schema
+        .iter()
+        .enumerate()
+        .map(|(i, (qualifier, f))| {
+            let name = f.name();
+            if plain.iter().filter(|n| **n == name.as_str()).count() == 1 {
+                return f.as_ref().clone();
+            }
+            let unique = match qualifier {
+                Some(q) => format!("{q}.{name}"),
+                None => format!("{name}_{i}"),
+            };
+            f.as_ref().clone().with_name(unique)
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// Run `sql` (with `$1`... bound to `params`) under `limits`.
+pub async fn run(
+    ctx: &SessionContext,
+    sql: &str,
+    params: Vec<ScalarValue>,
+    limits: &SqlLimits,
+) -> Result<SqlAnswer, SqlError> {
+    let work = async {
+        let options = SQLOptions::new()
+            .with_allow_ddl(false)
+            .with_allow_dml(false)
+            .with_allow_statements(false);
+        let mut df = ctx
+            .sql_with_options(sql, options)
+            .await
+            .map_err(|e| classify(e, limits))?;
+        if !params.is_empty() {
+            df = df
+                .with_param_values(params)
+                .map_err(|e| classify(e, limits))?;
+        }
+        let schema = unique_names(&df);
+        let mut stream = df.execute_stream().await.map_err(|e| classify(e, limits))?;
+        let mut batches = Vec::new();
+        let mut rows = 0usize;
+        while let Some(b) = stream.next().await {
+            let b = b.map_err(|e| classify(e, limits))?;
+            rows += b.num_rows();
+            if rows > limits.max_rows {
+                return Err(SqlError::Rows(limits.max_rows));
+            }
+            let b = RecordBatch::try_new(schema.clone(), b.columns().to_vec())
+                .map_err(|e| SqlError::Internal(e.to_string()))?;
+            batches.push(b);
+        }
+        Ok(SqlAnswer {
+            schema,
+            batches,
+            rows,
+        })
+    };
+    match tokio::time::timeout(limits.timeout, work).await {
+        Ok(r) => r,
+        Err(_) => Err(SqlError::Timeout(limits.timeout)),
+    }
+}
+
+/// An answer as a frame for the row formats (JSON, NDJSON, CSV): strings, integers, floats and
+/// booleans as they are, any other type as its text.
+pub fn frame_of(answer: &SqlAnswer) -> Result<Frame, SqlError> {
+    let mut columns = Vec::with_capacity(answer.schema.fields().len());
+    for (i, field) in answer.schema.fields().iter().enumerate() {
+        let dt = field.data_type();
+        let ty = match dt {
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => FieldType::String,
+            d if d.is_integer() => FieldType::Int64,
+            d if d.is_floating() => FieldType::Double,
+            DataType::Boolean => FieldType::Bool,
+            _ => FieldType::String,
+        };
+        let spec = FieldSpec {
+            name: "sql",
+            ty,
+            unit: None,
+            nullable: true,
+            description: "",
+        };
+        let mut data = super::frame::ColumnData::empty(ty);
+        for b in &answer.batches {
+            let mut array = b.column(i).clone();
+            if ty == FieldType::String
+                && !matches!(
+                    dt,
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+                )
+            {
+                array = datafusion::arrow::compute::cast(&array, &DataType::Utf8)
+                    .map_err(|e| SqlError::Internal(e.to_string()))?;
+            }
+            let part =
+                column_from_array(&spec, &array).map_err(|e| SqlError::Internal(e.to_string()))?;
+            data.extend(part);
+        }
+        columns.push(FrameColumn {
+            name: field.name().clone(),
+            data,
+        });
+    }
+    Ok(Frame { columns })
+}

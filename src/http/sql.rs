@@ -1,0 +1,390 @@
+//! SQL over HTTP: `GET /v1/sql?q=` and `POST /v1/sql` (text/plain SQL, or JSON `{"sql": ...,
+//! "params": [...]}` for `$1`... placeholders), answered in the five formats with the same
+//! negotiation and caching as the rest, and `GET /v1/sql/tables` (what the tables hold). Read-only
+//! and limited (`engine::sql`, `service::sql`).
+
+use axum::body::Bytes;
+use axum::extract::{OriginalUri, RawQuery, State};
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use datafusion::arrow::ipc::writer::StreamWriter;
+use datafusion::common::ScalarValue;
+use parquet::arrow::ArrowWriter;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::answer::{Encoded, cached_as, respond};
+use super::encode;
+use super::error::AppError;
+use super::negotiate::{Format, negotiate};
+use crate::engine::Domain;
+use crate::engine::sql::{SqlAnswer, SqlError, frame_of};
+use crate::service::sql::SqlFailure;
+
+/// The query string of /v1/sql: `q` (GET only) and `format`.
+fn query_params(
+    query: Option<&str>,
+    with_q: bool,
+) -> Result<(Option<String>, Option<String>), AppError> {
+    let allowed: Vec<String> = if with_q {
+        vec!["q".into(), "format".into()]
+    } else {
+        vec!["format".into()]
+    };
+    let (mut q, mut format) = (None, None);
+    for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        let slot = match k.as_ref() {
+            "q" if with_q => &mut q,
+            "format" => &mut format,
+            _ => {
+                return Err(AppError::UnknownParameter {
+                    parameter: k.into_owned(),
+                    allowed,
+                });
+            }
+        };
+        if slot.replace(v.into_owned()).is_some() {
+            return Err(AppError::InvalidParameter {
+                detail: format!("parameter '{k}' takes a single value"),
+                parameter: k.into_owned(),
+                allowed: None,
+            });
+        }
+    }
+    Ok((q, format))
+}
+
+impl From<SqlFailure> for AppError {
+    fn from(f: SqlFailure) -> Self {
+        match f {
+            SqlFailure::Busy { retry_after, .. } => AppError::Busy {
+                detail: f.to_string(),
+                retry_after: retry_after.as_secs().max(1),
+            },
+            SqlFailure::Query(e) => match e {
+                SqlError::Refused(_) => AppError::SqlRefused(e.to_string()),
+                SqlError::Invalid(_) => AppError::SqlInvalid(e.to_string()),
+                SqlError::Timeout(_) | SqlError::Memory { .. } | SqlError::Rows(_) => {
+                    AppError::QueryLimit(e.to_string())
+                }
+                SqlError::Internal(m) => AppError::Internal(m),
+            },
+        }
+    }
+}
+
+/// The answer in `format`: JSON `{"columns": [{name, type}], "count", "rows": [...]}`, NDJSON
+/// and CSV rows, Arrow and Parquet with the query's own types.
+fn encode_answer(answer: &SqlAnswer, format: Format) -> Result<Vec<u8>, AppError> {
+    let internal = |e: &dyn std::fmt::Display| AppError::Internal(e.to_string());
+    match format {
+        Format::Arrow => {
+            let mut out = Vec::new();
+            let mut w =
+                StreamWriter::try_new(&mut out, &answer.schema).map_err(|e| internal(&e))?;
+            for b in &answer.batches {
+                w.write(b).map_err(|e| internal(&e))?;
+            }
+            w.finish().map_err(|e| internal(&e))?;
+            drop(w);
+            Ok(out)
+        }
+        Format::Parquet => {
+            let mut out = Vec::new();
+            let mut w = ArrowWriter::try_new(&mut out, answer.schema.clone(), None)
+                .map_err(|e| internal(&e))?;
+            for b in &answer.batches {
+                w.write(b).map_err(|e| internal(&e))?;
+            }
+            w.close().map_err(|e| internal(&e))?;
+            Ok(out)
+        }
+        _ => {
+            let frame = frame_of(answer).map_err(|e| internal(&e))?;
+            let body = encode::encode_frame(&frame, format, &|_| true, |out, frame| {
+                out.extend_from_slice(b"{\"columns\":[");
+                for (i, f) in answer.schema.fields().iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(b"{\"name\":");
+                    encode::json_str(out, f.name());
+                    out.extend_from_slice(b",\"type\":");
+                    encode::json_str(out, &f.data_type().to_string());
+                    out.push(b'}');
+                }
+                out.extend_from_slice(
+                    format!("],\"count\":{},\"rows\":", frame.num_rows()).as_bytes(),
+                );
+                encode::json_array(out, frame);
+                out.push(b'}');
+            })?;
+            Ok(body)
+        }
+    }
+}
+
+async fn answer(
+    state: &AppState,
+    uri: Option<&axum::http::Uri>,
+    sql: &str,
+    params: Vec<ScalarValue>,
+    format: Format,
+) -> Result<Response, AppError> {
+    if sql.trim().is_empty() {
+        return Err(AppError::SqlInvalid(
+            "no SQL given: write a query in q (GET) or the body (POST)".into(),
+        ));
+    }
+    let snapshot = state.service.snapshot();
+    let run = async {
+        let a = state.service.sql.run(&snapshot, sql, params).await?;
+        Ok::<_, AppError>(Encoded {
+            content_type: format.content_type(),
+            body: encode_answer(&a, format)?.into(),
+            total: Some(a.rows),
+            next: None,
+            warnings: Vec::new(),
+            variants: Default::default(),
+        })
+    };
+    match uri {
+        // A GET's answer is fixed by the snapshot and the request: cached like every answer.
+        Some(uri) => {
+            if let Some(hit) = super::answer::lookup(&state.cache, &snapshot, uri, format) {
+                return Ok(hit);
+            }
+            let e = run.await?;
+            let e = cached_as(&state.cache, &snapshot, uri, format.name(), || Ok(e))?;
+            Ok(respond(&e))
+        }
+        None => Ok(respond(&std::sync::Arc::new(run.await?))),
+    }
+}
+
+use super::state::AppState;
+
+/// Run a read-only SQL query.
+///
+/// Tables: `llm_runs` and `diffusion_runs` (every loaded run, stable and unstable, the published
+/// columns and `run_id`; `GET /v1/sql/tables` lists them). Only queries run (SELECT, WITH,
+/// VALUES, EXPLAIN, SHOW, DESCRIBE). Each query has a time limit, a share of a memory pool and a
+/// row cap; one over a limit is stopped and answered 422 naming it. JSON is
+/// `{"columns": [{"name", "type"}], "count", "rows"}`; CSV and NDJSON rows; Arrow and Parquet keep
+/// the query's types.
+#[utoipa::path(
+    get,
+    path = "/v1/sql",
+    tag = "sql",
+    params(
+        ("q" = String, Query, description = "The SQL query, e.g. SELECT model_id, min(energy_per_token_joules) FROM llm_runs GROUP BY model_id"),
+        ("format" = Option<String>, Query, description = "json (default), csv, ndjson, arrow or parquet; overrides Accept."),
+    ),
+    responses(
+        (status = 200, description = "The query's rows, with `X-Total-Count`",
+            headers(("X-Total-Count" = usize, description = "Rows")),
+            content(
+                (SqlRows = "application/json"),
+                (String = "text/csv"),
+                (String = "application/x-ndjson"),
+                (Vec<u8> = "application/vnd.apache.arrow.stream"),
+                (Vec<u8> = "application/vnd.apache.parquet"),
+            )),
+    )
+)]
+pub async fn sql_get(
+    State(state): State<AppState>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let (q, format) = query_params(query.as_deref(), true)?;
+    let format = negotiate(format.as_deref(), accept(&headers))?;
+    let Some(q) = q else {
+        return Err(AppError::InvalidParameter {
+            parameter: "q".into(),
+            detail: "q (the SQL query) is required".into(),
+            allowed: None,
+        });
+    };
+    answer(&state, Some(&uri), &q, Vec::new(), format).await
+}
+
+fn accept(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok())
+}
+
+/// The JSON body of POST /v1/sql.
+#[derive(Debug, serde::Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SqlBody {
+    /// The SQL query, with `$1`, `$2`... for `params`.
+    sql: String,
+    /// Values of the placeholders: numbers, strings, booleans or null.
+    #[serde(default)]
+    params: Vec<serde_json::Value>,
+}
+
+fn scalar(i: usize, v: serde_json::Value) -> Result<ScalarValue, AppError> {
+    use serde_json::Value as J;
+    Ok(match v {
+        J::Null => ScalarValue::Null,
+        J::Bool(b) => ScalarValue::Boolean(Some(b)),
+        J::String(s) => ScalarValue::Utf8(Some(s)),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => ScalarValue::Int64(Some(i)),
+            None => ScalarValue::Float64(n.as_f64()),
+        },
+        J::Array(_) | J::Object(_) => {
+            return Err(AppError::InvalidBody {
+                field: Some(format!("params[{i}]")),
+                detail: format!("params[{i}] is not a number, string, boolean or null"),
+            });
+        }
+    })
+}
+
+/// Run a read-only SQL query from the body: `text/plain` SQL, or JSON `{"sql", "params"}` with
+/// `$1`... placeholders bound to `params`. The same limits and formats as `GET /v1/sql`.
+#[utoipa::path(
+    post,
+    path = "/v1/sql",
+    tag = "sql",
+    params(("format" = Option<String>, Query, description = "json (default), csv, ndjson, arrow or parquet; overrides Accept.")),
+    request_body(content(
+        (SqlBody = "application/json"),
+        (String = "text/plain"),
+    )),
+    responses(
+        (status = 200, description = "The query's rows, with `X-Total-Count`",
+            headers(("X-Total-Count" = usize, description = "Rows")),
+            content(
+                (SqlRows = "application/json"),
+                (String = "text/csv"),
+                (String = "application/x-ndjson"),
+                (Vec<u8> = "application/vnd.apache.arrow.stream"),
+                (Vec<u8> = "application/vnd.apache.parquet"),
+            )),
+    )
+)]
+pub async fn sql_post(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, AppError> {
+    let (_, format) = query_params(query.as_deref(), false)?;
+    let format = negotiate(format.as_deref(), accept(&headers))?;
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("text/plain")
+        .to_ascii_lowercase();
+    let text = std::str::from_utf8(&body).map_err(|_| AppError::InvalidBody {
+        field: None,
+        detail: "the body is not UTF-8".into(),
+    })?;
+    let (sql, params) = if ct.starts_with("application/json") {
+        let b: SqlBody = serde_json::from_str(text).map_err(|e| AppError::InvalidBody {
+            field: None,
+            detail: format!("the body is not {{\"sql\": \"...\", \"params\": [...]}}: {e}"),
+        })?;
+        let params = b
+            .params
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| scalar(i, v))
+            .collect::<Result<Vec<_>, _>>()?;
+        (b.sql, params)
+    } else if ct.starts_with("text/plain") || ct.starts_with("application/sql") {
+        (text.to_string(), Vec::new())
+    } else {
+        return Err(AppError::InvalidBody {
+            field: None,
+            detail: format!(
+                "content type '{ct}' is not text/plain (SQL) or application/json ({{\"sql\", \"params\"}})"
+            ),
+        });
+    };
+    answer(&state, None, &sql, params, format).await
+}
+
+/// A query's answer in JSON.
+#[allow(dead_code)]
+#[derive(Serialize, ToSchema)]
+pub struct SqlRows {
+    /// Each column's name and Arrow type.
+    columns: Vec<SqlColumn>,
+    count: usize,
+    /// One object per row, members in column order.
+    rows: Vec<serde_json::Map<String, serde_json::Value>>,
+}
+
+#[allow(dead_code)]
+#[derive(Serialize, ToSchema)]
+pub struct SqlColumn {
+    name: String,
+    #[serde(rename = "type")]
+    type_: String,
+}
+
+/// One SQL table: its columns (with unit and meaning where the field catalog has them) and rows.
+#[derive(Serialize, ToSchema)]
+pub struct SqlTable {
+    name: String,
+    description: String,
+    rows: usize,
+    columns: Vec<SqlTableColumn>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SqlTableColumn {
+    name: String,
+    #[serde(rename = "type")]
+    type_: String,
+    nullable: bool,
+    unit: Option<String>,
+    description: String,
+}
+
+/// The tables SQL sees: name, rows, and each column's type, unit and description.
+#[utoipa::path(
+    get,
+    path = "/v1/sql/tables",
+    tag = "sql",
+    responses((status = 200, description = "The tables", body = Vec<SqlTable>))
+)]
+pub async fn sql_tables(State(state): State<AppState>) -> Response {
+    let snapshot = state.service.snapshot();
+    let tables: Vec<SqlTable> = Domain::ALL
+        .iter()
+        .map(|&d| {
+            let t = snapshot.table(d);
+            SqlTable {
+                name: format!("{}_runs", d.as_str()),
+                description: format!(
+                    "Every loaded {} run{}: the published columns and run_id.",
+                    d.as_str(),
+                    if d == Domain::Llm {
+                        ", stable and unstable (is_stable)"
+                    } else {
+                        ""
+                    }
+                ),
+                rows: t.len(),
+                columns: t
+                    .fields
+                    .iter()
+                    .map(|f| SqlTableColumn {
+                        name: f.name.to_string(),
+                        type_: f.ty.sql_type().to_string(),
+                        nullable: f.nullable,
+                        unit: f.unit.map(str::to_string),
+                        description: f.description.to_string(),
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    axum::Json(tables).into_response()
+}

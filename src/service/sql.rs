@@ -1,0 +1,106 @@
+//! SQL for every surface (`engine::sql` does the planning and the limits): one SQL context per
+//! served snapshot (its tables and memory pool, made on first use), and a gate on concurrency:
+//! at most `concurrency` queries run at once, at most `queue` more wait (each for no longer than
+//! the time limit), and a query beyond those is told the service is busy.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use datafusion::common::ScalarValue;
+use datafusion::prelude::SessionContext;
+use tokio::sync::Semaphore;
+
+use super::snapshot::Snapshot;
+use crate::engine::sql::{self, SqlAnswer, SqlError, SqlLimits};
+
+/// Why a query was not answered: the gate was full, or the query failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SqlFailure {
+    #[error(
+        "{running} queries are running and {waiting} waiting, the most this server takes; try again shortly"
+    )]
+    Busy {
+        running: usize,
+        waiting: usize,
+        retry_after: Duration,
+    },
+    #[error(transparent)]
+    Query(#[from] SqlError),
+}
+
+pub struct Sql {
+    pub limits: SqlLimits,
+    concurrency: usize,
+    queue: usize,
+    permits: Semaphore,
+    waiting: AtomicUsize,
+    /// The context of the snapshot generation it was made for.
+    context: Mutex<Option<(u64, SessionContext)>>,
+}
+
+impl Sql {
+    /// Queries waiting for a turn unless configured otherwise.
+    pub const QUEUE: usize = 16;
+
+    /// Queries running at once unless configured otherwise: one per core.
+    pub fn default_concurrency() -> usize {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    }
+
+    pub fn new(limits: SqlLimits, concurrency: usize, queue: usize) -> Sql {
+        let concurrency = concurrency.max(1);
+        Sql {
+            limits,
+            concurrency,
+            queue,
+            permits: Semaphore::new(concurrency),
+            waiting: AtomicUsize::new(0),
+            context: Mutex::new(None),
+        }
+    }
+
+    async fn context(&self, snapshot: &Snapshot) -> Result<SessionContext, SqlError> {
+        if let Some((g, ctx)) = &*self.context.lock().expect("not poisoned")
+            && *g == snapshot.generation
+        {
+            return Ok(ctx.clone());
+        }
+        let ctx = sql::sql_context(snapshot, self.limits.memory_bytes).await?;
+        *self.context.lock().expect("not poisoned") = Some((snapshot.generation, ctx.clone()));
+        Ok(ctx)
+    }
+
+    /// Run `sql` with `params` over `snapshot`, through the gate, under the limits.
+    pub async fn run(
+        &self,
+        snapshot: &Snapshot,
+        text: &str,
+        params: Vec<ScalarValue>,
+    ) -> Result<SqlAnswer, SqlFailure> {
+        let busy = |s: &Sql| SqlFailure::Busy {
+            running: s.concurrency,
+            waiting: s.waiting.load(Ordering::Relaxed),
+            retry_after: Duration::from_secs(1),
+        };
+        let permit = match self.permits.try_acquire() {
+            Ok(p) => p,
+            Err(_) => {
+                if self.waiting.fetch_add(1, Ordering::AcqRel) >= self.queue {
+                    self.waiting.fetch_sub(1, Ordering::AcqRel);
+                    return Err(busy(self));
+                }
+                let got = tokio::time::timeout(self.limits.timeout, self.permits.acquire()).await;
+                self.waiting.fetch_sub(1, Ordering::AcqRel);
+                match got {
+                    Ok(Ok(p)) => p,
+                    _ => return Err(busy(self)),
+                }
+            }
+        };
+        let ctx = self.context(snapshot).await?;
+        let answer = sql::run(&ctx, text, params, &self.limits).await;
+        drop(permit);
+        Ok(answer?)
+    }
+}

@@ -1,0 +1,339 @@
+//! SQL over HTTP on data/sample: answers equal /runs and /groups for equivalent filters, every
+//! format, parameters, the tables' description; every kind of statement that is not a query
+//! refused; the time, memory and row limits each stopping a query while another one succeeds,
+//! and the gate answering 503 with Retry-After when full.
+
+use std::time::Duration;
+
+use mlenergy_server::engine::sql::SqlLimits;
+use mlenergy_server::service::sql::Sql;
+use serde_json::Value;
+
+use crate::common::TestApp;
+
+fn q(sql: &str) -> String {
+    format!(
+        "/v1/sql?q={}",
+        url::form_urlencoded::byte_serialize(sql.as_bytes()).collect::<String>()
+    )
+}
+
+fn column(doc: &Value, name: &str) -> Vec<Value> {
+    doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[name].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn answers_equal_the_rest_endpoints() {
+    let app = TestApp::sample().await;
+    // The bench's query: gpqa on B200, lowest energy per token first, 50 runs.
+    let rest = app
+        .get("/v1/llm/runs?task=gpqa&gpu_model=B200&sort=energy_per_token_joules&limit=50&fields=energy_per_token_joules")
+        .await
+        .json();
+    let sql = app
+        .get(&q("SELECT run_id, energy_per_token_joules FROM llm_runs WHERE task = 'gpqa' AND gpu_model = 'B200' AND is_stable ORDER BY energy_per_token_joules, run_id LIMIT 50"))
+        .await;
+    assert_eq!(sql.status, 200);
+    assert_eq!(sql.headers["x-total-count"], "50");
+    let sql = sql.json();
+    assert_eq!(sql["count"], 50);
+    assert_eq!(
+        sql["columns"],
+        serde_json::json!([{"name": "run_id", "type": "Utf8"}, {"name": "energy_per_token_joules", "type": "Float64"}])
+    );
+    let ids = |d: &Value, key: &str| -> Vec<Value> {
+        d[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["run_id"].clone())
+            .collect()
+    };
+    assert_eq!(ids(&sql, "rows"), ids(&rest, "runs"));
+    // Values to the last bit.
+    let energies: Vec<Value> = rest["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["energy_per_token_joules"].clone())
+        .collect();
+    assert_eq!(column(&sql, "energy_per_token_joules"), energies);
+
+    // A range filter on diffusion runs, counted.
+    let rest = app
+        .get("/v1/diffusion/runs?task=text-to-image&num_gpus_min=2&num_gpus_max=4&limit=1")
+        .await
+        .json();
+    let sql = app
+        .get(&q("SELECT count(*) AS n FROM diffusion_runs WHERE task = 'text-to-image' AND num_gpus BETWEEN 2 AND 4"))
+        .await
+        .json();
+    assert_eq!(sql["rows"][0]["n"], rest["total"]);
+
+    // Every run, stable or not: llm_runs holds them all.
+    let sql = app
+        .get(&q("SELECT count(*) AS n, sum(CASE WHEN is_stable THEN 1 ELSE 0 END) AS stable FROM llm_runs"))
+        .await
+        .json();
+    let all = app.get("/v1/llm/runs?stability=all&limit=1").await.json();
+    let stable = app.get("/v1/llm/runs?limit=1").await.json();
+    assert_eq!(sql["rows"][0]["n"], all["total"]);
+    assert_eq!(sql["rows"][0]["stable"], stable["total"]);
+
+    // A group: per task and GPU, the count and the least energy, as /groups has them.
+    let groups = app
+        .get("/v1/llm/groups?by=task,gpu_model&agg=count,min(energy_per_token_joules)")
+        .await
+        .json();
+    let sql = app
+        .get(&q("SELECT task, gpu_model, count(*) AS n, min(energy_per_token_joules) AS e FROM llm_runs WHERE is_stable GROUP BY task, gpu_model"))
+        .await
+        .json();
+    let rows = sql["rows"].as_array().unwrap();
+    let groups = groups["groups"].as_array().unwrap();
+    assert_eq!(rows.len(), groups.len());
+    for g in groups {
+        let r = rows
+            .iter()
+            .find(|r| r["task"] == g["task"] && r["gpu_model"] == g["gpu_model"])
+            .unwrap();
+        assert_eq!(r["n"], g["count"]);
+        assert_eq!(r["e"], g["min_energy_per_token_joules"]);
+    }
+}
+
+#[tokio::test]
+async fn formats_parameters_and_tables() {
+    let app = TestApp::sample().await;
+    let text = "SELECT run_id, num_gpus, energy_per_token_joules, is_stable FROM llm_runs WHERE task = 'gpqa' ORDER BY run_id LIMIT 5";
+    let json = app.get(&q(text)).await.json();
+    let csv = app.get(&format!("{}&format=csv", q(text))).await;
+    assert_eq!(csv.content_type(), "text/csv; charset=utf-8");
+    let lines: Vec<String> = csv.text().lines().map(str::to_string).collect();
+    assert_eq!(
+        lines[0],
+        "run_id,num_gpus,energy_per_token_joules,is_stable"
+    );
+    assert_eq!(lines.len(), 6);
+    assert!(lines[1].starts_with(json["rows"][0]["run_id"].as_str().unwrap()));
+    let nd = app
+        .get_with(&q(text), &[("accept", "application/x-ndjson")])
+        .await;
+    let first: Value = serde_json::from_str(nd.text().lines().next().unwrap()).unwrap();
+    assert_eq!(first, json["rows"][0]);
+    for (format, magic) in [
+        ("arrow", &b"\xff\xff\xff\xff"[..]),
+        ("parquet", &b"PAR1"[..]),
+    ] {
+        let r = app.get(&format!("{}&format={format}", q(text))).await;
+        assert_eq!(r.status, 200);
+        assert!(r.body.starts_with(magic), "{format}");
+    }
+    // POST: plain SQL, or JSON with $1 placeholders.
+    let plain = app.post("/v1/sql", "text/plain", text).await.json();
+    assert_eq!(plain, json);
+    let bound = app
+        .post(
+            "/v1/sql",
+            "application/json",
+            r#"{"sql": "SELECT run_id FROM llm_runs WHERE task = $1 AND num_gpus = $2 ORDER BY run_id LIMIT 5", "params": ["gpqa", 1]}"#,
+        )
+        .await
+        .json();
+    let want = app
+        .get(&q("SELECT run_id FROM llm_runs WHERE task = 'gpqa' AND num_gpus = 1 ORDER BY run_id LIMIT 5"))
+        .await
+        .json();
+    assert_eq!(bound["rows"], want["rows"]);
+    // A GET answer is cached and revalidated like the rest.
+    let first = app.get(&q(text)).await;
+    let tag = first.headers["etag"].to_str().unwrap().to_string();
+    assert_eq!(
+        app.get_with(&q(text), &[("if-none-match", &tag)])
+            .await
+            .status,
+        304
+    );
+
+    let tables = app.get("/v1/sql/tables").await.json();
+    let names: Vec<&str> = tables
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["llm_runs", "diffusion_runs"]);
+    assert_eq!(
+        tables[0]["rows"],
+        838 + app
+            .get("/v1/llm/runs?stability=unstable&limit=1")
+            .await
+            .json()["total"]
+            .as_u64()
+            .unwrap()
+    );
+    let energy = tables[0]["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "energy_per_token_joules")
+        .unwrap();
+    assert_eq!(energy["type"], "Float64");
+    assert_eq!(energy["unit"], "J/token");
+
+    // Columns of one name from two relations keep apart.
+    let join = app
+        .get(&q("SELECT a.run_id, b.run_id FROM llm_runs a JOIN llm_runs b ON a.run_id = b.run_id ORDER BY a.run_id LIMIT 1"))
+        .await
+        .json();
+    assert_eq!(
+        join["columns"],
+        serde_json::json!([{"name": "a.run_id", "type": "Utf8"}, {"name": "b.run_id", "type": "Utf8"}])
+    );
+    assert_eq!(join["rows"][0]["a.run_id"], join["rows"][0]["b.run_id"]);
+
+    // Bad requests.
+    app.get("/v1/sql").await.problem(400, "invalid_parameter");
+    app.get("/v1/sql?q=SELECT%201&limit=3")
+        .await
+        .problem(400, "unknown_parameter");
+    app.get(&q("SELECT * FROM nope"))
+        .await
+        .problem(400, "invalid_sql");
+    app.get(&q("SELEKT 1")).await.problem(400, "invalid_sql");
+    app.post(
+        "/v1/sql",
+        "application/json",
+        r#"{"sql": "SELECT 1", "params": [[1]]}"#,
+    )
+    .await
+    .problem(400, "invalid_body");
+    app.post("/v1/sql", "image/png", "SELECT 1")
+        .await
+        .problem(400, "invalid_body");
+}
+
+#[tokio::test]
+async fn only_queries_run() {
+    let app = TestApp::sample().await;
+    for statement in [
+        "DROP TABLE llm_runs",
+        "CREATE TABLE t AS SELECT * FROM llm_runs",
+        "CREATE VIEW v AS SELECT 1",
+        "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '/etc/passwd'",
+        "INSERT INTO llm_runs SELECT * FROM llm_runs",
+        "COPY llm_runs TO '/tmp/llm.csv'",
+        "SET datafusion.execution.batch_size = 1",
+        "DROP VIEW v",
+    ] {
+        let p = app.get(&q(statement)).await.problem(400, "sql_refused");
+        assert!(
+            p["detail"]
+                .as_str()
+                .unwrap()
+                .contains("only queries are run"),
+            "{statement}: {p}"
+        );
+    }
+    // Statements the planner does not take at all are refused as invalid, never run.
+    for statement in [
+        "DELETE FROM llm_runs",
+        "UPDATE llm_runs SET task = 'x'",
+        "SELECT 1; DROP TABLE llm_runs",
+    ] {
+        let r = app.get(&q(statement)).await;
+        assert_eq!(r.status, 400, "{statement}: {}", r.text());
+    }
+    // Still there.
+    let n = app
+        .get(&q("SELECT count(*) AS n FROM llm_runs"))
+        .await
+        .json();
+    assert!(n["rows"][0]["n"].as_u64().unwrap() >= 838);
+    // Queries of every allowed kind.
+    for statement in [
+        "WITH g AS (SELECT task FROM llm_runs) SELECT count(*) FROM g",
+        "VALUES (1, 'a')",
+        "EXPLAIN SELECT * FROM llm_runs",
+        "SHOW TABLES",
+        "DESCRIBE llm_runs",
+    ] {
+        assert_eq!(app.get(&q(statement)).await.status, 200, "{statement}");
+    }
+}
+
+/// A query that takes long: a count over a large generated series.
+const SLOW: &str = "SELECT count(*) FROM generate_series(1, 100000000000) a";
+
+#[tokio::test]
+async fn each_limit_stops_its_query_while_another_succeeds() {
+    let app = TestApp::with_service(|s| {
+        s.sql = Sql::new(
+            SqlLimits {
+                timeout: Duration::from_millis(800),
+                memory_bytes: 1 << 20,
+                max_rows: 1000,
+            },
+            4,
+            16,
+        );
+    })
+    .await;
+    let quick = q("SELECT task, count(*) AS n FROM llm_runs GROUP BY task");
+    let cases = [
+        (SLOW, "time limit of 800ms"),
+        (
+            "SELECT count(DISTINCT a.run_id || b.run_id) FROM llm_runs a CROSS JOIN llm_runs b",
+            "memory limit of 1 MiB",
+        ),
+        (
+            "SELECT * FROM llm_runs a CROSS JOIN (VALUES (1), (2)) v",
+            "row cap of 1000 rows",
+        ),
+    ];
+    for (statement, limit) in cases {
+        let uri = q(statement);
+        let (stopped, other) = tokio::join!(app.get(&uri), async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            app.get(&quick).await
+        });
+        let p = stopped.problem(422, "query_limit");
+        assert!(
+            p["detail"].as_str().unwrap().contains(limit),
+            "{statement}: {p}"
+        );
+        assert_eq!(other.status, 200, "{}", other.text());
+        assert!(other.json()["count"].as_u64().unwrap() >= 5);
+    }
+}
+
+#[tokio::test]
+async fn a_full_gate_answers_busy() {
+    let app = TestApp::with_service(|s| {
+        s.sql = Sql::new(
+            SqlLimits {
+                timeout: Duration::from_millis(1500),
+                ..SqlLimits::default()
+            },
+            1,
+            0,
+        );
+    })
+    .await;
+    let slow_uri = q(SLOW);
+    let (slow, busy) = tokio::join!(app.get(&slow_uri), async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        app.get(&q("SELECT 1")).await
+    });
+    slow.problem(422, "query_limit");
+    let p = busy.problem(503, "busy");
+    assert!(p["detail"].as_str().unwrap().contains("try again"));
+    assert_eq!(busy.headers["retry-after"], "1");
+    // Free again.
+    assert_eq!(app.get(&q("SELECT 1")).await.status, 200);
+}
