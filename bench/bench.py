@@ -28,6 +28,11 @@ SERVER = ROOT / "target" / "release" / "mlenergy-server"
 OUT = ROOT / "bench" / "out"
 LUA = ROOT / "bench" / "report.lua"
 BEST_RUN = "gpqa~openai--gpt-oss-20b~B200~g1~b4096~r21"
+# The filtered, sorted query of the list case, as SQL (issue 17's target).
+LIST_SQL = (
+    "SELECT * FROM llm WHERE task = 'gpqa' AND gpu_model = 'B200' "
+    "ORDER BY energy_per_token_joules LIMIT 50"
+)
 ARGMIN_SQL = (
     "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY task, gpu_model "
     "ORDER BY energy_per_token_joules) AS rn FROM llm) WHERE rn = 1"
@@ -128,6 +133,12 @@ def queries(ours, roapi, datasette):
             "roapi": (f"{roapi}/api/sql", ARGMIN_SQL, {}),
             "datasette": (f"{datasette}/bench.json?sql={q(ARGMIN_SQL)}&_shape=array", None, {}),
         },
+        "SQL: filtered, sorted, limit 50": {
+            # llm_runs holds unstable runs too; the peers hold the stable ones.
+            "mlenergy-server": (f"{ours}/v1/sql?q={q(LIST_SQL.replace(' llm ', ' llm_runs ').replace(' ORDER', ' AND is_stable ORDER'))}", None, {}),
+            "roapi": (f"{roapi}/api/sql", LIST_SQL, {}),
+            "datasette": (f"{datasette}/bench.json?sql={q(LIST_SQL)}&_shape=array", None, {}),
+        },
         "CSV of all LLM runs": {
             "mlenergy-server": (f"{ours}/v1/llm/runs?format=csv", None, {}),
             "roapi": (f"{roapi}/api/tables/llm", None, {"Accept": "application/csv"}),
@@ -150,7 +161,9 @@ def sanity(name, server, url, body, headers, n_runs):
             rows = doc["runs"]
         elif isinstance(doc, dict) and "groups" in doc:
             rows = doc["groups"]
-        expected = {"list": 50, "one": 1, "group": 10}[name.split()[0].rstrip(":")]
+        elif isinstance(doc, dict) and "rows" in doc:
+            rows = doc["rows"]
+        expected = {"list": 50, "one": 1, "group": 10, "sql": 50}[name.split()[0].rstrip(":").lower()]
         assert len(rows if isinstance(rows, list) else [rows]) == expected, (server, name, len(rows))
 
 
@@ -169,6 +182,7 @@ def main():
     ap = bench_args(__doc__.splitlines()[0])
     ap.add_argument("--duration", type=int, default=10, help="seconds per (server, query)")
     ap.add_argument("--connections", type=int, default=16)
+    ap.add_argument("--only", default="", help="run only the queries whose name contains this")
     args = ap.parse_args()
 
     ensure_tools()
@@ -200,7 +214,7 @@ def main():
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         datasette_ready = wait_ready(f"{datasette}/-/versions.json", procs[-1])
 
-        mix = queries(ours, roapi, datasette)
+        mix = {k: v for k, v in queries(ours, roapi, datasette).items() if args.only in k}
         for per_server in mix.values():
             url, body, headers = per_server["mlenergy-server"]
             per_server["mlenergy (no cache)"] = (url.replace(ours, nocache), body, headers)
