@@ -20,6 +20,7 @@ use super::negotiate::{Format, negotiate};
 use crate::engine::Domain;
 use crate::engine::sql::{SqlAnswer, SqlError, frame_of};
 use crate::service::sql::SqlFailure;
+use crate::service::sql_tables::RawTableKind;
 
 /// The query string of /v1/sql: `q` (GET only) and `format`.
 fn query_params(
@@ -138,7 +139,11 @@ async fn answer(
     }
     let snapshot = state.service.snapshot();
     let run = async {
-        let a = state.service.sql.run(&snapshot, sql, params).await?;
+        let a = state
+            .service
+            .sql
+            .run(&snapshot, &state.service.derived, sql, params)
+            .await?;
         Ok::<_, AppError>(Encoded {
             content_type: format.content_type(),
             body: encode_answer(&a, format)?.into(),
@@ -333,7 +338,8 @@ pub struct SqlColumn {
 pub struct SqlTable {
     name: String,
     description: String,
-    rows: usize,
+    /// Rows; null for a table of raw-derived data (read when a query names its runs).
+    rows: Option<usize>,
     columns: Vec<SqlTableColumn>,
 }
 
@@ -371,7 +377,7 @@ pub async fn sql_tables(State(state): State<AppState>) -> Response {
                         ""
                     }
                 ),
-                rows: t.len(),
+                rows: Some(t.len()),
                 columns: t
                     .fields
                     .iter()
@@ -385,6 +391,26 @@ pub async fn sql_tables(State(state): State<AppState>) -> Response {
                     .collect(),
             }
         })
+        .chain(RawTableKind::ALL.iter().map(|k| SqlTable {
+            name: k.name().to_string(),
+            description: format!(
+                "{} A query reads at most {} runs' raw data: name them with run_id = '...' or run_id IN (...).",
+                k.description(),
+                state.service.sql.max_raw_runs
+            ),
+            rows: None,
+            columns: k
+                .columns()
+                .iter()
+                .map(|(name, ty, unit, description)| SqlTableColumn {
+                    name: name.to_string(),
+                    type_: ty.to_string(),
+                    nullable: false,
+                    unit: unit.map(str::to_string),
+                    description: description.to_string(),
+                })
+                .collect(),
+        }))
         .collect();
     axum::Json(tables).into_response()
 }

@@ -15,7 +15,8 @@ use crate::rawfile::{self, RawError, RunDerived, ipc};
 /// Key of a run's derived data: (snapshot generation, domain, row).
 type Key = (u64, Domain, usize);
 
-/// The derived data of runs, in memory and persisted.
+/// The derived data of runs, in memory and persisted (a handle: clones share both).
+#[derive(Clone, Debug)]
 pub struct DerivedData {
     /// Weighed by bytes; `try_get_with` makes concurrent requests for one run read its file once.
     memory: moka::sync::Cache<Key, Arc<RunDerived>>,

@@ -18,6 +18,7 @@ pub mod prefetch;
 pub mod raw_files;
 pub mod snapshot;
 pub mod sql;
+pub mod sql_tables;
 pub mod static_site;
 
 pub use self::error::ServiceError;

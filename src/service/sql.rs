@@ -11,7 +11,11 @@ use datafusion::common::ScalarValue;
 use datafusion::prelude::SessionContext;
 use tokio::sync::Semaphore;
 
+use std::sync::Arc;
+
+use super::derived::DerivedData;
 use super::snapshot::Snapshot;
+use super::sql_tables::{MAX_RAW_RUNS, RawTable, RawTableKind};
 use crate::engine::sql::{self, SqlAnswer, SqlError, SqlLimits};
 
 /// Why a query was not answered: the gate was full, or the query failed.
@@ -31,6 +35,8 @@ pub enum SqlFailure {
 
 pub struct Sql {
     pub limits: SqlLimits,
+    /// Runs one query may read the raw data of (the raw-derived tables).
+    pub max_raw_runs: usize,
     concurrency: usize,
     queue: usize,
     permits: Semaphore,
@@ -52,6 +58,7 @@ impl Sql {
         let concurrency = concurrency.max(1);
         Sql {
             limits,
+            max_raw_runs: MAX_RAW_RUNS,
             concurrency,
             queue,
             permits: Semaphore::new(concurrency),
@@ -60,13 +67,22 @@ impl Sql {
         }
     }
 
-    async fn context(&self, snapshot: &Snapshot) -> Result<SessionContext, SqlError> {
+    async fn context(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        derived: &DerivedData,
+    ) -> Result<SessionContext, SqlError> {
         if let Some((g, ctx)) = &*self.context.lock().expect("not poisoned")
             && *g == snapshot.generation
         {
             return Ok(ctx.clone());
         }
         let ctx = sql::sql_context(snapshot, self.limits.memory_bytes).await?;
+        for kind in RawTableKind::ALL {
+            let table = RawTable::new(kind, snapshot.clone(), derived.clone(), self.max_raw_runs);
+            ctx.register_table(kind.name(), Arc::new(table))
+                .map_err(|e| SqlError::Internal(e.to_string()))?;
+        }
         *self.context.lock().expect("not poisoned") = Some((snapshot.generation, ctx.clone()));
         Ok(ctx)
     }
@@ -74,7 +90,8 @@ impl Sql {
     /// Run `sql` with `params` over `snapshot`, through the gate, under the limits.
     pub async fn run(
         &self,
-        snapshot: &Snapshot,
+        snapshot: &Arc<Snapshot>,
+        derived: &DerivedData,
         text: &str,
         params: Vec<ScalarValue>,
     ) -> Result<SqlAnswer, SqlFailure> {
@@ -98,7 +115,7 @@ impl Sql {
                 }
             }
         };
-        let ctx = self.context(snapshot).await?;
+        let ctx = self.context(snapshot, derived).await?;
         let answer = sql::run(&ctx, text, params, &self.limits).await;
         drop(permit);
         Ok(answer?)

@@ -167,7 +167,7 @@ async fn formats_parameters_and_tables() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["llm_runs", "diffusion_runs"]);
+    assert_eq!(names[..2], ["llm_runs", "diffusion_runs"]);
     assert_eq!(
         tables[0]["rows"],
         838 + app
@@ -336,4 +336,152 @@ async fn a_full_gate_answers_busy() {
     assert_eq!(busy.headers["retry-after"], "1");
     // Free again.
     assert_eq!(app.get(&q("SELECT 1")).await.status, 200);
+}
+
+/// The one LLM run of data/sample with a raw file.
+const RAW_RUN: &str = "video-chat~Qwen--Qwen3-VL-30B-A3B-Instruct~H100~g2~b8~r1";
+
+#[tokio::test]
+async fn raw_derived_tables_equal_the_raw_endpoints() {
+    // The run has 117,446 ITLs: over the default row cap.
+    let app = TestApp::with_service(|s| {
+        s.sql = Sql::new(
+            SqlLimits {
+                max_rows: 1_000_000,
+                ..SqlLimits::default()
+            },
+            2,
+            16,
+        );
+    })
+    .await;
+    // The ITLs, joined to their runs, as /itl gives them (values to the bit, in order).
+    let itl = app.get(&format!("/v1/llm/runs/{RAW_RUN}/itl")).await.json();
+    let want: Vec<Value> = itl
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["itl_s"].clone())
+        .collect();
+    let sql = app
+        .get(&format!(
+            "{}&format=ndjson",
+            q("SELECT i.itl_s FROM llm_runs r JOIN llm_itl i ON r.run_id = i.run_id WHERE r.task = 'video-chat'")
+        ))
+        .await;
+    assert_eq!(sql.status, 200, "{}", sql.text());
+    let got: Vec<Value> = sql
+        .text()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["itl_s"].clone())
+        .collect();
+    // A join's rows come in no set order: the same samples, to the bit.
+    let bits = |v: &[Value]| {
+        let mut b: Vec<u64> = v.iter().map(|x| x.as_f64().unwrap().to_bits()).collect();
+        b.sort_unstable();
+        b
+    };
+    assert_eq!(got.len(), want.len());
+    assert!(bits(&got) == bits(&want), "the ITLs differ");
+    // In the run's order by i.
+    let alone = app
+        .get(&format!(
+            "{}&format=ndjson",
+            q(&format!(
+                "SELECT itl_s FROM llm_itl WHERE run_id = '{RAW_RUN}' ORDER BY i"
+            ))
+        ))
+        .await;
+    let alone: Vec<Value> = alone
+        .text()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["itl_s"].clone())
+        .collect();
+    assert_eq!(alone.len(), want.len());
+    if let Some(k) = (0..want.len()).find(|&k| alone[k] != want[k]) {
+        panic!(
+            "the ITLs in file order differ at {k}: {} against {}",
+            alone[k], want[k]
+        );
+    }
+
+    let lengths = app
+        .get(&format!("/v1/llm/runs/{RAW_RUN}/output-lengths"))
+        .await
+        .json();
+    let sum: i64 = lengths
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["output_len"].as_i64().unwrap())
+        .sum();
+    let sql = app
+        .get(&q(&format!("SELECT count(*) AS n, sum(output_len) AS s FROM llm_output_lengths WHERE run_id = '{RAW_RUN}'")))
+        .await
+        .json();
+    assert_eq!(
+        sql["rows"][0]["n"].as_u64().unwrap() as usize,
+        lengths.as_array().unwrap().len()
+    );
+    assert_eq!(sql["rows"][0]["s"], sum);
+
+    // The timeline per GPU: as many samples of each GPU as /timeline?per_gpu=true holds.
+    let wide = app
+        .get(&format!("/v1/llm/runs/{RAW_RUN}/timeline?per_gpu=true"))
+        .await
+        .json();
+    let rows = wide.as_array().unwrap();
+    let sql = app
+        .get(&q(&format!("SELECT gpu, count(*) AS n, sum(value) AS total FROM timelines WHERE run_id IN ('{RAW_RUN}', 'nope') AND metric = 'power.device_instant' GROUP BY gpu ORDER BY gpu")))
+        .await
+        .json();
+    assert_eq!(sql["count"], 2);
+    for g in [0u64, 1] {
+        let key = format!("power_device_instant_device_{g}");
+        let n = rows.iter().filter(|r| !r[&key].is_null()).count();
+        assert_eq!(
+            sql["rows"][g as usize]["n"].as_u64().unwrap() as usize,
+            n,
+            "GPU {g}"
+        );
+    }
+
+    let tables = app.get("/v1/sql/tables").await.json();
+    let names: Vec<&str> = tables
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "llm_runs",
+            "diffusion_runs",
+            "llm_itl",
+            "llm_output_lengths",
+            "timelines"
+        ]
+    );
+    assert_eq!(tables[2]["rows"], Value::Null);
+}
+
+#[tokio::test]
+async fn a_query_over_too_many_runs_is_refused_before_reading() {
+    let app = TestApp::with_service(|s| s.sql.max_raw_runs = 0).await;
+    let p = app
+        .get(&q("SELECT count(*) FROM llm_itl"))
+        .await
+        .problem(400, "invalid_sql");
+    let detail = p["detail"].as_str().unwrap();
+    assert!(detail.contains("more than the limit of 0"), "{detail}");
+    assert!(detail.contains("run_id"), "{detail}");
+    // A run without a raw file is not counted: naming one reads nothing.
+    let r = app
+        .get(&q(
+            "SELECT count(*) AS n FROM llm_itl WHERE run_id = 'gpqa~Qwen--Qwen3-14B~B200~g1~b8~r1'",
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["rows"][0]["n"], 0);
 }
