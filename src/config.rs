@@ -155,6 +155,10 @@ pub struct ServeArgs {
     /// start; a path with no file and no extension gets its index.html (client routes).
     #[arg(long, env = "MLENERGY_LEADERBOARD_UI", value_name = "DIR")]
     pub leaderboard_ui: Option<PathBuf>,
+    /// On shutdown (SIGTERM, Ctrl-C), how long to keep answering after /readyz turns 503, so a
+    /// load balancer stops sending before the listener closes.
+    #[arg(long, env = "MLENERGY_DRAIN_DELAY", default_value = "0s", value_parser = humantime::parse_duration)]
+    pub drain_delay: std::time::Duration,
     /// The time limit of an SQL query (it is stopped and answered 422 past it).
     #[arg(long, env = "MLENERGY_SQL_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
     pub sql_timeout: std::time::Duration,

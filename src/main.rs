@@ -92,6 +92,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         max_age: args.cache_max_age,
         cors_origins: args.cors_origins.clone(),
         leaderboard_ui,
+        drain_delay: args.drain_delay,
     };
     http::serve(state, args.bind, |addr| {
         tracing::info!(%addr, ready_ms = started.elapsed().as_millis() as u64, "listening");

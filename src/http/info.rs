@@ -265,12 +265,24 @@ pub struct LeaderboardReadiness {
 
 /// Readiness: the snapshot being served. The listener binds only after a dataset has loaded, so a
 /// process that answers is ready; the leaderboard part says how far its files are.
-#[utoipa::path(get, path = "/readyz", tag = "health", responses((status = 200, body = Readiness)))]
-pub async fn readyz(State(state): State<AppState>) -> Json<Readiness> {
+/// From the moment a shutdown starts it answers 503 with status `draining` (the server still
+/// answers requests for `--drain-delay`, then finishes those in flight), so a load balancer stops
+/// sending before the listener closes.
+#[utoipa::path(get, path = "/readyz", tag = "health", responses(
+    (status = 200, body = Readiness),
+    (status = 503, description = "Shutting down: status draining", body = Readiness),
+))]
+pub async fn readyz(State(state): State<AppState>) -> (axum::http::StatusCode, Json<Readiness>) {
     let snapshot = state.service.snapshot();
     let site = state.service.leaderboard.site(&snapshot);
-    Json(Readiness {
-        status: "ready",
+    let draining = state.draining.load(std::sync::atomic::Ordering::SeqCst);
+    let code = if draining {
+        axum::http::StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        axum::http::StatusCode::OK
+    };
+    let answer = Json(Readiness {
+        status: if draining { "draining" } else { "ready" },
         llm_runs: snapshot.llm.len(),
         diffusion_runs: snapshot.diffusion.len(),
         leaderboard: LeaderboardReadiness {
@@ -278,5 +290,6 @@ pub async fn readyz(State(state): State<AppState>) -> Json<Readiness> {
             last_updated: site.last_updated.clone(),
             histograms: site.status(),
         },
-    })
+    });
+    (code, answer)
 }

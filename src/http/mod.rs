@@ -209,6 +209,19 @@ pub async fn serve_until(
     if let Some(site) = state.http.leaderboard_ui.clone() {
         tokio::task::spawn_blocking(move || site.compress_all());
     }
+    // Shutdown: /readyz turns 503 at once, requests are still answered for the drain delay
+    // (a load balancer sees the 503 and stops sending), then the listener closes and the
+    // requests in flight finish.
+    let draining = state.draining.clone();
+    let delay = state.http.drain_delay;
+    let shutdown = async move {
+        shutdown.await;
+        draining.store(true, std::sync::atomic::Ordering::SeqCst);
+        if !delay.is_zero() {
+            tracing::info!(delay = ?delay, "draining: /readyz answers 503");
+            tokio::time::sleep(delay).await;
+        }
+    };
     let served = axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown)
         .await;

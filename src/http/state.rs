@@ -42,6 +42,9 @@ pub struct HttpOptions {
     pub cors_origins: Vec<String>,
     /// The leaderboard's built frontend, served at `/leaderboard/` (`--leaderboard-ui`).
     pub leaderboard_ui: Option<Arc<StaticSite>>,
+    /// How long a shutdown keeps serving after /readyz turns 503, so a load balancer stops
+    /// sending before the listener closes (`--drain-delay`).
+    pub drain_delay: std::time::Duration,
 }
 
 impl Default for HttpOptions {
@@ -50,6 +53,7 @@ impl Default for HttpOptions {
             max_age: Self::MAX_AGE,
             cors_origins: Vec::new(),
             leaderboard_ui: None,
+            drain_delay: std::time::Duration::ZERO,
         }
     }
 }
@@ -72,6 +76,8 @@ pub struct AppState {
     /// What answers depend on besides the snapshot and the request: the server's version and
     /// the settings that shape answers (limits, the leaderboard's date). Part of every entity tag.
     pub salt: Arc<str>,
+    /// Set when a shutdown starts: /readyz answers 503 from then on.
+    pub draining: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl AppState {
@@ -88,6 +94,7 @@ impl AppState {
             cache: answer_cache(cache_bytes),
             http: HttpOptions::default(),
             salt: salt.into(),
+            draining: Default::default(),
         }
     }
 }

@@ -454,3 +454,61 @@ async fn a_shutdown_waits_for_background_work() {
         .unwrap();
     assert!(done.load(Ordering::SeqCst));
 }
+
+/// A shutdown turns /readyz into 503 at once, keeps answering for the drain delay, then closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_flips_when_a_shutdown_starts() {
+    let dataset = mlenergy_server::service::open::load_compiled_dir(&crate::common::sample_dir())
+        .await
+        .unwrap();
+    let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:")
+        .await
+        .unwrap();
+    let mut state = mlenergy_server::http::AppState::new(
+        std::sync::Arc::new(mlenergy_server::service::Service::new(dataset, catalog)),
+        mlenergy_server::http::Limits {
+            max_rows: 100,
+            stream_bytes: 1 << 20,
+        },
+        1 << 20,
+    );
+    state.http.drain_delay = std::time::Duration::from_millis(1500);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(mlenergy_server::http::serve_until(
+        state,
+        listener,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let client = reqwest::Client::new();
+    let ready = client.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+    let body: Value = serde_json::from_slice(&ready.bytes().await.unwrap()).unwrap();
+    assert_eq!(body["status"], "ready");
+    stop.send(()).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Draining: still answering, readiness says no.
+    let draining = client.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(draining.status(), 503);
+    assert_eq!(draining.headers()["cache-control"], "no-store");
+    let body: Value = serde_json::from_slice(&draining.bytes().await.unwrap()).unwrap();
+    assert_eq!(body["status"], "draining");
+    let healthy = client.get(format!("{base}/healthz")).send().await.unwrap();
+    assert_eq!(healthy.status(), 200);
+    // Then it stops.
+    tokio::time::timeout(std::time::Duration::from_secs(10), server)
+        .await
+        .expect("the server stops after the drain delay")
+        .unwrap()
+        .unwrap();
+    assert!(
+        reqwest::Client::new()
+            .get(format!("{base}/readyz"))
+            .send()
+            .await
+            .is_err()
+    );
+}
