@@ -159,6 +159,26 @@ pub struct ServeArgs {
     /// load balancer stops sending before the listener closes.
     #[arg(long, env = "MLENERGY_DRAIN_DELAY", default_value = "0s", value_parser = humantime::parse_duration)]
     pub drain_delay: std::time::Duration,
+    /// Time limit to an answer's head; past it the work is stopped and the answer is 504.
+    #[arg(long, env = "MLENERGY_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub request_timeout: std::time::Duration,
+    /// Requests in flight at once; more are answered 503 with Retry-After at once.
+    #[arg(long, env = "MLENERGY_MAX_IN_FLIGHT", default_value_t = 1024)]
+    pub max_in_flight: usize,
+    /// Requests in flight at once for raw-derived data, SQL, fits and charts (default: 4 per
+    /// core); more are answered 503 with Retry-After.
+    #[arg(long, env = "MLENERGY_MAX_COSTLY_IN_FLIGHT")]
+    pub max_costly_in_flight: Option<usize>,
+    /// Longest request target (path and query) in bytes; longer: 414.
+    #[arg(long, env = "MLENERGY_MAX_URI_BYTES", default_value_t = 8192)]
+    pub max_uri_bytes: usize,
+    /// Most bytes of request headers; more: 431.
+    #[arg(long, env = "MLENERGY_MAX_HEADER_BYTES", default_value_t = 32768)]
+    pub max_header_bytes: usize,
+    /// The bearer token admin actions (prefetch) need. Unset: they are allowed only when the
+    /// server listens on loopback.
+    #[arg(long, env = "MLENERGY_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
     /// The time limit of an SQL query (it is stopped and answered 422 past it).
     #[arg(long, env = "MLENERGY_SQL_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
     pub sql_timeout: std::time::Duration,

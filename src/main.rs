@@ -9,6 +9,7 @@ use mlenergy_server::config::{
     BuildArgs, Cli, Command, HealthcheckArgs, HistogramReading, LogFormat, ServeArgs,
 };
 use mlenergy_server::engine::sql::SqlLimits;
+use mlenergy_server::http::guard::GuardOptions;
 use mlenergy_server::http::{self, AppState, HttpOptions, Limits};
 use mlenergy_server::rawtree::compile::write_compiled;
 use mlenergy_server::rawtree::sample;
@@ -93,6 +94,17 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         cors_origins: args.cors_origins.clone(),
         leaderboard_ui,
         drain_delay: args.drain_delay,
+        guard: GuardOptions {
+            max_uri_bytes: args.max_uri_bytes,
+            max_header_bytes: args.max_header_bytes,
+            max_in_flight: args.max_in_flight,
+            max_costly_in_flight: args
+                .max_costly_in_flight
+                .unwrap_or(GuardOptions::default().max_costly_in_flight),
+            request_timeout: args.request_timeout,
+            admin_token: args.admin_token.clone().filter(|t| !t.is_empty()),
+            loopback: args.bind.ip().is_loopback(),
+        },
     };
     http::serve(state, args.bind, |addr| {
         tracing::info!(%addr, ready_ms = started.elapsed().as_millis() as u64, "listening");

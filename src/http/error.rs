@@ -115,6 +115,18 @@ pub enum AppError {
     /// Too much work in flight: try again after `retry_after` seconds.
     #[error("{detail}")]
     Busy { detail: String, retry_after: u64 },
+    #[error("the request target is over {limit} bytes")]
+    UriTooLong { limit: usize },
+    #[error("the request headers are over {limit} bytes")]
+    HeadersTooLarge { limit: usize },
+    #[error("no answer within the time limit of {limit:?}")]
+    RequestTimeout { limit: std::time::Duration },
+    /// An admin action without the admin token.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// Admin actions are off (no token configured, listening beyond loopback).
+    #[error("{0}")]
+    AdminForbidden(String),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -145,6 +157,11 @@ impl AppError {
             AppError::SqlRefused(_) | AppError::SqlInvalid(_) => StatusCode::BAD_REQUEST,
             AppError::QueryLimit(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::UriTooLong { .. } => StatusCode::URI_TOO_LONG,
+            AppError::HeadersTooLarge { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            AppError::RequestTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            AppError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            AppError::AdminForbidden(_) => StatusCode::FORBIDDEN,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -176,6 +193,11 @@ impl AppError {
             AppError::SqlInvalid(_) => "invalid_sql",
             AppError::QueryLimit(_) => "query_limit",
             AppError::Busy { .. } => "busy",
+            AppError::UriTooLong { .. } => "uri_too_long",
+            AppError::HeadersTooLarge { .. } => "headers_too_large",
+            AppError::RequestTimeout { .. } => "request_timeout",
+            AppError::Unauthorized(_) => "unauthorized",
+            AppError::AdminForbidden(_) => "admin_forbidden",
             AppError::Internal(_) => "internal",
         }
     }
@@ -206,6 +228,11 @@ impl AppError {
             AppError::SqlInvalid(_) => "Invalid SQL",
             AppError::QueryLimit(_) => "Query stopped at a limit",
             AppError::Busy { .. } => "Busy",
+            AppError::UriTooLong { .. } => "Request target too long",
+            AppError::HeadersTooLarge { .. } => "Request headers too large",
+            AppError::RequestTimeout { .. } => "Request timed out",
+            AppError::Unauthorized(_) => "Admin token required",
+            AppError::AdminForbidden(_) => "Admin actions are off",
             AppError::Internal(_) => "Internal server error",
         }
     }
@@ -327,6 +354,25 @@ impl AppError {
                 (Some("q".into()), None, d.clone())
             }
             AppError::Busy { detail, .. } => (None, None, detail.clone()),
+            AppError::UriTooLong { limit } => (
+                None,
+                None,
+                format!("the request target (path and query) is over {limit} bytes"),
+            ),
+            AppError::HeadersTooLarge { limit } => (
+                None,
+                None,
+                format!("the request headers are over {limit} bytes"),
+            ),
+            AppError::RequestTimeout { limit } => (
+                None,
+                None,
+                format!(
+                    "no answer within the time limit of {limit:?} (--request-timeout); the work was stopped"
+                ),
+            ),
+            AppError::Unauthorized(d) => (Some("Authorization".into()), None, d.clone()),
+            AppError::AdminForbidden(d) => (None, None, d.clone()),
             AppError::Internal(_) => (
                 None,
                 None,
@@ -433,7 +479,12 @@ impl AppError {
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();
-        if status.is_server_error() && !matches!(self, AppError::Busy { .. }) {
+        if status.is_server_error()
+            && !matches!(
+                self,
+                AppError::Busy { .. } | AppError::RequestTimeout { .. }
+            )
+        {
             tracing::error!(error = %self, "request failed");
         }
         let body = serde_json::to_vec(&self.problem()).unwrap_or_default();
@@ -442,9 +493,16 @@ impl IntoResponse for AppError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
-        if let AppError::Busy { retry_after, .. } = self {
-            resp.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+        match self {
+            AppError::Busy { retry_after, .. } => {
+                resp.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            }
+            AppError::Unauthorized(_) => {
+                resp.headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            _ => {}
         }
         resp
     }

@@ -15,6 +15,7 @@ pub mod error;
 pub mod fits;
 pub mod frontier;
 pub mod groups;
+pub mod guard;
 pub mod info;
 pub mod leaderboard;
 pub mod models;
@@ -140,6 +141,10 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             transport::transport,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::guard,
         ))
         .with_state(state)
         .layer(cors)

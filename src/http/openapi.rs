@@ -328,7 +328,7 @@ const OPERATIONS: &[Operation] = &[
         path: "/v1/{domain}/prefetch",
         post: true,
         endpoint: Some(params::PREFETCH),
-        problems: &[400, 404, 406],
+        problems: &[400, 401, 403, 404, 406],
     },
     Operation {
         path: "/v1/jobs/{job_id}",
@@ -479,7 +479,12 @@ const PROBLEMS: &[(u16, &str, &str)] = &[
     (
         403,
         "SourceDenied",
-        "The hub refused the raw file (`source_denied`): a gated dataset without access; `detail` says where to request it.",
+        "The hub refused the raw file (`source_denied`): a gated dataset without access; `detail` says where to request it. Or admin actions are off: the server listens beyond loopback without MLENERGY_ADMIN_TOKEN (`admin_forbidden`).",
+    ),
+    (
+        401,
+        "Unauthorized",
+        "An admin action without the admin token (`unauthorized`): send `Authorization: Bearer <MLENERGY_ADMIN_TOKEN>`.",
     ),
     (
         404,
@@ -499,7 +504,7 @@ const PROBLEMS: &[(u16, &str, &str)] = &[
     (
         503,
         "Busy",
-        "As many SQL queries are running and waiting as the server takes (`busy`); `Retry-After` says when to try again.",
+        "As many requests (or SQL queries) are in flight as the server takes (`busy`); `Retry-After` says when to try again.",
     ),
     (
         502,
@@ -509,7 +514,7 @@ const PROBLEMS: &[(u16, &str, &str)] = &[
     (
         504,
         "UpstreamTimeout",
-        "The source did not answer in time (`upstream_timeout`).",
+        "The source did not answer in time (`upstream_timeout`), or the request ran over its time limit (`request_timeout`).",
     ),
 ];
 

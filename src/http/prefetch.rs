@@ -30,6 +30,7 @@ pub async fn prefetch(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
+    super::guard::require_admin(&state, &headers)?;
     let p = prepare(
         &state,
         &domain,

@@ -45,6 +45,8 @@ pub struct HttpOptions {
     /// How long a shutdown keeps serving after /readyz turns 503, so a load balancer stops
     /// sending before the listener closes (`--drain-delay`).
     pub drain_delay: std::time::Duration,
+    /// Bounds of every request and the admin token (`guard`).
+    pub guard: super::guard::GuardOptions,
 }
 
 impl Default for HttpOptions {
@@ -54,6 +56,7 @@ impl Default for HttpOptions {
             cors_origins: Vec::new(),
             leaderboard_ui: None,
             drain_delay: std::time::Duration::ZERO,
+            guard: Default::default(),
         }
     }
 }
@@ -78,6 +81,8 @@ pub struct AppState {
     pub salt: Arc<str>,
     /// Set when a shutdown starts: /readyz answers 503 from then on.
     pub draining: Arc<std::sync::atomic::AtomicBool>,
+    /// Requests in flight (`guard`).
+    pub in_flight: super::guard::SharedInFlight,
 }
 
 impl AppState {
@@ -95,6 +100,7 @@ impl AppState {
             http: HttpOptions::default(),
             salt: salt.into(),
             draining: Default::default(),
+            in_flight: Default::default(),
         }
     }
 }

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 struct Server {
     child: Child,
     addr: String,
+    /// Every log line so far.
+    logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Drop for Server {
@@ -19,9 +21,14 @@ impl Drop for Server {
 }
 
 fn start(args: &[&str]) -> Server {
+    start_with_env(args, &[])
+}
+
+fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mlenergy-server"))
         .args(["--bind", "127.0.0.1:0", "--log-format", "json"])
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(std::env::temp_dir())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -29,15 +36,22 @@ fn start(args: &[&str]) -> Server {
         .expect("binary starts");
     let stdout = child.stdout.take().unwrap();
     let mut lines = BufReader::new(stdout).lines();
+    let logs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
         let Some(Ok(line)) = lines.next() else { break };
+        logs.lock().unwrap().push(line.clone());
         let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
         if v["fields"]["message"] == "listening" {
             let addr = v["fields"]["addr"].as_str().unwrap().to_string();
             // Keep draining the log so the child never blocks on a full pipe.
-            std::thread::spawn(move || for _ in lines {});
-            return Server { child, addr };
+            let kept = logs.clone();
+            std::thread::spawn(move || {
+                for line in lines.map_while(Result::ok) {
+                    kept.lock().unwrap().push(line);
+                }
+            });
+            return Server { child, addr, logs };
         }
     }
     let _ = child.kill();
@@ -168,4 +182,36 @@ fn text_logs_to_a_pipe_are_plain() {
     assert!(seen.iter().any(|l| l.contains("listening")), "{seen:?}");
     assert!(seen.iter().any(|l| l.contains("INFO")), "{seen:?}");
     assert!(!seen.iter().any(|l| l.contains('\u{1b}')), "{seen:?}");
+}
+
+/// The admin token is never written to the log, at any level, whether a request carries the
+/// right one or a wrong one.
+#[test]
+fn the_admin_token_is_never_logged() {
+    let token = "tok-8f3a9c1d-never-log";
+    let server = start_with_env(
+        &[],
+        &[("MLENERGY_ADMIN_TOKEN", token), ("MLENERGY_LOG", "trace")],
+    );
+    for auth in [format!("Bearer {token}"), "Bearer wrong".to_string()] {
+        let mut s = TcpStream::connect(&server.addr).unwrap();
+        write!(
+            s,
+            "POST /v1/llm/prefetch?task=video-chat HTTP/1.1\r\nHost: {}\r\nAuthorization: {auth}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            server.addr
+        )
+        .unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).unwrap();
+        let status: u16 = raw.split(' ').nth(1).unwrap().parse().unwrap();
+        assert!(status == 202 || status == 401, "{raw}");
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let logs = server.logs.lock().unwrap();
+    assert!(logs.len() > 5, "the requests were logged");
+    assert!(logs.iter().any(|l| l.contains("prefetch")), "{logs:?}");
+    assert!(
+        !logs.iter().any(|l| l.contains(token)),
+        "the token is in the log"
+    );
 }

@@ -12,6 +12,7 @@ mod confine;
 mod errors;
 mod formats;
 mod frontier;
+mod guard;
 mod hints;
 mod hub;
 mod layers;

@@ -96,7 +96,7 @@ impl TestApp {
         .await
     }
 
-    async fn configured(
+    pub async fn configured(
         limits: Limits,
         http: mlenergy_server::http::HttpOptions,
         adjust: impl FnOnce(&mut Service),

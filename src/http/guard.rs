@@ -1,0 +1,205 @@
+//! Overload and abuse protection (the outermost layer but tracing): a request's target and headers
+//! are bounded (414, 431), requests in flight are bounded, globally and for the costly routes
+//! (raw-derived data, SQL, fits, charts), with the excess shed at once (503 with Retry-After)
+//! rather than queued, and every request has a time limit to its answer's head (504). All as
+//! problem+json. Admin actions (prefetch) need the bearer token when one is configured, and are
+//! refused when none is and the server listens beyond loopback.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::error::AppError;
+use super::state::AppState;
+
+/// The bounds of every request.
+#[derive(Debug, Clone)]
+pub struct GuardOptions {
+    /// Longest request target (path and query), bytes.
+    pub max_uri_bytes: usize,
+    /// Most bytes of request headers (names and values).
+    pub max_header_bytes: usize,
+    /// Requests in flight at once; more are shed.
+    pub max_in_flight: usize,
+    /// Requests in flight at once on the costly routes; more are shed.
+    pub max_costly_in_flight: usize,
+    /// Time limit to an answer's head.
+    pub request_timeout: Duration,
+    /// The bearer token admin actions need (`MLENERGY_ADMIN_TOKEN`).
+    pub admin_token: Option<String>,
+    /// Whether the server listens on loopback only (admin actions are then allowed without a
+    /// token).
+    pub loopback: bool,
+}
+
+impl Default for GuardOptions {
+    fn default() -> Self {
+        GuardOptions {
+            max_uri_bytes: 8 << 10,
+            max_header_bytes: 32 << 10,
+            max_in_flight: 1024,
+            max_costly_in_flight: 4 * std::thread::available_parallelism().map_or(2, |n| n.get()),
+            request_timeout: Duration::from_secs(30),
+            admin_token: None,
+            loopback: true,
+        }
+    }
+}
+
+/// Requests in flight now.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    all: AtomicUsize,
+    costly: AtomicUsize,
+}
+
+/// A place taken in a count, given back when dropped.
+struct Taken<'a>(&'a AtomicUsize);
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn take(count: &AtomicUsize, max: usize) -> Option<Taken<'_>> {
+    if count.fetch_add(1, Ordering::AcqRel) >= max {
+        count.fetch_sub(1, Ordering::AcqRel);
+        None
+    } else {
+        Some(Taken(count))
+    }
+}
+
+/// Whether a path is one of the costly routes: it reads raw files, runs SQL, fits models or
+/// draws.
+pub fn costly(path: &str) -> bool {
+    path.starts_with("/v1/sql")
+        || path.starts_with("/v1/models/")
+        || path.contains("/fits/")
+        || path.contains("/charts/")
+        || path.ends_with(".svg")
+        || path.ends_with("/itl")
+        || path.ends_with("/itl-mixture")
+        || path.ends_with("/output-lengths")
+        || path.ends_with("/timeline")
+        || path.ends_with("/timelines")
+        || path.contains("/raw/")
+}
+
+/// The guard middleware (see the module header).
+pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let o = &state.http.guard;
+    let target = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
+    if target > o.max_uri_bytes {
+        return AppError::UriTooLong {
+            limit: o.max_uri_bytes,
+        }
+        .into_response();
+    }
+    let header_bytes: usize = req
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum();
+    if header_bytes > o.max_header_bytes {
+        return AppError::HeadersTooLarge {
+            limit: o.max_header_bytes,
+        }
+        .into_response();
+    }
+    // Probes are never shed: an overloaded replica is still alive, and says whether it is ready.
+    if matches!(req.uri().path(), "/healthz" | "/readyz" | "/metrics") {
+        return next.run(req).await;
+    }
+    let in_flight = state.in_flight.clone();
+    let Some(_all) = take(&in_flight.all, o.max_in_flight) else {
+        return shed(format!(
+            "{} requests are in flight, the most this server takes at once; try again shortly",
+            o.max_in_flight
+        ));
+    };
+    let _costly = if costly(req.uri().path()) {
+        match take(&in_flight.costly, o.max_costly_in_flight) {
+            Some(t) => Some(t),
+            None => {
+                return shed(format!(
+                    "{} requests for raw-derived data, SQL, fits or charts are in flight, the most this server takes at once; try again shortly",
+                    o.max_costly_in_flight
+                ));
+            }
+        }
+    } else {
+        None
+    };
+    let limit = o.request_timeout;
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(resp) => resp,
+        Err(_) => AppError::RequestTimeout { limit }.into_response(),
+    }
+}
+
+fn shed(detail: String) -> Response {
+    AppError::Busy {
+        detail,
+        retry_after: 1,
+    }
+    .into_response()
+}
+
+/// Refuse an admin action unless it is allowed: with a configured token, the request must carry
+/// it as `Authorization: Bearer <token>`; without one, only a server on loopback takes it.
+pub fn require_admin(state: &AppState, headers: &HeaderMap) -> Result<(), AppError> {
+    let o = &state.http.guard;
+    match &o.admin_token {
+        Some(token) => {
+            let given = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .unwrap_or("");
+            if same(given.as_bytes(), token.as_bytes()) {
+                Ok(())
+            } else {
+                Err(AppError::Unauthorized(
+                    "this action needs the admin token: Authorization: Bearer <MLENERGY_ADMIN_TOKEN>".into(),
+                ))
+            }
+        }
+        None if o.loopback => Ok(()),
+        None => Err(AppError::AdminForbidden(
+            "admin actions are off: the server listens beyond loopback and MLENERGY_ADMIN_TOKEN is not set".into(),
+        )),
+    }
+}
+
+/// Equal bytes, compared in time that does not depend on where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The counters of requests in flight, shared by the guard.
+pub type SharedInFlight = Arc<InFlight>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn costly_routes() {
+        assert!(costly("/v1/llm/runs/x/itl"));
+        assert!(costly("/v1/sql"));
+        assert!(costly("/v1/llm/charts/pareto.svg"));
+        assert!(costly("/v1/llm/fits/logistic"));
+        assert!(!costly("/v1/llm/runs"));
+        assert!(!costly("/leaderboard/data/index.json"));
+        assert!(same(b"abc", b"abc"));
+        assert!(!same(b"abc", b"abd"));
+        assert!(!same(b"abc", b"ab"));
+    }
+}

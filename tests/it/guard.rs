@@ -1,0 +1,205 @@
+//! Overload and abuse protection with real headers: 414 and 431 for oversized requests, 503 with
+//! Retry-After when the requests in flight (all, or the costly ones) are at their bound while the
+//! probes still answer, 504 past the request time limit, and the admin token on prefetch.
+
+use std::time::Duration;
+
+use mlenergy_server::engine::sql::SqlLimits;
+use mlenergy_server::http::guard::GuardOptions;
+use mlenergy_server::http::{HttpOptions, Limits};
+use mlenergy_server::service::sql::Sql;
+
+use crate::common::TestApp;
+
+const SLOW_SQL: &str = "/v1/sql?q=SELECT+count(*)+FROM+generate_series(1,+100000000000)+a";
+
+fn limits() -> Limits {
+    Limits {
+        max_rows: 100_000,
+        stream_bytes: Limits::STREAM_BYTES,
+    }
+}
+
+async fn app(guard: GuardOptions, sql_timeout: Duration) -> TestApp {
+    TestApp::configured(
+        limits(),
+        HttpOptions {
+            guard,
+            ..HttpOptions::default()
+        },
+        move |s| {
+            s.sql = Sql::new(
+                SqlLimits {
+                    timeout: sql_timeout,
+                    ..SqlLimits::default()
+                },
+                4,
+                16,
+            )
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn oversized_requests_are_refused() {
+    let app = TestApp::sample().await;
+    let long = format!("/v1/llm/runs?task={}", "g".repeat(9000));
+    let p = app.get(&long).await.problem(414, "uri_too_long");
+    assert!(p["detail"].as_str().unwrap().contains("8192 bytes"));
+    let big = "x".repeat(40_000);
+    let p = app
+        .get_with("/v1/llm/runs?limit=1", &[("x-big", &big)])
+        .await
+        .problem(431, "headers_too_large");
+    assert!(p["detail"].as_str().unwrap().contains("32768 bytes"));
+    // Just under the bounds: answered.
+    assert_eq!(
+        app.get(&format!("/v1/llm/runs?task={}", "g".repeat(7000)))
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn excess_requests_are_shed_and_probes_still_answer() {
+    let app = app(
+        GuardOptions {
+            max_costly_in_flight: 1,
+            ..GuardOptions::default()
+        },
+        Duration::from_millis(1500),
+    )
+    .await;
+    let (slow, shed, cheap, probe) = tokio::join!(
+        app.get(SLOW_SQL),
+        async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            app.get("/v1/llm/charts/pareto.svg?task=gpqa").await
+        },
+        async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            app.get("/v1/llm/runs?limit=1").await
+        },
+        async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            app.get("/readyz").await
+        }
+    );
+    slow.problem(422, "query_limit");
+    let p = shed.problem(503, "busy");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("raw-derived data, SQL, fits or charts")
+    );
+    assert_eq!(shed.headers["retry-after"], "1");
+    assert_eq!(cheap.status, 200, "a cheap route is not held back");
+    assert_eq!(probe.status, 200);
+    // The place is given back.
+    assert_eq!(
+        app.get("/v1/llm/charts/pareto.svg?task=gpqa").await.status,
+        200
+    );
+
+    let app = self::app(
+        GuardOptions {
+            max_in_flight: 1,
+            ..GuardOptions::default()
+        },
+        Duration::from_millis(1500),
+    )
+    .await;
+    let (slow, shed, probe) = tokio::join!(
+        app.get(SLOW_SQL),
+        async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            app.get("/v1/llm/runs?limit=1").await
+        },
+        async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            app.get("/healthz").await
+        }
+    );
+    slow.problem(422, "query_limit");
+    let p = shed.problem(503, "busy");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("1 requests are in flight")
+    );
+    assert_eq!(probe.status, 200);
+    assert_eq!(app.get("/v1/llm/runs?limit=1").await.status, 200);
+}
+
+#[tokio::test]
+async fn a_request_over_its_time_limit_is_stopped() {
+    let app = app(
+        GuardOptions {
+            request_timeout: Duration::from_millis(300),
+            ..GuardOptions::default()
+        },
+        Duration::from_secs(5),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let p = app.get(SLOW_SQL).await.problem(504, "request_timeout");
+    assert!(p["detail"].as_str().unwrap().contains("300ms"));
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "stopped, not waited out"
+    );
+    // The SQL gate's place was given back with the dropped query.
+    assert_eq!(app.get("/v1/sql?q=SELECT+1").await.status, 200);
+}
+
+#[tokio::test]
+async fn prefetch_needs_the_admin_token() {
+    let with_token = app(
+        GuardOptions {
+            admin_token: Some("s3cr3t".into()),
+            loopback: false,
+            ..GuardOptions::default()
+        },
+        Duration::from_secs(5),
+    )
+    .await;
+    let uri = "/v1/llm/prefetch?task=video-chat";
+    let r = with_token.request("POST", uri, &[]).await;
+    r.problem(401, "unauthorized");
+    assert_eq!(r.headers["www-authenticate"], "Bearer");
+    with_token
+        .request("POST", uri, &[("authorization", "Bearer wrong")])
+        .await
+        .problem(401, "unauthorized");
+    let ok = with_token
+        .request("POST", uri, &[("authorization", "Bearer s3cr3t")])
+        .await;
+    assert_eq!(ok.status, 202, "{}", ok.text());
+
+    let open_beyond_loopback = app(
+        GuardOptions {
+            admin_token: None,
+            loopback: false,
+            ..GuardOptions::default()
+        },
+        Duration::from_secs(5),
+    )
+    .await;
+    let p = open_beyond_loopback
+        .request("POST", uri, &[])
+        .await
+        .problem(403, "admin_forbidden");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("MLENERGY_ADMIN_TOKEN")
+    );
+    // On loopback without a token (the default), as before.
+    let local = TestApp::sample().await;
+    assert_eq!(local.request("POST", uri, &[]).await.status, 202);
+}
