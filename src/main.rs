@@ -16,7 +16,8 @@ use mlenergy_server::rawtree::sample;
 use mlenergy_server::rawtree::{BuildCache, BuildOptions, build};
 use mlenergy_server::service::Service;
 use mlenergy_server::service::leaderboard::Leaderboard;
-use mlenergy_server::service::open::open_dataset;
+use mlenergy_server::service::open::{open_dataset, reopen_dataset};
+use mlenergy_server::service::reload::Reloader;
 use mlenergy_server::service::sql::Sql;
 use mlenergy_server::service::static_site::StaticSite;
 use tracing_subscriber::EnvFilter;
@@ -57,7 +58,16 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         diffusion_runs = dataset.diffusion.len(),
         "dataset loaded"
     );
+    let reopen = {
+        let (spec, opts, catalog) = (spec.clone(), args.source_options(), catalog.clone());
+        move || {
+            let (spec, opts, catalog) = (spec.clone(), opts.clone(), catalog.clone());
+            Box::pin(async move { reopen_dataset(&spec, &opts, &catalog).await })
+                as futures::future::BoxFuture<'static, _>
+        }
+    };
     let mut service = Service::new(dataset, catalog);
+    service.reloader = Reloader::new(Arc::new(reopen));
     service.leaderboard = Leaderboard::new(
         args.leaderboard_date.clone(),
         args.leaderboard_histograms == HistogramReading::Background,

@@ -127,6 +127,9 @@ pub enum AppError {
     /// Admin actions are off (no token configured, listening beyond loopback).
     #[error("{0}")]
     AdminForbidden(String),
+    /// A reload whose source did not load; the served snapshot is kept.
+    #[error("{0}")]
+    ReloadFailed(String),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -162,6 +165,7 @@ impl AppError {
             AppError::RequestTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             AppError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             AppError::AdminForbidden(_) => StatusCode::FORBIDDEN,
+            AppError::ReloadFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -198,6 +202,7 @@ impl AppError {
             AppError::RequestTimeout { .. } => "request_timeout",
             AppError::Unauthorized(_) => "unauthorized",
             AppError::AdminForbidden(_) => "admin_forbidden",
+            AppError::ReloadFailed(_) => "reload_failed",
             AppError::Internal(_) => "internal",
         }
     }
@@ -233,6 +238,7 @@ impl AppError {
             AppError::RequestTimeout { .. } => "Request timed out",
             AppError::Unauthorized(_) => "Admin token required",
             AppError::AdminForbidden(_) => "Admin actions are off",
+            AppError::ReloadFailed(_) => "Reload failed",
             AppError::Internal(_) => "Internal server error",
         }
     }
@@ -372,7 +378,7 @@ impl AppError {
                 ),
             ),
             AppError::Unauthorized(d) => (Some("Authorization".into()), None, d.clone()),
-            AppError::AdminForbidden(d) => (None, None, d.clone()),
+            AppError::AdminForbidden(d) | AppError::ReloadFailed(d) => (None, None, d.clone()),
             AppError::Internal(_) => (
                 None,
                 None,

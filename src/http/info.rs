@@ -113,6 +113,24 @@ pub struct DatasetList {
     /// Raw paths of loaded runs that leave the dataset root (absolute, `..` above the root, or a
     /// symlink out of it): the runs are served, their raw endpoints answer 404 `raw_unavailable`.
     pub refused_paths: Vec<RefusedRawPath>,
+    /// The id of the snapshot served (also the `X-Snapshot-Id` header of every answer).
+    pub snapshot: String,
+    /// How the last reload went (`POST /v1/admin/reload`, SIGHUP), if there was one.
+    pub last_reload: Option<LastReload>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LastReload {
+    pub at: String,
+    /// The snapshot served after it: the new one, or the old one when it failed.
+    pub snapshot: String,
+    /// Why it failed; null when the new snapshot is served.
+    pub error: Option<String>,
+}
+
+/// The short id of a snapshot: the first 16 hex digits of its content digest.
+pub fn snapshot_id(content_id: &str) -> String {
+    content_id.chars().take(16).collect()
 }
 
 /// What is loaded.
@@ -157,7 +175,45 @@ pub async fn datasets(State(state): State<AppState>) -> Json<DatasetList> {
                 reason: r.reason.clone(),
             })
             .collect(),
+        snapshot: snapshot_id(&snapshot.content_id),
+        last_reload: state.service.reloader.last().map(|r| LastReload {
+            at: humantime::format_rfc3339_millis(r.at).to_string(),
+            snapshot: snapshot_id(&r.content_id),
+            error: r.error,
+        }),
     })
+}
+
+/// The answer to a reload: the snapshot now served.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Reloaded {
+    pub snapshot: String,
+    pub llm_runs: usize,
+    pub diffusion_runs: usize,
+    pub loaded_at: String,
+}
+
+/// Read the dataset again from the source the server was started on and serve it, without
+/// dropping a request: requests in flight finish on the snapshot they started on. A source that
+/// fails to load, or now holds no run, leaves the served snapshot as it is (422 `reload_failed`;
+/// `/v1/datasets` says why). Needs the admin token when one is set. SIGHUP does the same.
+#[utoipa::path(post, path = "/v1/admin/reload", tag = "catalog", responses((status = 200, body = Reloaded)))]
+pub async fn reload(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+) -> Result<Json<Reloaded>, AppError> {
+    super::guard::require_admin(&state, &headers)?;
+    let s = state
+        .service
+        .reload()
+        .await
+        .map_err(AppError::ReloadFailed)?;
+    Ok(Json(Reloaded {
+        snapshot: snapshot_id(&s.content_id),
+        llm_runs: s.llm.len(),
+        diffusion_runs: s.diffusion.len(),
+        loaded_at: humantime::format_rfc3339_millis(s.loaded_at).to_string(),
+    }))
 }
 
 /// The cache: the raw files of a remote source and the persisted derived data of every source,

@@ -71,6 +71,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(info::datasets))
         .routes(routes!(info::healthz))
         .routes(routes!(info::readyz))
+        .routes(routes!(info::reload))
         .routes(routes!(frontier::pareto))
         .routes(routes!(frontier::best))
         .routes(routes!(sql::sql_get, sql::sql_post))
@@ -173,6 +174,7 @@ fn cors(origins: &[String]) -> CorsLayer {
             header::LOCATION,
             header::RETRY_AFTER,
             HeaderName::from_static("x-total-count"),
+            transport::SNAPSHOT_ID,
             REQUEST_ID,
         ])
         .max_age(std::time::Duration::from_secs(86400))
@@ -189,6 +191,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     on_bound(listener.local_addr()?);
+    reload_on_hangup(state.clone());
     serve_until(state, listener, shutdown_signal()).await
 }
 
@@ -248,6 +251,30 @@ pub async fn serve_until(
         }
     }
     served
+}
+
+/// SIGHUP reads the dataset again, as `POST /v1/admin/reload` does.
+fn reload_on_hangup(state: AppState) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            return;
+        };
+        while hup.recv().await.is_some() {
+            match state.service.reload().await {
+                Ok(s) => tracing::info!(
+                    snapshot = %info::snapshot_id(&s.content_id),
+                    llm_runs = s.llm.len(),
+                    diffusion_runs = s.diffusion.len(),
+                    "reloaded on SIGHUP"
+                ),
+                Err(e) => tracing::warn!(error = %e, "reload on SIGHUP failed"),
+            }
+        }
+    });
+    #[cfg(not(unix))]
+    let _ = state;
 }
 
 async fn shutdown_signal() {

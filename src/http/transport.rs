@@ -22,6 +22,10 @@ use super::answer::CachedAnswer;
 use super::state::AppState;
 use crate::service::coding::{Coding, Effort};
 
+/// The id of the snapshot an answer is from (`/v1/datasets`' `snapshot`).
+pub const SNAPSHOT_ID: axum::http::HeaderName =
+    axum::http::HeaderName::from_static("x-snapshot-id");
+
 /// The coding chosen for a request, for the layers inside `transport`.
 #[derive(Debug, Clone, Copy)]
 pub struct Chosen(pub Coding);
@@ -114,6 +118,7 @@ fn not_modified(resp: Response) -> Response {
         header::CACHE_CONTROL,
         header::VARY,
         header::CONTENT_LOCATION,
+        SNAPSHOT_ID,
     ] {
         for v in parts.headers.get_all(&name) {
             out.headers_mut().append(name.clone(), v.clone());
@@ -136,13 +141,16 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
         HeaderValue::from_static(coding.token()),
     );
     req.extensions_mut().insert(Chosen(coding));
+    let snapshot = state.service.snapshot();
+    let snapshot_id =
+        HeaderValue::from_str(&super::info::snapshot_id(&snapshot.content_id)).expect("hex digits");
     if kind(req.uri().path()) == Kind::Volatile {
         let mut resp = next.run(req).await;
-        resp.headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        let h = resp.headers_mut();
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        h.insert(SNAPSHOT_ID, snapshot_id);
         return resp;
     }
-    let snapshot = state.service.snapshot();
     let pinned = snapshot.source.pinned();
     let stem = format!("r-{}", answer_tag(&state, &snapshot.content_id, &req));
     drop(snapshot);
@@ -158,12 +166,14 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
             header::VARY,
             HeaderValue::from_static("accept, accept-encoding"),
         );
+        h.insert(SNAPSHOT_ID, snapshot_id);
         return resp;
     }
     let request_headers = conditional.then(|| req.headers().clone());
     let mut resp = next.run(req).await;
     let ok = resp.status() == StatusCode::OK;
     let h = resp.headers_mut();
+    h.insert(SNAPSHOT_ID, snapshot_id.clone());
     if !ok {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         return resp;

@@ -7,6 +7,7 @@ use super::derived::DerivedData;
 use super::fits::Fits;
 use super::leaderboard::Leaderboard;
 use super::prefetch::Prefetch;
+use super::reload::Reloader;
 use super::snapshot::{Snapshot, Snapshots};
 use super::sql::Sql;
 use crate::engine::sql::SqlLimits;
@@ -27,6 +28,8 @@ pub struct Service {
     pub leaderboard: Leaderboard,
     /// Read-only SQL over the served snapshot, with its limits and gate.
     pub sql: Sql,
+    /// Reading the dataset again (`POST /v1/admin/reload`, SIGHUP).
+    pub reloader: Reloader,
 }
 
 impl Service {
@@ -41,6 +44,7 @@ impl Service {
             catalog,
             leaderboard: Leaderboard::new(None, true),
             sql: Sql::new(SqlLimits::default(), Sql::default_concurrency(), Sql::QUEUE),
+            reloader: Reloader::default(),
         }
     }
 
@@ -50,7 +54,16 @@ impl Service {
     }
 
     /// Replace the served snapshot; requests in flight finish on the one they started with.
-    pub fn swap(&self, snapshot: Snapshot) {
+    pub fn swap(&self, snapshot: Snapshot) -> Arc<Snapshot> {
         self.snapshots.swap(snapshot)
+    }
+
+    /// Read the dataset again from its source and serve it, or keep the served one if it fails
+    /// (`reload`).
+    pub async fn reload(&self) -> Result<Arc<Snapshot>, String> {
+        let current = self.snapshot();
+        self.reloader
+            .reload(current, |s| self.snapshots.swap(s))
+            .await
     }
 }

@@ -16,6 +16,7 @@ pub mod leaderboard;
 pub mod open;
 pub mod prefetch;
 pub mod raw_files;
+pub mod reload;
 pub mod snapshot;
 pub mod sql;
 pub mod sql_tables;

@@ -236,26 +236,35 @@ pub async fn load_remote(
 /// local one opens the catalog only for prefetch jobs (in memory if the default file cannot be
 /// created).
 pub async fn open_dataset(spec: &str, opts: &SourceOptions) -> Result<(Snapshot, Catalog), String> {
+    let catalog = match Remote::parse(spec)? {
+        Some(_) => opts.open_catalog().await?,
+        None => match opts.open_catalog().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "catalog unavailable; prefetch jobs and the index of derived data are kept in memory");
+                Catalog::open("sqlite::memory:")
+                    .await
+                    .map_err(|e| format!("in-memory catalog: {e}"))?
+            }
+        },
+    };
+    let dataset = reopen_dataset(spec, opts, &catalog).await?;
+    Ok((dataset, catalog))
+}
+
+/// The dataset `spec` names, read again with the catalog already open (a reload).
+pub async fn reopen_dataset(
+    spec: &str,
+    opts: &SourceOptions,
+    catalog: &Catalog,
+) -> Result<Snapshot, String> {
     match Remote::parse(spec)? {
-        Some(remote) => {
-            let catalog = opts.open_catalog().await?;
-            let dataset = load_remote(&remote, opts, catalog.clone())
-                .await
-                .map_err(|e| format!("{spec}: {e}"))?;
-            Ok((dataset, catalog))
-        }
+        Some(remote) => load_remote(&remote, opts, catalog.clone())
+            .await
+            .map_err(|e| format!("{spec}: {e}")),
         None => {
             let location = DataLocation::detect(spec);
             let mut dataset = load(&location).await.map_err(|e| format!("{spec}: {e}"))?;
-            let catalog = match opts.open_catalog().await {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(error = %e, "catalog unavailable; prefetch jobs and the index of derived data are kept in memory");
-                    Catalog::open("sqlite::memory:")
-                        .await
-                        .map_err(|e| format!("in-memory catalog: {e}"))?
-                }
-            };
             // Derived data of local raw files is persisted in the cache location too.
             match CacheLocation::parse(&opts.cache).open() {
                 Ok((store, description, local)) => {
@@ -267,7 +276,7 @@ pub async fn open_dataset(spec: &str, opts: &SourceOptions) -> Result<(Snapshot,
                     tracing::warn!(error = %e, "cache location unavailable; derived data is kept in memory only")
                 }
             }
-            Ok((dataset, catalog))
+            Ok(dataset)
         }
     }
 }

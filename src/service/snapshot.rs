@@ -293,8 +293,10 @@ impl Snapshots {
             .clone()
     }
 
-    /// Replace the served snapshot.
-    pub fn swap(&self, snapshot: Snapshot) {
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+    /// Replace the served snapshot; returns the new one.
+    pub fn swap(&self, snapshot: Snapshot) -> Arc<Snapshot> {
+        let new = Arc::new(snapshot);
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = new.clone();
+        new
     }
 }

@@ -66,8 +66,9 @@ fn get(addr: &str, path: &str) -> (u16, String, String) {
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
+    let mut bytes = Vec::new();
+    s.read_to_end(&mut bytes).unwrap();
+    let raw = String::from_utf8_lossy(&bytes);
     let (head, body) = raw.split_once("\r\n\r\n").unwrap();
     let status = head.split(' ').nth(1).unwrap().parse().unwrap();
     (status, head.to_ascii_lowercase(), body.to_string())
@@ -213,5 +214,80 @@ fn the_admin_token_is_never_logged() {
     assert!(
         !logs.iter().any(|l| l.contains(token)),
         "the token is in the log"
+    );
+}
+
+/// SIGHUP reads the dataset again: new runs are served without a restart.
+#[cfg(unix)]
+#[test]
+fn sighup_reloads_the_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample");
+    for entry in walkdir::WalkDir::new(&sample) {
+        let entry = entry.unwrap();
+        let dest = data.join(entry.path().strip_prefix(&sample).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+    let cache = dir.path().join("cache");
+    let server = start(&[
+        "--data",
+        data.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+    ]);
+    let total = |server: &Server| -> u64 {
+        let (status, _, body) = get(&server.addr, "/v1/llm/runs?limit=1");
+        assert_eq!(status, 200);
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()["total"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(total(&server), 838);
+    // Only the diffusion table's runs change: drop all but the text-to-video runs.
+    let (status, _, _) = get(
+        &server.addr,
+        "/v1/diffusion/runs?task=text-to-video&format=parquet",
+    );
+    assert_eq!(status, 200);
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    write!(
+        s,
+        "GET /v1/diffusion/runs?task=text-to-video&format=parquet HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let at = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    std::fs::write(data.join("runs/diffusion.parquet"), &raw[at..]).unwrap();
+    let diffusion_total = |server: &Server| -> u64 {
+        let (_, _, body) = get(&server.addr, "/v1/diffusion/runs?limit=1");
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()["total"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(diffusion_total(&server), 1020);
+    let pid = server.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while diffusion_total(&server) == 1020 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(diffusion_total(&server), 382);
+    assert_eq!(total(&server), 838);
+    let logs = server.logs.lock().unwrap();
+    assert!(
+        logs.iter().any(|l| l.contains("reloaded on SIGHUP")),
+        "{logs:?}"
     );
 }

@@ -20,6 +20,7 @@ mod leaderboard;
 mod load;
 mod models;
 mod openapi;
+mod reload;
 mod sample;
 mod sql;
 mod transport;
