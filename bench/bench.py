@@ -87,6 +87,16 @@ def wait_ready(url, proc, timeout=60):
     raise RuntimeError(f"not ready: {url}")
 
 
+def wait_compressed(base, timeout=300):
+    """Until the start-up task has compressed the leaderboard's files (it would compete for the CPU)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with urllib.request.urlopen(f"{base}/readyz") as r:
+            if json.loads(r.read())["leaderboard"]["compressed"]:
+                return
+        time.sleep(0.2)
+
+
 def fetch(url, body=None, headers=None):
     req = urllib.request.Request(url, data=body.encode() if body else None, headers=headers or {})
     with urllib.request.urlopen(req) as r:
@@ -195,6 +205,7 @@ def main():
                               "--data", ROOT / "data/sample"], stdout=subprocess.DEVNULL)
         procs.append(p)
         ready_s = wait_ready(f"{ours}/readyz", p)
+        wait_compressed(ours)
         # The same binary with the encoded-response cache off, to show the uncached cost too.
         nport = free_port()
         nocache = f"http://127.0.0.1:{nport}"
@@ -202,6 +213,7 @@ def main():
                                        "--data", ROOT / "data/sample", "--response-cache-bytes", "0"],
                                       stdout=subprocess.DEVNULL))
         wait_ready(f"{nocache}/readyz", procs[-1])
+        wait_compressed(nocache)
 
         parquet_path, db, n_runs = export_peer_data(ours)
         rport, pgport, dport = free_port(), free_port(), free_port()

@@ -30,7 +30,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import OUT, ROOT, bench_args, build_release, free_port, sh, wait_ready  # noqa: E402
+from bench import OUT, ROOT, bench_args, build_release, free_port, sh, wait_compressed, wait_ready  # noqa: E402
 
 PATHS_LUA = Path(__file__).resolve().parent / "paths.lua"
 RUN_QUERY = "/v1/llm/runs?task=gpqa&gpu_model=B200&sort=energy_per_token_joules&limit=50"
@@ -148,6 +148,9 @@ def main():
                                        "--cache", str(work / "cache")], stdout=subprocess.DEVNULL,
                                       env=dict(os.environ, MLENERGY_LOG="warn")))
         wait_ready(f"{ours}/readyz", procs[-1])
+        # The start-up task compresses every file in every coding (brotli 11, zstd 19): measure after
+        # it, not beside it.
+        wait_compressed(ours)
         tasks, models, query_bytes = write_site(ours, root)
         nginx, plain, gz = start_nginx(root, work)
         procs.append(nginx)

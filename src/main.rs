@@ -99,7 +99,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         }
         None => None,
     };
-    state.http = HttpOptions {
+    state.http = Arc::new(HttpOptions {
         max_age: args.cache_max_age,
         cors_origins: args.cors_origins.clone(),
         leaderboard_ui,
@@ -115,7 +115,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             admin_token: args.admin_token.clone().filter(|t| !t.is_empty()),
             loopback: args.bind.ip().is_loopback(),
         },
-    };
+    });
     http::serve(state, args.bind, |addr| {
         tracing::info!(%addr, ready_ms = started.elapsed().as_millis() as u64, "listening");
     })

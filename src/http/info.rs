@@ -317,6 +317,9 @@ pub struct LeaderboardReadiness {
     /// The LLM model files' output-length histograms: ready, still to read from raw files (a
     /// request for such a file reads them at once), or left out, with why.
     pub histograms: crate::service::leaderboard::HistogramStatus,
+    /// Whether every file is held compressed in every coding (a start-up task; until then a
+    /// file is compressed on its first request in a coding).
+    pub compressed: bool,
 }
 
 /// Readiness: the snapshot being served. The listener binds only after a dataset has loaded, so a
@@ -345,6 +348,7 @@ pub async fn readyz(State(state): State<AppState>) -> (axum::http::StatusCode, J
             files: site.paths().len(),
             last_updated: site.last_updated.clone(),
             histograms: site.status(),
+            compressed: site.compressed(),
         },
     });
     (code, answer)

@@ -75,7 +75,8 @@ pub struct AppState {
     /// Encoded responses by (snapshot, path, query, format). Snapshots are immutable, so an entry
     /// never goes stale; a reload changes the snapshot part of the key.
     pub cache: AnswerCache,
-    pub http: HttpOptions,
+    /// Shared: every handler clones the state.
+    pub http: Arc<HttpOptions>,
     /// What answers depend on besides the snapshot and the request: the server's version and
     /// the settings that shape answers (limits, the leaderboard's date). Part of every entity tag.
     pub salt: Arc<str>,
@@ -97,7 +98,7 @@ impl AppState {
             service,
             limits,
             cache: answer_cache(cache_bytes),
-            http: HttpOptions::default(),
+            http: Arc::new(HttpOptions::default()),
             salt: salt.into(),
             draining: Default::default(),
             in_flight: Default::default(),

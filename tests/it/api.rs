@@ -392,7 +392,9 @@ async fn fields_and_datasets_describe_what_is_loaded() {
         app.get("/readyz").await.json(),
         json!({"status": "ready", "llm_runs": 838, "diffusion_runs": 1020, "leaderboard": {
             "files": 70, "last_updated": "2026-02-16",
-            "histograms": {"files": 50, "ready": 50, "pending": 0, "without": []}
+            "histograms": {"files": 50, "ready": 50, "pending": 0, "without": []},
+            // No start-up task in-process: files are compressed on first request.
+            "compressed": false
         }})
     );
 }
@@ -472,7 +474,10 @@ async fn readiness_flips_when_a_shutdown_starts() {
         },
         1 << 20,
     );
-    state.http.drain_delay = std::time::Duration::from_millis(1500);
+    state.http = std::sync::Arc::new(mlenergy_server::http::HttpOptions {
+        drain_delay: std::time::Duration::from_millis(1500),
+        ..Default::default()
+    });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

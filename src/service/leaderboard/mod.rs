@@ -79,6 +79,8 @@ pub struct Site {
     without: Mutex<Vec<String>>,
     /// LLM model files made at build from precomputed histograms.
     precomputed_llm: usize,
+    /// Whether the start-up task has compressed every file in every coding.
+    compressed: std::sync::atomic::AtomicBool,
 }
 
 impl Site {
@@ -130,6 +132,7 @@ impl Site {
             made: AtomicUsize::new(0),
             without: Mutex::new(Vec::new()),
             precomputed_llm,
+            compressed: Default::default(),
         }
     }
 
@@ -180,6 +183,11 @@ impl Site {
     }
 
     /// How far the LLM model files' histograms are.
+    /// Whether every file is compressed in every coding (by the start-up task).
+    pub fn compressed(&self) -> bool {
+        self.compressed.load(Ordering::SeqCst)
+    }
+
     pub fn status(&self) -> HistogramStatus {
         let without = self
             .without
@@ -324,6 +332,7 @@ impl Leaderboard {
         if stop.is_cancelled() {
             return;
         }
+        site.compressed.store(true, Ordering::SeqCst);
         let status = site.status();
         tracing::info!(
             ready = status.ready,

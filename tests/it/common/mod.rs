@@ -110,7 +110,7 @@ impl TestApp {
         let mut service = Service::new(dataset, catalog);
         adjust(&mut service);
         let mut state = AppState::new(Arc::new(service), limits, 8 * 1024 * 1024);
-        state.http = http;
+        state.http = Arc::new(http);
         TestApp { router: app(state) }
     }
 
