@@ -9,7 +9,7 @@ use mlenergy_server::config::{
     BuildArgs, Cli, Command, HealthcheckArgs, HistogramReading, LogFormat, ServeArgs,
 };
 use mlenergy_server::engine::sql::SqlLimits;
-use mlenergy_server::http::guard::GuardOptions;
+use mlenergy_server::http::state::GuardOptions;
 use mlenergy_server::http::{self, AppState, HttpOptions, Limits};
 use mlenergy_server::rawtree::compile::write_compiled;
 use mlenergy_server::rawtree::sample;

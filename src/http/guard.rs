@@ -3,11 +3,10 @@
 //! (raw-derived data, SQL, fits, charts), with the excess shed at once (503 with Retry-After)
 //! rather than queued, and every request has a time limit to its answer's head (504). All as
 //! problem+json. Admin actions (prefetch) need the bearer token when one is configured, and are
-//! refused when none is and the server listens beyond loopback.
+//! refused when none is and the server listens beyond loopback. Its bounds (`GuardOptions`) and
+//! counts (`InFlight`) are part of the state (`state`).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, header};
@@ -16,47 +15,6 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::AppError;
 use super::state::AppState;
-
-/// The bounds of every request.
-#[derive(Debug, Clone)]
-pub struct GuardOptions {
-    /// Longest request target (path and query), bytes.
-    pub max_uri_bytes: usize,
-    /// Most bytes of request headers (names and values).
-    pub max_header_bytes: usize,
-    /// Requests in flight at once; more are shed.
-    pub max_in_flight: usize,
-    /// Requests in flight at once on the costly routes; more are shed.
-    pub max_costly_in_flight: usize,
-    /// Time limit to an answer's head.
-    pub request_timeout: Duration,
-    /// The bearer token admin actions need (`MLENERGY_ADMIN_TOKEN`).
-    pub admin_token: Option<String>,
-    /// Whether the server listens on loopback only (admin actions are then allowed without a
-    /// token).
-    pub loopback: bool,
-}
-
-impl Default for GuardOptions {
-    fn default() -> Self {
-        GuardOptions {
-            max_uri_bytes: 8 << 10,
-            max_header_bytes: 32 << 10,
-            max_in_flight: 1024,
-            max_costly_in_flight: 4 * std::thread::available_parallelism().map_or(2, |n| n.get()),
-            request_timeout: Duration::from_secs(30),
-            admin_token: None,
-            loopback: true,
-        }
-    }
-}
-
-/// Requests in flight now.
-#[derive(Debug, Default)]
-pub struct InFlight {
-    all: AtomicUsize,
-    costly: AtomicUsize,
-}
 
 /// A place taken in a count, given back when dropped.
 struct Taken<'a>(&'a AtomicUsize);
@@ -182,9 +140,6 @@ pub fn require_admin(state: &AppState, headers: &HeaderMap) -> Result<(), AppErr
 fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
-
-/// The counters of requests in flight, shared by the guard.
-pub type SharedInFlight = Arc<InFlight>;
 
 #[cfg(test)]
 mod tests {

@@ -46,7 +46,7 @@ pub struct HttpOptions {
     /// sending before the listener closes (`--drain-delay`).
     pub drain_delay: std::time::Duration,
     /// Bounds of every request and the admin token (`guard`).
-    pub guard: super::guard::GuardOptions,
+    pub guard: GuardOptions,
 }
 
 impl Default for HttpOptions {
@@ -66,6 +66,47 @@ impl HttpOptions {
     pub const MAX_AGE: u32 = 60;
 }
 
+/// The bounds of every request.
+#[derive(Debug, Clone)]
+pub struct GuardOptions {
+    /// Longest request target (path and query), bytes.
+    pub max_uri_bytes: usize,
+    /// Most bytes of request headers (names and values).
+    pub max_header_bytes: usize,
+    /// Requests in flight at once; more are shed.
+    pub max_in_flight: usize,
+    /// Requests in flight at once on the costly routes; more are shed.
+    pub max_costly_in_flight: usize,
+    /// Time limit to an answer's head.
+    pub request_timeout: std::time::Duration,
+    /// The bearer token admin actions need (`MLENERGY_ADMIN_TOKEN`).
+    pub admin_token: Option<String>,
+    /// Whether the server listens on loopback only (admin actions are then allowed without a
+    /// token).
+    pub loopback: bool,
+}
+
+impl Default for GuardOptions {
+    fn default() -> Self {
+        GuardOptions {
+            max_uri_bytes: 8 << 10,
+            max_header_bytes: 32 << 10,
+            max_in_flight: 1024,
+            max_costly_in_flight: 4 * std::thread::available_parallelism().map_or(2, |n| n.get()),
+            request_timeout: std::time::Duration::from_secs(30),
+            admin_token: None,
+            loopback: true,
+        }
+    }
+}
+
+/// Requests in flight now.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    pub(super) all: std::sync::atomic::AtomicUsize,
+    pub(super) costly: std::sync::atomic::AtomicUsize,
+}
+
 /// State shared by all handlers.
 #[derive(Clone)]
 pub struct AppState {
@@ -83,7 +124,7 @@ pub struct AppState {
     /// Set when a shutdown starts: /readyz answers 503 from then on.
     pub draining: Arc<std::sync::atomic::AtomicBool>,
     /// Requests in flight (`guard`).
-    pub in_flight: super::guard::SharedInFlight,
+    pub in_flight: Arc<InFlight>,
 }
 
 impl AppState {

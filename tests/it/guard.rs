@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use mlenergy_server::engine::sql::SqlLimits;
-use mlenergy_server::http::guard::GuardOptions;
+use mlenergy_server::http::state::GuardOptions;
 use mlenergy_server::http::{HttpOptions, Limits};
 use mlenergy_server::service::sql::Sql;
 

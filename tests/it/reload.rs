@@ -123,7 +123,7 @@ async fn reload_needs_the_admin_token_and_a_source() {
             stream_bytes: Limits::STREAM_BYTES,
         },
         HttpOptions {
-            guard: mlenergy_server::http::guard::GuardOptions {
+            guard: mlenergy_server::http::state::GuardOptions {
                 admin_token: Some("t0ken".into()),
                 ..Default::default()
             },
