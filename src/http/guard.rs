@@ -77,6 +77,7 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
     }
     let in_flight = state.in_flight.clone();
     let Some(_all) = take(&in_flight.all, o.max_in_flight) else {
+        in_flight.shed_all.fetch_add(1, Ordering::Relaxed);
         return shed(format!(
             "{} requests are in flight, the most this server takes at once; try again shortly",
             o.max_in_flight
@@ -86,6 +87,7 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
         match take(&in_flight.costly, o.max_costly_in_flight) {
             Some(t) => Some(t),
             None => {
+                in_flight.shed_costly.fetch_add(1, Ordering::Relaxed);
                 return shed(format!(
                     "{} requests for raw-derived data, SQL, fits or charts are in flight, the most this server takes at once; try again shortly",
                     o.max_costly_in_flight

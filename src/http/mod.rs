@@ -18,6 +18,7 @@ pub mod groups;
 pub mod guard;
 pub mod info;
 pub mod leaderboard;
+pub mod metrics;
 pub mod models;
 pub mod negotiate;
 pub mod openapi;
@@ -71,6 +72,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(info::datasets))
         .routes(routes!(info::healthz))
         .routes(routes!(info::readyz))
+        .routes(routes!(metrics::metrics))
         .routes(routes!(info::reload))
         .routes(routes!(frontier::pareto))
         .routes(routes!(frontier::best))
@@ -146,6 +148,10 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::guard,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::record,
         ))
         .with_state(state)
         .layer(cors)

@@ -105,6 +105,17 @@ impl Default for GuardOptions {
 pub struct InFlight {
     pub(super) all: std::sync::atomic::AtomicUsize,
     pub(super) costly: std::sync::atomic::AtomicUsize,
+    /// Requests shed at each bound so far.
+    pub(super) shed_all: std::sync::atomic::AtomicU64,
+    pub(super) shed_costly: std::sync::atomic::AtomicU64,
+}
+
+impl InFlight {
+    /// Requests shed so far: (at --max-in-flight, at --max-costly-in-flight).
+    pub fn shed_counts(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.shed_all.load(Relaxed), self.shed_costly.load(Relaxed))
+    }
 }
 
 /// State shared by all handlers.
@@ -125,6 +136,8 @@ pub struct AppState {
     pub draining: Arc<std::sync::atomic::AtomicBool>,
     /// Requests in flight (`guard`).
     pub in_flight: Arc<InFlight>,
+    /// Request metrics (`metrics`).
+    pub metrics: Arc<super::metrics::Metrics>,
 }
 
 impl AppState {
@@ -143,6 +156,7 @@ impl AppState {
             salt: salt.into(),
             draining: Default::default(),
             in_flight: Default::default(),
+            metrics: Default::default(),
         }
     }
 }

@@ -18,6 +18,29 @@ use super::snapshot::Snapshot;
 use super::sql_tables::{MAX_RAW_RUNS, RawTable, RawTableKind};
 use crate::engine::sql::{self, SqlAnswer, SqlError, SqlLimits};
 
+/// Counts of the queries asked and of those not answered, by why.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SqlStats {
+    pub queries: u64,
+    pub refused: u64,
+    pub invalid: u64,
+    pub timeouts: u64,
+    pub memory: u64,
+    pub rows: u64,
+    pub busy: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    queries: std::sync::atomic::AtomicU64,
+    refused: std::sync::atomic::AtomicU64,
+    invalid: std::sync::atomic::AtomicU64,
+    timeouts: std::sync::atomic::AtomicU64,
+    memory: std::sync::atomic::AtomicU64,
+    rows: std::sync::atomic::AtomicU64,
+    busy: std::sync::atomic::AtomicU64,
+}
+
 /// Why a query was not answered: the gate was full, or the query failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SqlFailure {
@@ -43,6 +66,7 @@ pub struct Sql {
     waiting: AtomicUsize,
     /// The context of the snapshot generation it was made for.
     context: Mutex<Option<(u64, SessionContext)>>,
+    counts: Counts,
 }
 
 impl Sql {
@@ -64,6 +88,7 @@ impl Sql {
             permits: Semaphore::new(concurrency),
             waiting: AtomicUsize::new(0),
             context: Mutex::new(None),
+            counts: Counts::default(),
         }
     }
 
@@ -87,8 +112,48 @@ impl Sql {
         Ok(ctx)
     }
 
-    /// Run `sql` with `params` over `snapshot`, through the gate, under the limits.
+    /// The queries asked so far, and those not answered by why.
+    pub fn stats(&self) -> SqlStats {
+        let c = &self.counts;
+        let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        SqlStats {
+            queries: l(&c.queries),
+            refused: l(&c.refused),
+            invalid: l(&c.invalid),
+            timeouts: l(&c.timeouts),
+            memory: l(&c.memory),
+            rows: l(&c.rows),
+            busy: l(&c.busy),
+        }
+    }
+
+    /// Run `sql` with `params` over `snapshot`, through the gate, under the limits, counted.
     pub async fn run(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        derived: &DerivedData,
+        text: &str,
+        params: Vec<ScalarValue>,
+    ) -> Result<SqlAnswer, SqlFailure> {
+        let c = &self.counts;
+        c.queries.fetch_add(1, Ordering::Relaxed);
+        let out = self.run_gated(snapshot, derived, text, params).await;
+        if let Err(f) = &out {
+            let counter = match f {
+                SqlFailure::Busy { .. } => &c.busy,
+                SqlFailure::Query(SqlError::Refused(_)) => &c.refused,
+                SqlFailure::Query(SqlError::Timeout(_)) => &c.timeouts,
+                SqlFailure::Query(SqlError::Memory { .. }) => &c.memory,
+                SqlFailure::Query(SqlError::Rows(_)) => &c.rows,
+                SqlFailure::Query(_) => &c.invalid,
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        out
+    }
+
+    /// `run` without the counting: through the gate, under the limits.
+    async fn run_gated(
         &self,
         snapshot: &Arc<Snapshot>,
         derived: &DerivedData,

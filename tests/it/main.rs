@@ -18,6 +18,7 @@ mod hub;
 mod layers;
 mod leaderboard;
 mod load;
+mod metrics;
 mod models;
 mod openapi;
 mod reload;

@@ -1,0 +1,248 @@
+//! `GET /metrics` in the Prometheus (OpenMetrics) text format, with prometheus-client: requests
+//! by route template, method and status; latency to the answer's head by route; body bytes sent
+//! (where the length is known); requests in flight and shed; and, read at each scrape, the raw
+//! cache's hits, misses, bytes fetched, evictions and failures, the SQL queries and their limit
+//! hits, and the snapshot served (an info metric and its rows).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+
+use super::state::AppState;
+use crate::engine::Domain;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: String,
+    method: String,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabel {
+    route: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DomainLabel {
+    domain: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SnapshotLabels {
+    snapshot: String,
+    source: String,
+    revision: String,
+}
+
+fn latency_histogram() -> Histogram {
+    // 50 µs to ~26 s.
+    Histogram::new(exponential_buckets(0.00005, 2.0, 20))
+}
+
+/// The request metrics, counted by the `record` middleware.
+#[derive(Debug)]
+pub struct Metrics {
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RouteLabel, Histogram, fn() -> Histogram>,
+    bytes: Family<RouteLabel, Counter>,
+    in_flight: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            requests: Family::default(),
+            latency: Family::new_with_constructor(latency_histogram),
+            bytes: Family::default(),
+            in_flight: Gauge::default(),
+        }
+    }
+}
+
+/// Count a request (the outermost of the service's own layers, so shed and refused requests
+/// count too).
+pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |m| m.as_str().to_string());
+    let method = req.method().as_str().to_string();
+    let m = &state.metrics;
+    m.in_flight.inc();
+    let started = Instant::now();
+    let resp = next.run(req).await;
+    m.in_flight.dec();
+    let label = RouteLabel {
+        route: route.clone(),
+    };
+    m.latency
+        .get_or_create(&label)
+        .observe(started.elapsed().as_secs_f64());
+    let known = axum::body::HttpBody::size_hint(resp.body())
+        .exact()
+        .or_else(|| {
+            resp.headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+        });
+    if let Some(n) = known {
+        m.bytes.get_or_create(&label).inc_by(n);
+    }
+    m.requests
+        .get_or_create(&RequestLabels {
+            route,
+            method,
+            status: resp.status().as_u16(),
+        })
+        .inc();
+    resp
+}
+
+/// The metrics, in the Prometheus text format.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "health",
+    responses((status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String))
+)]
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    let mut r = Registry::default();
+    let m = &state.metrics;
+    r.register(
+        "mlenergy_http_requests",
+        "Requests answered, by route template, method and status",
+        m.requests.clone(),
+    );
+    r.register(
+        "mlenergy_http_request_duration_seconds",
+        "Time to an answer's head, by route template",
+        m.latency.clone(),
+    );
+    r.register(
+        "mlenergy_http_response_body_bytes",
+        "Body bytes sent where the length was known in advance, by route template",
+        m.bytes.clone(),
+    );
+    r.register(
+        "mlenergy_http_requests_in_flight",
+        "Requests being answered now",
+        m.in_flight.clone(),
+    );
+    let shed = state.in_flight.shed_counts();
+    r.register(
+        "mlenergy_http_requests_shed_all",
+        "Requests shed because the requests in flight were at --max-in-flight",
+        ConstCounter::new(shed.0),
+    );
+    r.register(
+        "mlenergy_http_requests_shed_costly",
+        "Requests shed because the costly requests in flight were at --max-costly-in-flight",
+        ConstCounter::new(shed.1),
+    );
+
+    let snapshot = state.service.snapshot();
+    r.register(
+        "mlenergy_snapshot",
+        "The snapshot served",
+        Info::new(SnapshotLabels {
+            snapshot: super::info::snapshot_id(&snapshot.content_id),
+            source: snapshot.source.location.clone(),
+            revision: snapshot.source.revision.clone().unwrap_or_default(),
+        }),
+    );
+    let runs = Family::<DomainLabel, Gauge>::default();
+    for d in Domain::ALL {
+        runs.get_or_create(&DomainLabel {
+            domain: d.as_str().to_string(),
+        })
+        .set(snapshot.table(d).len() as i64);
+    }
+    r.register("mlenergy_runs", "Runs loaded, by domain", runs);
+
+    if let Some(remote) = snapshot.source.remote.as_ref() {
+        let s = remote.stats();
+        for (name, help, v) in [
+            (
+                "mlenergy_raw_cache_hits",
+                "Raw files found in the cache",
+                s.hits.load(Relaxed),
+            ),
+            (
+                "mlenergy_raw_cache_misses",
+                "Raw files fetched from the source",
+                s.misses.load(Relaxed),
+            ),
+            (
+                "mlenergy_raw_cache_fetched_bytes",
+                "Bytes fetched from the source",
+                s.bytes_fetched.load(Relaxed),
+            ),
+            (
+                "mlenergy_raw_cache_failures",
+                "Fetches that failed",
+                s.failures.load(Relaxed),
+            ),
+        ] {
+            r.register(name, help, ConstCounter::new(v));
+        }
+        r.register(
+            "mlenergy_raw_cache_evictions",
+            "Files evicted from the cache to stay under --cache-max-bytes",
+            ConstCounter::new(remote.bound().evictions()),
+        );
+    }
+
+    let sql = state.service.sql.stats();
+    r.register(
+        "mlenergy_sql_queries",
+        "SQL queries asked",
+        ConstCounter::new(sql.queries),
+    );
+    let outcomes = Family::<KindLabel, Gauge>::default();
+    for (kind, v) in [
+        ("refused", sql.refused),
+        ("invalid", sql.invalid),
+        ("time_limit", sql.timeouts),
+        ("memory_limit", sql.memory),
+        ("row_cap", sql.rows),
+        ("busy", sql.busy),
+    ] {
+        outcomes
+            .get_or_create(&KindLabel { kind: kind.into() })
+            .set(v as i64);
+    }
+    r.register(
+        "mlenergy_sql_not_answered",
+        "SQL queries not answered, by why (refused, invalid, a limit, busy); a running total",
+        outcomes,
+    );
+
+    let mut text = String::new();
+    if prometheus_client::encoding::text::encode(&mut text, &r).is_err() {
+        return super::error::AppError::Internal("encoding the metrics".into()).into_response();
+    }
+    let mut resp = text.into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    resp
+}
