@@ -7,6 +7,7 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 
 use super::answer::with_warnings;
 use super::error::AppError;
@@ -15,23 +16,31 @@ use super::transport::choose_coding;
 use crate::service::coding::Coding;
 use crate::service::leaderboard::SiteFile;
 
-/// The answer for a site file in the coding `coding`.
-pub fn site_file_response(file: &SiteFile, coding: Coding, content_type: &'static str) -> Response {
-    let body = file.data.get(coding);
+/// A file's bytes in `coding` as a 200: its type, coding, and its entity tag (`etag`, quoted,
+/// of the identity bytes) with the coding's suffix. The leaderboard's files and the frontend's.
+pub fn file_response(body: Bytes, coding: Coding, content_type: &str, etag: &str) -> Response {
     let mut resp = (StatusCode::OK, body).into_response();
     let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
     if coding != Coding::Identity {
         h.insert(
             header::CONTENT_ENCODING,
             HeaderValue::from_static(coding.token()),
         );
     }
-    let tag = file.etag.trim_end_matches('"');
+    let tag = etag.trim_end_matches('"');
     if let Ok(v) = HeaderValue::from_str(&format!("{tag}{}\"", coding.etag_suffix())) {
         h.insert(header::ETAG, v);
     }
     h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    resp
+}
+
+/// The answer for a site file in the coding `coding`.
+pub fn site_file_response(file: &SiteFile, coding: Coding, content_type: &'static str) -> Response {
+    let resp = file_response(file.data.get(coding), coding, content_type, &file.etag);
     match &file.warning {
         Some(w) => with_warnings(resp, std::slice::from_ref(w)),
         None => resp,

@@ -9,14 +9,14 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{Redirect, Response};
 use axum::routing::get;
 
 use super::error::AppError;
+use super::leaderboard::file_response;
 use super::state::AppState;
 use super::transport::choose_coding;
-use crate::service::coding::Coding;
 use crate::service::static_site::{Freshness, StaticFile, StaticSite};
 
 /// The routes of the frontend's files (none when no site is configured).
@@ -66,22 +66,8 @@ async fn file(
 
 fn respond(state: &AppState, f: &StaticFile, headers: &HeaderMap) -> Response {
     let (body, coding) = f.body(choose_coding(headers));
-    let mut resp = (StatusCode::OK, body).into_response();
+    let mut resp = file_response(body, coding, &f.content_type, &f.etag);
     let h = resp.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&f.content_type) {
-        h.insert(header::CONTENT_TYPE, v);
-    }
-    if coding != Coding::Identity {
-        h.insert(
-            header::CONTENT_ENCODING,
-            HeaderValue::from_static(coding.token()),
-        );
-    }
-    let tag = f.etag.trim_end_matches('"');
-    if let Ok(v) = HeaderValue::from_str(&format!("{tag}{}\"", coding.etag_suffix())) {
-        h.insert(header::ETAG, v);
-    }
-    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     let cache = match f.freshness {
         Freshness::Immutable => "public, max-age=31536000, immutable".to_string(),
         Freshness::Revalidate => "no-cache".to_string(),
