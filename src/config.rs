@@ -179,6 +179,10 @@ pub struct ServeArgs {
     /// server listens on loopback.
     #[arg(long, env = "MLENERGY_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Read the --data source again this often (e.g. 5m) and serve it when its content changed:
+    /// a new commit of a hub revision such as main, a rewritten directory. Off by default.
+    #[arg(long, env = "MLENERGY_WATCH", value_parser = humantime::parse_duration)]
+    pub watch: Option<std::time::Duration>,
     /// The time limit of an SQL query (it is stopped and answered 422 past it).
     #[arg(long, env = "MLENERGY_SQL_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
     pub sql_timeout: std::time::Duration,

@@ -104,6 +104,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         cors_origins: args.cors_origins.clone(),
         leaderboard_ui,
         drain_delay: args.drain_delay,
+        watch: args.watch.filter(|d| !d.is_zero()),
         guard: GuardOptions {
             max_uri_bytes: args.max_uri_bytes,
             max_header_bytes: args.max_header_bytes,

@@ -198,6 +198,9 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     on_bound(listener.local_addr()?);
     reload_on_hangup(state.clone());
+    if let Some(every) = state.http.watch {
+        watch_source(state.clone(), every);
+    }
     serve_until(state, listener, shutdown_signal()).await
 }
 
@@ -257,6 +260,30 @@ pub async fn serve_until(
         }
     }
     served
+}
+
+/// `--watch`: read the source again every `every` and serve it when its content changed (a new
+/// hub commit, a directory rewritten); a failure is logged and kept for `/v1/datasets`, and the
+/// served snapshot stays.
+fn watch_source(state: AppState, every: std::time::Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            match state.service.reload_if_changed().await {
+                Ok(Some(s)) => tracing::info!(
+                    snapshot = %info::snapshot_id(&s.content_id),
+                    llm_runs = s.llm.len(),
+                    diffusion_runs = s.diffusion.len(),
+                    "the source changed: reloaded"
+                ),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "watching the source: reload failed"),
+            }
+        }
+    });
 }
 
 /// SIGHUP reads the dataset again, as `POST /v1/admin/reload` does.

@@ -47,6 +47,8 @@ pub struct HttpOptions {
     pub drain_delay: std::time::Duration,
     /// Bounds of every request and the admin token (`guard`).
     pub guard: GuardOptions,
+    /// Read the source again this often and serve it if its content changed (`--watch`).
+    pub watch: Option<std::time::Duration>,
 }
 
 impl Default for HttpOptions {
@@ -57,6 +59,7 @@ impl Default for HttpOptions {
             leaderboard_ui: None,
             drain_delay: std::time::Duration::ZERO,
             guard: Default::default(),
+            watch: None,
         }
     }
 }

@@ -62,8 +62,19 @@ impl Service {
     /// (`reload`).
     pub async fn reload(&self) -> Result<Arc<Snapshot>, String> {
         let current = self.snapshot();
+        let swapped = self
+            .reloader
+            .reload(current, false, |s| self.snapshots.swap(s))
+            .await?;
+        Ok(swapped.unwrap_or_else(|| self.snapshot()))
+    }
+
+    /// `reload`, but only when the source's content changed (`--watch`): `Ok(None)` when it is
+    /// the one served.
+    pub async fn reload_if_changed(&self) -> Result<Option<Arc<Snapshot>>, String> {
+        let current = self.snapshot();
         self.reloader
-            .reload(current, |s| self.snapshots.swap(s))
+            .reload(current, true, |s| self.snapshots.swap(s))
             .await
     }
 }

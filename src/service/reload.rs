@@ -43,16 +43,20 @@ impl Reloader {
     }
 
     /// Read the dataset again; with `swap`, put it in service if it loads and is not empty.
+    /// With `only_if_changed`, a dataset of the same content as the served one is not swapped
+    /// in and nothing is recorded (`--watch`); `Ok(None)` says so.
     pub(super) async fn reload(
         &self,
         current: Arc<Snapshot>,
+        only_if_changed: bool,
         swap: impl FnOnce(Snapshot) -> Arc<Snapshot>,
-    ) -> Result<Arc<Snapshot>, String> {
+    ) -> Result<Option<Arc<Snapshot>>, String> {
         let Some(opener) = &self.opener else {
             return Err("this server has no source to read again".into());
         };
         let _one = self.running.lock().await;
         let outcome = match opener().await {
+            Ok(s) if only_if_changed && s.content_id == current.content_id => return Ok(None),
             Ok(s) if s.llm.is_empty() && s.diffusion.is_empty() => {
                 Err("the source now holds no run; the served dataset is kept".to_string())
             }
@@ -68,6 +72,6 @@ impl Reloader {
             error: outcome.as_ref().err().cloned(),
         };
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(record);
-        outcome
+        outcome.map(Some)
     }
 }

@@ -296,3 +296,62 @@ fn sighup_reloads_the_dataset() {
         "{logs:?}"
     );
 }
+
+/// `--watch`: the source read again on a timer, swapped in only when its content changed.
+#[test]
+fn watch_serves_a_changed_source_and_leaves_an_unchanged_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample");
+    for entry in walkdir::WalkDir::new(&sample) {
+        let entry = entry.unwrap();
+        let dest = data.join(entry.path().strip_prefix(&sample).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+    let cache = dir.path().join("cache");
+    let server = start(&[
+        "--data",
+        data.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+        "--watch",
+        "300ms",
+    ]);
+    let json = |path: &str| -> serde_json::Value {
+        let (status, _, body) = get(&server.addr, path);
+        assert_eq!(status, 200, "{path}");
+        serde_json::from_str(&body).unwrap()
+    };
+    // Unchanged over several ticks: nothing reloaded.
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(json("/v1/datasets")["last_reload"], serde_json::Value::Null);
+    let mut s = TcpStream::connect(&server.addr).unwrap();
+    write!(
+        s,
+        "GET /v1/diffusion/runs?task=text-to-video&format=parquet HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let at = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    std::fs::write(data.join("runs/diffusion.parquet"), &raw[at..]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while json("/v1/diffusion/runs?limit=1")["total"] == 1020 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(json("/v1/diffusion/runs?limit=1")["total"], 382);
+    assert_eq!(
+        json("/v1/datasets")["last_reload"]["error"],
+        serde_json::Value::Null
+    );
+    let logs = server.logs.lock().unwrap();
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("the source changed: reloaded")),
+        "{logs:?}"
+    );
+}
