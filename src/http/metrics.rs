@@ -11,70 +11,15 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
+use super::request_metrics::{DomainLabel, KindLabel, SnapshotLabels};
 use super::state::AppState;
 use crate::engine::Domain;
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RequestLabels {
-    route: String,
-    method: String,
-    status: u16,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RouteLabel {
-    route: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct KindLabel {
-    kind: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DomainLabel {
-    domain: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct SnapshotLabels {
-    snapshot: String,
-    source: String,
-    revision: String,
-}
-
-fn latency_histogram() -> Histogram {
-    // 50 µs to ~26 s.
-    Histogram::new(exponential_buckets(0.00005, 2.0, 20))
-}
-
-/// The request metrics, counted by the `record` middleware.
-#[derive(Debug)]
-pub struct Metrics {
-    requests: Family<RequestLabels, Counter>,
-    latency: Family<RouteLabel, Histogram, fn() -> Histogram>,
-    bytes: Family<RouteLabel, Counter>,
-    in_flight: Gauge,
-}
-
-impl Default for Metrics {
-    fn default() -> Self {
-        Metrics {
-            requests: Family::default(),
-            latency: Family::new_with_constructor(latency_histogram),
-            bytes: Family::default(),
-            in_flight: Gauge::default(),
-        }
-    }
-}
 
 /// Count a request (the outermost of the service's own layers, so shed and refused requests
 /// count too).
@@ -85,16 +30,9 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
         .map_or_else(|| "unmatched".to_string(), |m| m.as_str().to_string());
     let method = req.method().as_str().to_string();
     let m = &state.metrics;
-    m.in_flight.inc();
+    m.start();
     let started = Instant::now();
     let resp = next.run(req).await;
-    m.in_flight.dec();
-    let label = RouteLabel {
-        route: route.clone(),
-    };
-    m.latency
-        .get_or_create(&label)
-        .observe(started.elapsed().as_secs_f64());
     let known = axum::body::HttpBody::size_hint(resp.body())
         .exact()
         .or_else(|| {
@@ -103,16 +41,13 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.parse::<u64>().ok())
         });
-    if let Some(n) = known {
-        m.bytes.get_or_create(&label).inc_by(n);
-    }
-    m.requests
-        .get_or_create(&RequestLabels {
-            route,
-            method,
-            status: resp.status().as_u16(),
-        })
-        .inc();
+    m.finish(
+        route,
+        method,
+        resp.status().as_u16(),
+        started.elapsed(),
+        known,
+    );
     resp
 }
 
@@ -125,27 +60,7 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
 )]
 pub async fn metrics(State(state): State<AppState>) -> Response {
     let mut r = Registry::default();
-    let m = &state.metrics;
-    r.register(
-        "mlenergy_http_requests",
-        "Requests answered, by route template, method and status",
-        m.requests.clone(),
-    );
-    r.register(
-        "mlenergy_http_request_duration_seconds",
-        "Time to an answer's head, by route template",
-        m.latency.clone(),
-    );
-    r.register(
-        "mlenergy_http_response_body_bytes",
-        "Body bytes sent where the length was known in advance, by route template",
-        m.bytes.clone(),
-    );
-    r.register(
-        "mlenergy_http_requests_in_flight",
-        "Requests being answered now",
-        m.in_flight.clone(),
-    );
+    state.metrics.register_into(&mut r);
     let shed = state.in_flight.shed_counts();
     r.register(
         "mlenergy_http_requests_shed_all",

@@ -25,6 +25,7 @@ pub mod openapi;
 pub mod params;
 pub mod prefetch;
 pub mod raw_file;
+pub mod request_metrics;
 pub mod runs;
 pub mod sql;
 pub mod state;

@@ -140,7 +140,7 @@ pub struct AppState {
     /// Requests in flight (`guard`).
     pub in_flight: Arc<InFlight>,
     /// Request metrics (`metrics`).
-    pub metrics: Arc<super::metrics::Metrics>,
+    pub metrics: Arc<super::request_metrics::Metrics>,
 }
 
 impl AppState {

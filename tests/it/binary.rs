@@ -228,16 +228,7 @@ fn the_admin_token_is_never_logged() {
 fn sighup_reloads_the_dataset() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample");
-    for entry in walkdir::WalkDir::new(&sample) {
-        let entry = entry.unwrap();
-        let dest = data.join(entry.path().strip_prefix(&sample).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &dest).unwrap();
-        }
-    }
+    crate::common::copy_sample(&data);
     let cache = dir.path().join("cache");
     let server = start(&[
         "--data",
@@ -259,16 +250,7 @@ fn sighup_reloads_the_dataset() {
         "/v1/diffusion/runs?task=text-to-video&format=parquet",
     );
     assert_eq!(status, 200);
-    let mut s = TcpStream::connect(&server.addr).unwrap();
-    write!(
-        s,
-        "GET /v1/diffusion/runs?task=text-to-video&format=parquet HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let at = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    std::fs::write(data.join("runs/diffusion.parquet"), &raw[at..]).unwrap();
+    keep_text_to_video_only(&server.addr, &data);
     let diffusion_total = |server: &Server| -> u64 {
         let (_, _, body) = get(&server.addr, "/v1/diffusion/runs?limit=1");
         serde_json::from_str::<serde_json::Value>(&body).unwrap()["total"]
@@ -302,16 +284,7 @@ fn sighup_reloads_the_dataset() {
 fn watch_serves_a_changed_source_and_leaves_an_unchanged_one() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample");
-    for entry in walkdir::WalkDir::new(&sample) {
-        let entry = entry.unwrap();
-        let dest = data.join(entry.path().strip_prefix(&sample).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &dest).unwrap();
-        }
-    }
+    crate::common::copy_sample(&data);
     let cache = dir.path().join("cache");
     let server = start(&[
         "--data",
@@ -329,16 +302,7 @@ fn watch_serves_a_changed_source_and_leaves_an_unchanged_one() {
     // Unchanged over several ticks: nothing reloaded.
     std::thread::sleep(Duration::from_millis(1200));
     assert_eq!(json("/v1/datasets")["last_reload"], serde_json::Value::Null);
-    let mut s = TcpStream::connect(&server.addr).unwrap();
-    write!(
-        s,
-        "GET /v1/diffusion/runs?task=text-to-video&format=parquet HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let at = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    std::fs::write(data.join("runs/diffusion.parquet"), &raw[at..]).unwrap();
+    keep_text_to_video_only(&server.addr, &data);
     let deadline = Instant::now() + Duration::from_secs(20);
     while json("/v1/diffusion/runs?limit=1")["total"] == 1020 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
@@ -354,4 +318,19 @@ fn watch_serves_a_changed_source_and_leaves_an_unchanged_one() {
             .any(|l| l.contains("the source changed: reloaded")),
         "{logs:?}"
     );
+}
+
+/// Rewrite the diffusion table of the dataset at `data` to its text-to-video runs (382), as the
+/// server at `addr` answers them in Parquet.
+fn keep_text_to_video_only(addr: &str, data: &std::path::Path) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET /v1/diffusion/runs?task=text-to-video&format=parquet HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let at = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    std::fs::write(data.join("runs/diffusion.parquet"), &raw[at..]).unwrap();
 }

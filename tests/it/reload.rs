@@ -2,31 +2,19 @@
 //! snapshot until the swap, of the new one after (snapshot id, ETags); a source that fails to
 //! load leaves the served snapshot, and /v1/datasets says why.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use mlenergy_server::http::{HttpOptions, Limits};
 use mlenergy_server::service::reload::Reloader;
 
-use crate::common::{TestApp, sample_dir};
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &dest).unwrap();
-        }
-    }
-}
+use crate::common::{TestApp, copy_sample};
 
 #[tokio::test]
 async fn reload_swaps_the_snapshot_and_keeps_it_when_the_source_breaks() {
     let dir = tempfile::tempdir().unwrap();
     let root: PathBuf = dir.path().join("data");
-    copy_dir(&sample_dir(), &root);
+    copy_sample(&root);
     let opened = root.clone();
     let app = TestApp::configured(
         Limits {

@@ -19,6 +19,20 @@ pub fn sample_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/sample")
 }
 
+/// A copy of data/sample at `to` (a dataset a test may rewrite).
+pub fn copy_sample(to: &std::path::Path) {
+    let from = sample_dir();
+    for entry in walkdir::WalkDir::new(&from) {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.path().strip_prefix(&from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
 pub struct TestApp {
     pub router: Router,
 }

@@ -1,0 +1,125 @@
+//! The request metrics (`metrics` counts into them and renders them): requests by route
+//! template, method and status, latency to the answer's head, body bytes, requests in flight.
+//! Part of the state; it imports nothing of the HTTP layer.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: String,
+    method: String,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabel {
+    route: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct KindLabel {
+    pub(super) kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct DomainLabel {
+    pub(super) domain: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct SnapshotLabels {
+    pub(super) snapshot: String,
+    pub(super) source: String,
+    pub(super) revision: String,
+}
+
+fn latency_histogram() -> Histogram {
+    // 50 µs to ~26 s.
+    Histogram::new(exponential_buckets(0.00005, 2.0, 20))
+}
+
+/// The request metrics, counted by the `record` middleware.
+#[derive(Debug)]
+pub struct Metrics {
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RouteLabel, Histogram, fn() -> Histogram>,
+    bytes: Family<RouteLabel, Counter>,
+    in_flight: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            requests: Family::default(),
+            latency: Family::new_with_constructor(latency_histogram),
+            bytes: Family::default(),
+            in_flight: Gauge::default(),
+        }
+    }
+}
+
+impl Metrics {
+    /// A request begins.
+    pub fn start(&self) {
+        self.in_flight.inc();
+    }
+
+    /// A request's answer head is ready: count it.
+    pub fn finish(
+        &self,
+        route: String,
+        method: String,
+        status: u16,
+        elapsed: Duration,
+        body_bytes: Option<u64>,
+    ) {
+        self.in_flight.dec();
+        let label = RouteLabel {
+            route: route.clone(),
+        };
+        self.latency
+            .get_or_create(&label)
+            .observe(elapsed.as_secs_f64());
+        if let Some(n) = body_bytes {
+            self.bytes.get_or_create(&label).inc_by(n);
+        }
+        self.requests
+            .get_or_create(&RequestLabels {
+                route,
+                method,
+                status,
+            })
+            .inc();
+    }
+
+    /// Register the request metrics in `r` (a scrape's registry).
+    pub fn register_into(&self, r: &mut Registry) {
+        r.register(
+            "mlenergy_http_requests",
+            "Requests answered, by route template, method and status",
+            self.requests.clone(),
+        );
+        r.register(
+            "mlenergy_http_request_duration_seconds",
+            "Time to an answer's head, by route template",
+            self.latency.clone(),
+        );
+        r.register(
+            "mlenergy_http_response_body_bytes",
+            "Body bytes sent where the length was known in advance, by route template",
+            self.bytes.clone(),
+        );
+        r.register(
+            "mlenergy_http_requests_in_flight",
+            "Requests being answered now",
+            self.in_flight.clone(),
+        );
+    }
+}
