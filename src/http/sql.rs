@@ -17,6 +17,7 @@ use super::answer::{Encoded, cached_as, respond};
 use super::encode;
 use super::error::AppError;
 use super::negotiate::{Format, negotiate};
+use super::state::AppState;
 use crate::engine::Domain;
 use crate::engine::sql::{SqlAnswer, SqlError, frame_of};
 use crate::service::sql::SqlFailure;
@@ -166,8 +167,6 @@ async fn answer(
         None => Ok(respond(&std::sync::Arc::new(run.await?))),
     }
 }
-
-use super::state::AppState;
 
 /// Run a read-only SQL query.
 ///
