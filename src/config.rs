@@ -195,6 +195,23 @@ pub struct ServeArgs {
     /// SQL queries that may wait for a turn; beyond them, 503 with Retry-After.
     #[arg(long, env = "MLENERGY_SQL_QUEUE", default_value_t = crate::service::sql::Sql::QUEUE)]
     pub sql_queue: usize,
+    /// Serve the PostgreSQL wire protocol on this address too (psql, Grafana, Metabase, DBeaver):
+    /// the same tables, read-only policy and limits as /v1/sql. Off by default.
+    #[arg(long, env = "MLENERGY_PG_BIND")]
+    pub pg_bind: Option<SocketAddr>,
+    /// The password wire-protocol clients must send (any user name; sent in clear text, so pair
+    /// it with --pg-tls-cert). Unset: no password.
+    #[arg(long, env = "MLENERGY_PG_PASSWORD", hide_env_values = true)]
+    pub pg_password: Option<String>,
+    /// A PEM certificate chain for the wire protocol's TLS (clients that ask for it get it).
+    #[arg(long, env = "MLENERGY_PG_TLS_CERT", requires = "pg_tls_key")]
+    pub pg_tls_cert: Option<PathBuf>,
+    /// The PEM (PKCS#8) private key of --pg-tls-cert.
+    #[arg(long, env = "MLENERGY_PG_TLS_KEY", requires = "pg_tls_cert")]
+    pub pg_tls_key: Option<PathBuf>,
+    /// Wire-protocol connections open at once; more are closed at once.
+    #[arg(long, env = "MLENERGY_PG_MAX_CONNECTIONS", default_value_t = 64)]
+    pub pg_max_connections: usize,
 }
 
 /// When the leaderboard's histograms are read from raw files.

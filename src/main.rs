@@ -11,6 +11,7 @@ use mlenergy_server::config::{
 use mlenergy_server::engine::sql::SqlLimits;
 use mlenergy_server::http::state::GuardOptions;
 use mlenergy_server::http::{self, AppState, HttpOptions, Limits};
+use mlenergy_server::pg;
 use mlenergy_server::rawtree::compile::write_compiled;
 use mlenergy_server::rawtree::sample;
 use mlenergy_server::rawtree::{BuildCache, BuildOptions, build};
@@ -117,6 +118,15 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             loopback: args.bind.ip().is_loopback(),
         },
     });
+    if let Some(addr) = args.pg_bind {
+        let options = pg::PgOptions {
+            password: args.pg_password.clone().filter(|p| !p.is_empty()),
+            tls: args.pg_tls_cert.clone().zip(args.pg_tls_key.clone()),
+            max_connections: args.pg_max_connections,
+        };
+        let bound = pg::start(state.service.clone(), addr, options).await?;
+        tracing::info!(addr = %bound, tls = args.pg_tls_cert.is_some(), password = args.pg_password.is_some(), "postgres wire protocol listening");
+    }
     http::serve(state, args.bind, |addr| {
         tracing::info!(%addr, ready_ms = started.elapsed().as_millis() as u64, "listening");
     })

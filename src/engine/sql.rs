@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
-use datafusion::common::{DataFusionError, ScalarValue};
+use datafusion::common::{DataFusionError, ParamValues};
 use datafusion::execution::context::SQLOptions;
 use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
 
@@ -140,23 +141,51 @@ fn unique_names(df: &datafusion::dataframe::DataFrame) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-/// Run `sql` (with `$1`... bound to `params`) under `limits`.
+/// The read-only policy: no DDL, no DML, no statements that set state.
+fn read_only() -> SQLOptions {
+    SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false)
+}
+
+/// Plan `sql` under the read-only policy without running it: the answer's columns and the
+/// placeholders' types, for a client that describes a statement before it binds it.
+pub async fn plan(
+    ctx: &SessionContext,
+    sql: &str,
+    limits: &SqlLimits,
+) -> Result<LogicalPlan, SqlError> {
+    let plan = ctx
+        .state()
+        .create_logical_plan(sql)
+        .await
+        .map_err(|e| classify(e, limits))?;
+    read_only()
+        .verify_plan(&plan)
+        .map_err(|e| classify(e, limits))?;
+    Ok(plan)
+}
+
+/// Run `sql` (with `$1`... bound to `params`) under `limits`; `timeout`, when given, is a
+/// tighter time limit the client asked for (the configured one still bounds it).
 pub async fn run(
     ctx: &SessionContext,
     sql: &str,
-    params: Vec<ScalarValue>,
+    params: ParamValues,
     limits: &SqlLimits,
+    timeout: Option<Duration>,
 ) -> Result<SqlAnswer, SqlError> {
+    let has_params = match &params {
+        ParamValues::List(l) => !l.is_empty(),
+        ParamValues::Map(m) => !m.is_empty(),
+    };
     let work = async {
-        let options = SQLOptions::new()
-            .with_allow_ddl(false)
-            .with_allow_dml(false)
-            .with_allow_statements(false);
         let mut df = ctx
-            .sql_with_options(sql, options)
+            .sql_with_options(sql, read_only())
             .await
             .map_err(|e| classify(e, limits))?;
-        if !params.is_empty() {
+        if has_params {
             df = df
                 .with_param_values(params)
                 .map_err(|e| classify(e, limits))?;
@@ -181,9 +210,10 @@ pub async fn run(
             rows,
         })
     };
-    match tokio::time::timeout(limits.timeout, work).await {
+    let limit = timeout.map_or(limits.timeout, |t| t.min(limits.timeout));
+    match tokio::time::timeout(limit, work).await {
         Ok(r) => r,
-        Err(_) => Err(SqlError::Timeout(limits.timeout)),
+        Err(_) => Err(SqlError::Timeout(limit)),
     }
 }
 

@@ -143,7 +143,7 @@ async fn answer(
         let a = state
             .service
             .sql
-            .run(&snapshot, &state.service.derived, sql, params)
+            .run(&snapshot, &state.service.derived, sql, params.into())
             .await?;
         Ok::<_, AppError>(Encoded {
             content_type: format.content_type(),

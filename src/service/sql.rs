@@ -7,7 +7,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use datafusion::common::ScalarValue;
+use datafusion::common::ParamValues;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 use tokio::sync::Semaphore;
 
@@ -41,6 +42,23 @@ struct Counts {
     busy: std::sync::atomic::AtomicU64,
 }
 
+/// A surface's additions to the tables every surface sees (the PostgreSQL wire protocol adds
+/// `pg_catalog` and its functions, which its clients query when they connect). Each surface has
+/// a context of its own per snapshot, made on first use.
+#[derive(Clone, Copy)]
+pub struct Surface {
+    pub name: &'static str,
+    pub setup: fn(&SessionContext) -> Result<(), String>,
+}
+
+impl Surface {
+    /// The tables and DataFusion's functions, nothing more (HTTP, Flight SQL).
+    pub const PLAIN: Surface = Surface {
+        name: "plain",
+        setup: |_| Ok(()),
+    };
+}
+
 /// Why a query was not answered: the gate was full, or the query failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SqlFailure {
@@ -64,8 +82,8 @@ pub struct Sql {
     queue: usize,
     permits: Semaphore,
     waiting: AtomicUsize,
-    /// The context of the snapshot generation it was made for.
-    context: Mutex<Option<(u64, SessionContext)>>,
+    /// Each surface's context, with the snapshot generation it was made for.
+    contexts: Mutex<Vec<(&'static str, u64, SessionContext)>>,
     counts: Counts,
 }
 
@@ -87,20 +105,25 @@ impl Sql {
             queue,
             permits: Semaphore::new(concurrency),
             waiting: AtomicUsize::new(0),
-            context: Mutex::new(None),
+            contexts: Mutex::new(Vec::new()),
             counts: Counts::default(),
         }
     }
 
     async fn context(
         &self,
+        surface: &Surface,
         snapshot: &Arc<Snapshot>,
         derived: &DerivedData,
     ) -> Result<SessionContext, SqlError> {
-        if let Some((g, ctx)) = &*self.context.lock().expect("not poisoned")
-            && *g == snapshot.generation
-        {
-            return Ok(ctx.clone());
+        let generation = snapshot.generation;
+        let cached = |all: &Vec<(&'static str, u64, SessionContext)>| {
+            all.iter()
+                .find(|(n, g, _)| *n == surface.name && *g == generation)
+                .map(|(_, _, c)| c.clone())
+        };
+        if let Some(ctx) = cached(&self.contexts.lock().expect("not poisoned")) {
+            return Ok(ctx);
         }
         let ctx = sql::sql_context(snapshot, self.limits.memory_bytes).await?;
         for kind in RawTableKind::ALL {
@@ -108,8 +131,24 @@ impl Sql {
             ctx.register_table(kind.name(), Arc::new(table))
                 .map_err(|e| SqlError::Internal(e.to_string()))?;
         }
-        *self.context.lock().expect("not poisoned") = Some((snapshot.generation, ctx.clone()));
+        (surface.setup)(&ctx).map_err(SqlError::Internal)?;
+        let mut all = self.contexts.lock().expect("not poisoned");
+        all.retain(|(n, _, _)| *n != surface.name);
+        all.push((surface.name, generation, ctx.clone()));
         Ok(ctx)
+    }
+
+    /// Plan `text` on `surface` under the read-only policy, without running it (a statement a
+    /// client describes before binding its parameters).
+    pub async fn plan(
+        &self,
+        surface: &Surface,
+        snapshot: &Arc<Snapshot>,
+        derived: &DerivedData,
+        text: &str,
+    ) -> Result<LogicalPlan, SqlError> {
+        let ctx = self.context(surface, snapshot, derived).await?;
+        sql::plan(&ctx, text, &self.limits).await
     }
 
     /// The queries asked so far, and those not answered by why.
@@ -127,17 +166,34 @@ impl Sql {
         }
     }
 
-    /// Run `sql` with `params` over `snapshot`, through the gate, under the limits, counted.
+    /// Run `sql` with `params` over `snapshot` (the plain surface), through the gate, under the
+    /// limits, counted.
     pub async fn run(
         &self,
         snapshot: &Arc<Snapshot>,
         derived: &DerivedData,
         text: &str,
-        params: Vec<ScalarValue>,
+        params: ParamValues,
+    ) -> Result<SqlAnswer, SqlFailure> {
+        self.run_on(&Surface::PLAIN, snapshot, derived, text, params, None)
+            .await
+    }
+
+    /// `run` on `surface`, with a tighter time limit when the client asked for one.
+    pub async fn run_on(
+        &self,
+        surface: &Surface,
+        snapshot: &Arc<Snapshot>,
+        derived: &DerivedData,
+        text: &str,
+        params: ParamValues,
+        timeout: Option<Duration>,
     ) -> Result<SqlAnswer, SqlFailure> {
         let c = &self.counts;
         c.queries.fetch_add(1, Ordering::Relaxed);
-        let out = self.run_gated(snapshot, derived, text, params).await;
+        let out = self
+            .run_gated(surface, snapshot, derived, text, params, timeout)
+            .await;
         if let Err(f) = &out {
             let counter = match f {
                 SqlFailure::Busy { .. } => &c.busy,
@@ -155,10 +211,12 @@ impl Sql {
     /// `run` without the counting: through the gate, under the limits.
     async fn run_gated(
         &self,
+        surface: &Surface,
         snapshot: &Arc<Snapshot>,
         derived: &DerivedData,
         text: &str,
-        params: Vec<ScalarValue>,
+        params: ParamValues,
+        timeout: Option<Duration>,
     ) -> Result<SqlAnswer, SqlFailure> {
         let busy = |s: &Sql| SqlFailure::Busy {
             running: s.concurrency,
@@ -180,8 +238,8 @@ impl Sql {
                 }
             }
         };
-        let ctx = self.context(snapshot, derived).await?;
-        let answer = sql::run(&ctx, text, params, &self.limits).await;
+        let ctx = self.context(surface, snapshot, derived).await?;
+        let answer = sql::run(&ctx, text, params, &self.limits, timeout).await;
         drop(permit);
         Ok(answer?)
     }
