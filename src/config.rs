@@ -212,6 +212,10 @@ pub struct ServeArgs {
     /// Wire-protocol connections open at once; more are closed at once.
     #[arg(long, env = "MLENERGY_PG_MAX_CONNECTIONS", default_value_t = 64)]
     pub pg_max_connections: usize,
+    /// Serve Arrow Flight SQL (gRPC) on this address too (ADBC, the Flight SQL JDBC driver,
+    /// Grafana's Flight SQL plugin): the same tables, policy and limits as /v1/sql. Off by default.
+    #[arg(long, env = "MLENERGY_FLIGHT_BIND")]
+    pub flight_bind: Option<SocketAddr>,
 }
 
 /// When the leaderboard's histograms are read from raw files.

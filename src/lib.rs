@@ -3,8 +3,8 @@
 //! Layers, each importing only the ones below it (`tests/it/layers.rs` checks it):
 //!
 //! - `config` (with the binary's `main`): the command line and environment.
-//! - `http`: axum; extract the request, call the service, encode the answer. Beside it `pg`:
-//!   the PostgreSQL wire protocol over the service's SQL.
+//! - `http`: axum; extract the request, call the service, encode the answer. Beside it `pg`
+//!   (the PostgreSQL wire protocol) and `flight` (Arrow Flight SQL), over the service's SQL.
 //! - `service`: the snapshot being served, derived raw data (cache, single flight, persisting),
 //!   prefetch jobs; opening a `--data` source.
 //! - `engine`: run tables, filters, sorting, groups, the field catalog. Beside it `rawtree`: a raw
@@ -17,6 +17,7 @@
 pub mod chart;
 pub mod config;
 pub mod engine;
+pub mod flight;
 pub mod http;
 pub mod pg;
 pub mod pycompat;

@@ -11,7 +11,7 @@ use mlenergy_server::config::{
 use mlenergy_server::engine::sql::SqlLimits;
 use mlenergy_server::http::state::GuardOptions;
 use mlenergy_server::http::{self, AppState, HttpOptions, Limits};
-use mlenergy_server::pg;
+use mlenergy_server::{flight, pg};
 use mlenergy_server::rawtree::compile::write_compiled;
 use mlenergy_server::rawtree::sample;
 use mlenergy_server::rawtree::{BuildCache, BuildOptions, build};
@@ -126,6 +126,10 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         };
         let bound = pg::start(state.service.clone(), addr, options).await?;
         tracing::info!(addr = %bound, tls = args.pg_tls_cert.is_some(), password = args.pg_password.is_some(), "postgres wire protocol listening");
+    }
+    if let Some(addr) = args.flight_bind {
+        let bound = flight::start(state.service.clone(), addr).await?;
+        tracing::info!(addr = %bound, "Flight SQL listening");
     }
     http::serve(state, args.bind, |addr| {
         tracing::info!(%addr, ready_ms = started.elapsed().as_millis() as u64, "listening");

@@ -151,6 +151,29 @@ impl Sql {
         sql::plan(&ctx, text, &self.limits).await
     }
 
+    /// The tables of `surface`'s default schema (`public`) with their Arrow schemas, by name.
+    pub async fn tables(
+        &self,
+        surface: &Surface,
+        snapshot: &Arc<Snapshot>,
+        derived: &DerivedData,
+    ) -> Result<Vec<(String, datafusion::arrow::datatypes::SchemaRef)>, SqlError> {
+        let ctx = self.context(surface, snapshot, derived).await?;
+        let schema = ctx
+            .catalog("datafusion")
+            .and_then(|c| c.schema("public"))
+            .ok_or_else(|| SqlError::Internal("no public schema".to_owned()))?;
+        let mut names = schema.table_names();
+        names.sort();
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            if let Ok(Some(t)) = schema.table(&name).await {
+                out.push((name, t.schema()));
+            }
+        }
+        Ok(out)
+    }
+
     /// The queries asked so far, and those not answered by why.
     pub fn stats(&self) -> SqlStats {
         let c = &self.counts;

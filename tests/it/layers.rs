@@ -2,7 +2,7 @@
 //! encode) → `service` (the snapshot, derived data, jobs) → `engine` (run tables, queries) and
 //! `rawtree` (raw tree → run rows → compiled directory, using engine's tables) → `rawfile`
 //! (reading one results.json) → `store` (sources, cache, catalog) → `pycompat` (leaf); `chart` (SVG drawing) is a leaf `http`
-//! uses; `pg` (the PostgreSQL wire protocol) stands beside `http`. This test
+//! uses; `pg` (the PostgreSQL wire protocol) and `flight` (Flight SQL) stand beside `http`. This test
 //! reads every source file and fails on a `crate::` path (outside comments) that names a layer
 //! the file's layer may not use.
 
@@ -13,12 +13,13 @@ use std::path::Path;
 fn allowed(layer: &str) -> Option<&'static [&'static str]> {
     Some(match layer {
         "config" => &[
-            "http", "pg", "service", "engine", "rawtree", "rawfile", "store", "pycompat", "chart",
+            "http", "pg", "flight", "service", "engine", "rawtree", "rawfile", "store", "pycompat", "chart",
         ],
         "http" => &[
             "service", "engine", "rawtree", "rawfile", "store", "pycompat", "chart",
         ],
         "pg" => &["service", "engine"],
+        "flight" => &["service", "engine"],
         "service" => &["engine", "rawtree", "rawfile", "store", "pycompat"],
         "rawtree" => &["engine", "rawfile", "store", "pycompat"],
         "engine" => &["pycompat"],
