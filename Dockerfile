@@ -28,6 +28,6 @@ ENV MLENERGY_BIND=0.0.0.0:8080 \
 VOLUME /var/cache/mlenergy
 USER mlenergy
 WORKDIR /srv/mlenergy
-EXPOSE 8080
+EXPOSE 8080 5432 50051
 HEALTHCHECK --interval=10s --timeout=5s --start-period=5s CMD ["/usr/local/bin/mlenergy-server", "healthcheck"]
 ENTRYPOINT ["/usr/local/bin/mlenergy-server"]

@@ -11,7 +11,6 @@ use mlenergy_server::config::{
 use mlenergy_server::engine::sql::SqlLimits;
 use mlenergy_server::http::state::GuardOptions;
 use mlenergy_server::http::{self, AppState, HttpOptions, Limits};
-use mlenergy_server::{flight, pg};
 use mlenergy_server::rawtree::compile::write_compiled;
 use mlenergy_server::rawtree::sample;
 use mlenergy_server::rawtree::{BuildCache, BuildOptions, build};
@@ -21,6 +20,7 @@ use mlenergy_server::service::open::{open_dataset, reopen_dataset};
 use mlenergy_server::service::reload::Reloader;
 use mlenergy_server::service::sql::Sql;
 use mlenergy_server::service::static_site::StaticSite;
+use mlenergy_server::{flight, pg};
 use tracing_subscriber::EnvFilter;
 
 fn init_tracing(format: LogFormat) {

@@ -78,9 +78,11 @@ impl Handle {
         out.extend_from_slice(&(sql.len() as u32).to_le_bytes());
         out.extend_from_slice(sql.as_bytes());
         if let Some(batch) = params {
-            let mut w = datafusion::arrow::ipc::writer::StreamWriter::try_new(&mut out, &batch.schema())
+            let mut w =
+                datafusion::arrow::ipc::writer::StreamWriter::try_new(&mut out, &batch.schema())
+                    .map_err(|e| Status::internal(e.to_string()))?;
+            w.write(batch)
                 .map_err(|e| Status::internal(e.to_string()))?;
-            w.write(batch).map_err(|e| Status::internal(e.to_string()))?;
             w.finish().map_err(|e| Status::internal(e.to_string()))?;
         }
         Ok(out.into())
@@ -89,7 +91,12 @@ impl Handle {
     fn decode(bytes: &[u8]) -> Result<Handle, Status> {
         let bad = || Status::invalid_argument("not a prepared statement handle of this server");
         let rest = bytes.strip_prefix(HANDLE_MAGIC).ok_or_else(bad)?;
-        let len = u32::from_le_bytes(rest.get(..4).ok_or_else(bad)?.try_into().map_err(|_| bad())?) as usize;
+        let len = u32::from_le_bytes(
+            rest.get(..4)
+                .ok_or_else(bad)?
+                .try_into()
+                .map_err(|_| bad())?,
+        ) as usize;
         let sql = rest.get(4..4 + len).ok_or_else(bad)?;
         let sql = std::str::from_utf8(sql).map_err(|_| bad())?.to_owned();
         let ipc = &rest[4 + len..];
@@ -114,7 +121,9 @@ fn first_row(batch: &RecordBatch) -> Result<Vec<ScalarValue>, Status> {
     batch
         .columns()
         .iter()
-        .map(|c| ScalarValue::try_from_array(c, 0).map_err(|e| Status::invalid_argument(e.to_string())))
+        .map(|c| {
+            ScalarValue::try_from_array(c, 0).map_err(|e| Status::invalid_argument(e.to_string()))
+        })
         .collect()
 }
 
@@ -174,7 +183,11 @@ fn batches_stream(schema: SchemaRef, batches: Vec<RecordBatch>) -> DoGetStream {
     Box::pin(encoded)
 }
 
-fn info(schema: &Schema, ticket: Vec<u8>, descriptor: FlightDescriptor) -> Result<FlightInfo, Status> {
+fn info(
+    schema: &Schema,
+    ticket: Vec<u8>,
+    descriptor: FlightDescriptor,
+) -> Result<FlightInfo, Status> {
     Ok(FlightInfo::new()
         .try_with_schema(schema)
         .map_err(|e| Status::internal(e.to_string()))?
@@ -204,7 +217,12 @@ impl FlightSql {
         let snapshot = self.service.snapshot();
         self.service
             .sql
-            .run(&snapshot, &self.service.derived, sql, ParamValues::from(params))
+            .run(
+                &snapshot,
+                &self.service.derived,
+                sql,
+                ParamValues::from(params),
+            )
             .await
             .map_err(failure_status)
     }
@@ -397,7 +415,7 @@ impl FlightSqlService for FlightSql {
         query: CommandGetCatalogs,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        let schema = query.clone().into_builder().schema();
+        let schema = query.into_builder().schema();
         Ok(Response::new(info(
             &schema,
             query.as_any().encode_to_vec(),
@@ -473,7 +491,7 @@ impl FlightSqlService for FlightSql {
         query: CommandGetTableTypes,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        let schema = query.clone().into_builder().schema();
+        let schema = query.into_builder().schema();
         Ok(Response::new(info(
             &schema,
             query.as_any().encode_to_vec(),
@@ -514,8 +532,7 @@ pub async fn start(service: Arc<Service>, addr: SocketAddr) -> Result<SocketAddr
         .map_err(|e| format!("cannot serve Flight SQL on {addr}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
     let incoming = tonic::transport::server::TcpIncoming::from(listener);
-    let svc = FlightServiceServer::new(FlightSql { service })
-        .max_decoding_message_size(16 << 20);
+    let svc = FlightServiceServer::new(FlightSql { service }).max_decoding_message_size(16 << 20);
     tokio::spawn(async move {
         if let Err(e) = tonic::transport::Server::builder()
             .add_service(svc)

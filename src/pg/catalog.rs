@@ -77,7 +77,7 @@ impl datafusion::logical_expr::ScalarUDFImpl for JsonBuildObject {
         args: datafusion::logical_expr::ScalarFunctionArgs,
     ) -> datafusion::common::Result<ColumnarValue> {
         use datafusion::arrow::array::StringBuilder;
-        if args.args.len() % 2 != 0 {
+        if !args.args.len().is_multiple_of(2) {
             return datafusion::common::plan_err!(
                 "json_build_object: the arguments must be key, value pairs"
             );
@@ -90,9 +90,7 @@ impl datafusion::logical_expr::ScalarUDFImpl for JsonBuildObject {
                 let key = ScalarValue::try_from_array(&pair[0], row)?;
                 let value = ScalarValue::try_from_array(&pair[1], row)?;
                 let key = if key.is_null() {
-                    return datafusion::common::exec_err!(
-                        "json_build_object: a key is null"
-                    );
+                    return datafusion::common::exec_err!("json_build_object: a key is null");
                 } else {
                     key.to_string()
                 };
@@ -111,8 +109,12 @@ fn json_value(v: &ScalarValue) -> serde_json::Value {
     }
     match v {
         ScalarValue::Boolean(Some(b)) => J::Bool(*b),
-        ScalarValue::Float32(Some(f)) => serde_json::Number::from_f64(*f as f64).map_or(J::Null, J::Number),
-        ScalarValue::Float64(Some(f)) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
+        ScalarValue::Float32(Some(f)) => {
+            serde_json::Number::from_f64(*f as f64).map_or(J::Null, J::Number)
+        }
+        ScalarValue::Float64(Some(f)) => {
+            serde_json::Number::from_f64(*f).map_or(J::Null, J::Number)
+        }
         v if v.data_type().is_integer() => v
             .to_string()
             .parse::<i64>()
@@ -187,7 +189,11 @@ fn to_regtype() -> datafusion::logical_expr::ScalarUDF {
                     .downcast_ref::<StringArray>()
                     .expect("cast to Utf8");
                 let oids: Int32Array = (0..names.len())
-                    .map(|i| (!names.is_null(i)).then(|| type_oid(names.value(i))).flatten())
+                    .map(|i| {
+                        (!names.is_null(i))
+                            .then(|| type_oid(names.value(i)))
+                            .flatten()
+                    })
                     .collect();
                 Ok(ColumnarValue::Array(Arc::new(oids)))
             }

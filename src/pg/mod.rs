@@ -61,13 +61,14 @@ fn tls_acceptor(cert: &PathBuf, key: &PathBuf) -> Result<pgwire::tokio::TlsAccep
         .and_then(|i| i.collect::<Result<Vec<_>, _>>())
         .map_err(|e| format!("{}: {e}", cert.display()))?;
     let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
-    let config =
-        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .map_err(|e| e.to_string())?;
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .map_err(|e| e.to_string())?;
     Ok(pgwire::tokio::TlsAcceptor::from(Arc::new(config)))
 }
 

@@ -155,7 +155,10 @@ fn show_response(name: &str, value: String, format: FieldFormat) -> PgWireResult
     let mut row = DataRowEncoder::new(fields.clone());
     row.encode_field(&Some(value))?;
     let rows = vec![Ok(row.take_row())];
-    Ok(Response::Query(QueryResponse::new(fields, stream::iter(rows))))
+    Ok(Response::Query(QueryResponse::new(
+        fields,
+        stream::iter(rows),
+    )))
 }
 
 /// `statement_timeout` as PostgreSQL reads it: a number of milliseconds, or a number with a
@@ -185,7 +188,10 @@ fn session_timeout(metadata: &HashMap<String, String>) -> Option<Duration> {
 
 /// `SET name = value` of a harmless option: recorded in the session (and reported back as a
 /// parameter status where PostgreSQL does); any other `SET` is refused.
-fn apply_set<C: ClientInfo + ?Sized>(client: &mut C, statement: &Statement) -> PgWireResult<Response> {
+fn apply_set<C: ClientInfo + ?Sized>(
+    client: &mut C,
+    statement: &Statement,
+) -> PgWireResult<Response> {
     let refuse = |what: &str| {
         user_error(
             "55P02",
@@ -224,11 +230,15 @@ fn apply_set<C: ClientInfo + ?Sized>(client: &mut C, statement: &Statement) -> P
     if name == "statement_timeout" && parse_timeout(&value).is_none() {
         return Err(user_error(
             "22023",
-            format!("invalid value for statement_timeout: \"{value}\" (milliseconds, or a number with ms, s, min or h)"),
+            format!(
+                "invalid value for statement_timeout: \"{value}\" (milliseconds, or a number with ms, s, min or h)"
+            ),
         ));
     }
-    if matches!(name.as_str(), "default_transaction_read_only" | "transaction_read_only")
-        && !matches!(value.to_lowercase().as_str(), "on" | "true" | "1")
+    if matches!(
+        name.as_str(),
+        "default_transaction_read_only" | "transaction_read_only"
+    ) && !matches!(value.to_lowercase().as_str(), "on" | "true" | "1")
     {
         return Err(user_error(
             "25006",
@@ -267,7 +277,12 @@ fn parameter_types(plan: &LogicalPlan) -> PgWireResult<Vec<Option<DataType>>> {
         .map_err(|e| user_error("42P18", e.to_string()))?;
     let mut numbered: Vec<(usize, Option<DataType>)> = types
         .into_iter()
-        .filter_map(|(id, t)| id.trim_start_matches('$').parse::<usize>().ok().map(|n| (n, t)))
+        .filter_map(|(id, t)| {
+            id.trim_start_matches('$')
+                .parse::<usize>()
+                .ok()
+                .map(|n| (n, t))
+        })
         .collect();
     numbered.sort_by_key(|(n, _)| *n);
     let count = numbered.last().map_or(0, |(n, _)| *n);
@@ -303,7 +318,10 @@ fn encode_answer(
         .into_iter()
         .flat_map(|b| encode_recordbatch(fields.clone(), b))
         .collect();
-    Ok(Response::Query(QueryResponse::new(fields, stream::iter(rows))))
+    Ok(Response::Query(QueryResponse::new(
+        fields,
+        stream::iter(rows),
+    )))
 }
 
 /// The statement handlers of every connection.
@@ -335,7 +353,14 @@ impl PgSession {
         let answer = self
             .service
             .sql
-            .run_on(&SURFACE, &snapshot, &self.service.derived, text, params, timeout)
+            .run_on(
+                &SURFACE,
+                &snapshot,
+                &self.service.derived,
+                text,
+                params,
+                timeout,
+            )
             .await
             .map_err(failure)?;
         encode_answer(answer, format, options)
@@ -366,7 +391,10 @@ impl SimpleQueryHandler for PgSession {
                 Kind::Transaction(s) => apply_transaction(client, &s),
                 Kind::Show(name) => {
                     let value = show_value(&name, client.metadata()).ok_or_else(|| {
-                        user_error("42704", format!("unrecognized configuration parameter \"{name}\""))
+                        user_error(
+                            "42704",
+                            format!("unrecognized configuration parameter \"{name}\""),
+                        )
                     })?;
                     show_response(&name, value, FieldFormat::Text)?
                 }
@@ -578,7 +606,11 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 #[async_trait]
 impl StartupHandler for Startup {
-    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::Error: Debug,

@@ -13,7 +13,8 @@ use std::path::Path;
 fn allowed(layer: &str) -> Option<&'static [&'static str]> {
     Some(match layer {
         "config" => &[
-            "http", "pg", "flight", "service", "engine", "rawtree", "rawfile", "store", "pycompat", "chart",
+            "http", "pg", "flight", "service", "engine", "rawtree", "rawfile", "store", "pycompat",
+            "chart",
         ],
         "http" => &[
             "service", "engine", "rawtree", "rawfile", "store", "pycompat", "chart",
