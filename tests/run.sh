@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: the Rust suites (unit, in-process router, black-box binary, data/sample and
-# OpenAPI drift), then the conformance suite against the reference toolkit mlenergy-data 0.4.0.
+# OpenAPI drift), then the conformance suite against the reference toolkit mlenergy-data 0.4.0 and
+# the SQL clients, then schemathesis against the served OpenAPI document (tests/api/run.sh).
 #
 # The PostgreSQL tests run when MLENERGY_TEST_POSTGRES names a server (a user that may create
 # databases); otherwise cargo reports them as ignored, with the reason. MLENERGY_REQUIRE_POSTGRES=1
@@ -28,3 +29,6 @@ if [ -z "${MLENERGY_SERVER_BIN:-}" ]; then
   export MLENERGY_SERVER_BIN="$target_dir/debug/mlenergy-server"
 fi
 python3 -m pytest -q tests/conformance
+
+# Schemathesis against the served OpenAPI document: every operation, every check.
+bash tests/api/run.sh

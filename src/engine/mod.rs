@@ -19,6 +19,7 @@ pub mod models;
 pub mod query;
 pub mod runid;
 pub mod sql;
+pub mod sql_functions;
 pub mod table;
 
 pub use self::dataset::Dataset;

@@ -86,6 +86,7 @@ pub async fn sql_context(
         .with_information_schema(true)
         .with_default_catalog_and_schema("datafusion", "public");
     let ctx = SessionContext::new_with_config_rt(config, runtime);
+    ctx.register_udaf(super::sql_functions::logistic_fit());
     for name in ["llm_runs", "diffusion_runs"] {
         let table = dataset
             .ctx

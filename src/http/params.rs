@@ -896,7 +896,16 @@ impl Params {
 
     /// `seed` (default 0).
     pub fn seed(&self) -> Result<u64, AppError> {
-        Ok(self.count("seed")?.unwrap_or(0) as u64)
+        let seed = self.count("seed")?.unwrap_or(0) as u64;
+        // The document's bound: integers a JSON client (a browser's double) holds exactly.
+        if seed > MAX_OFFSET {
+            return Err(AppError::InvalidParameter {
+                parameter: self.name("seed"),
+                detail: format!("seed {seed} is above the maximum of {MAX_OFFSET}"),
+                allowed: None,
+            });
+        }
+        Ok(seed)
     }
 
     /// A hint per string filter value that matches no run of `table` (the answer is still what

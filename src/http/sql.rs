@@ -223,6 +223,7 @@ fn accept(headers: &HeaderMap) -> Option<&str> {
 #[serde(deny_unknown_fields)]
 pub struct SqlBody {
     /// The SQL query, with `$1`, `$2`... for `params`.
+    #[schema(min_length = 1, pattern = r"\S")]
     sql: String,
     /// Values of the placeholders: numbers, strings, booleans or null.
     #[serde(default)]

@@ -111,6 +111,8 @@ async fn accept(
                 continue;
             }
         };
+        // No Nagle: a small answer waits for no delayed ACK.
+        let _ = socket.set_nodelay(true);
         let permit = match &limit {
             Some(l) => match l.clone().try_acquire_owned() {
                 Ok(p) => Some(p),

@@ -156,6 +156,16 @@ async fn the_mixture_of_a_run() {
         .json();
     assert_ne!(other[0]["loc"], serde_json::Value::Null);
     assert_ne!(other, a);
+    // The largest seed the document allows, and one past it.
+    let top = app
+        .get(&format!("/v1/llm/runs/{run}/itl-mixture?seed=9007199254740991&max_samples=64"))
+        .await;
+    assert_eq!(top.status, 200);
+    let past = app
+        .get(&format!("/v1/llm/runs/{run}/itl-mixture?seed=9007199254740992"))
+        .await;
+    assert_eq!(past.status, 400);
+    assert_eq!(past.json()["parameter"], "seed");
     let all = app
         .get(&format!("/v1/llm/runs/{run}/itl-mixture?max_samples=all"))
         .await

@@ -485,3 +485,44 @@ async fn a_query_over_too_many_runs_is_refused_before_reading() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["rows"][0]["n"], 0);
 }
+
+#[tokio::test]
+async fn logistic_fit_aggregate_equals_the_model_endpoint() {
+    let app = TestApp::sample().await;
+    let group = "model_id = 'Qwen/Qwen3-14B' AND task = 'gpqa' AND gpu_model = 'B200' AND num_gpus = 1 AND is_stable";
+    let points = app
+        .get(&q(&format!(
+            "SELECT CAST(max_num_seqs AS DOUBLE) AS b, energy_per_token_joules AS y FROM llm_runs WHERE {group}"
+        )))
+        .await
+        .json();
+    let batch = column(&points, "b");
+    let y = column(&points, "y");
+    assert!(batch.len() >= 4, "a sweep of several batch sizes");
+    let fit = app
+        .get(&q(&format!(
+            "SELECT get_field(f, 'L') AS l, get_field(f, 'x0') AS x0, get_field(f, 'k') AS k, get_field(f, 'b0') AS b0, get_field(f, 'r2') AS r2, get_field(f, 'n') AS n FROM (SELECT logistic_fit(CAST(max_num_seqs AS DOUBLE), energy_per_token_joules) AS f FROM llm_runs WHERE {group})"
+        )))
+        .await
+        .json();
+    let body = serde_json::json!({"batch": batch, "y": y}).to_string();
+    let model = app
+        .post("/v1/models/logistic/fit", "application/json", &body)
+        .await
+        .json();
+    let row = &fit["rows"][0];
+    assert_eq!(row["n"], serde_json::json!(batch.len()));
+    for (ours, theirs) in [("l", "L"), ("x0", "x0"), ("k", "k"), ("b0", "b0"), ("r2", "r2")] {
+        let (a, b) = (row[ours].as_f64().unwrap(), model[theirs].as_f64().unwrap());
+        // The same points in the same order: the same fit to the last bit.
+        assert_eq!(a, b, "{ours}");
+    }
+    // One fit per group.
+    let per_gpu = app
+        .get(&q("SELECT gpu_model, get_field(logistic_fit(CAST(max_num_seqs AS DOUBLE), energy_per_token_joules), 'n') AS n, count(*) AS c FROM llm_runs WHERE model_id = 'Qwen/Qwen3-14B' AND task = 'gpqa' AND num_gpus = 1 GROUP BY gpu_model ORDER BY gpu_model"))
+        .await
+        .json();
+    for r in per_gpu["rows"].as_array().unwrap() {
+        assert_eq!(r["n"], r["c"]);
+    }
+}
