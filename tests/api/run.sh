@@ -32,12 +32,13 @@ PY
 MLENERGY_LOG=warn "$bin" --bind "127.0.0.1:$port" --data "raw:$work/tree" --cache "$work/cache" \
   --leaderboard-histograms on-request >"$log" 2>&1 &
 server=$!
+get() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())' "$1"; }
 for _ in $(seq 300); do
-  curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
+  get "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
   sleep 0.1
 done
 first_run() {
-  curl -sf "http://127.0.0.1:$port/v1/$1/runs?limit=1&fields=run_id&sort=run_id$2" |
+  get "http://127.0.0.1:$port/v1/$1/runs?limit=1&fields=run_id&sort=run_id$2" |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["runs"][0]["run_id"])'
 }
 LLM_RUN_ID=$(first_run llm "&stability=all")
