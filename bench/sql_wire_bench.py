@@ -39,6 +39,16 @@ def psql_times(args, runs):
     return times[1:]
 
 
+def bench_database(url):
+    """A database of its own on the server `url` names (its user may create databases)."""
+    exists = subprocess.run(["psql", url, "-XAtc", "SELECT 1 FROM pg_database WHERE datname = 'mlenergy_bench'"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    if not exists:
+        subprocess.run(["psql", url, "-Xqc", "CREATE DATABASE mlenergy_bench"], check=True)
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(path="/mlenergy_bench"))
+
+
 def load_into_postgres(url, base):
     """The llm_runs table (every column, as /v1/sql's CSV has it) into a PostgreSQL database."""
     with urllib.request.urlopen(base + "/v1/sql?" + urllib.parse.urlencode(
@@ -79,9 +89,10 @@ def main():
         print(f"psql \\timing over mlenergy-server's wire protocol: median {statistics.median(ours):.3f} ms, "
               f"p90 {statistics.quantiles(ours, n=10)[-1]:.3f} ms ({args.runs} warm runs)")
         try:
-            load_into_postgres(args.pg_url, base)
-            theirs = psql_times([args.pg_url], args.runs)
-            print(f"psql \\timing over PostgreSQL {subprocess.run(['psql', args.pg_url, '-XAtc', 'SHOW server_version'], capture_output=True, text=True).stdout.strip()} "
+            url = bench_database(args.pg_url)
+            load_into_postgres(url, base)
+            theirs = psql_times([url], args.runs)
+            print(f"psql \\timing over PostgreSQL {subprocess.run(['psql', url, '-XAtc', 'SHOW server_version'], capture_output=True, text=True).stdout.strip()} "
                   f"(same table, no index): median {statistics.median(theirs):.3f} ms; "
                   f"ours / PostgreSQL = {statistics.median(ours) / statistics.median(theirs):.2f}")
         except (subprocess.CalledProcessError, FileNotFoundError) as e:
