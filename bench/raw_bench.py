@@ -75,6 +75,8 @@ class AnonPeak:
 def main():
     ap = bench_args(__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=13000)
+    ap.add_argument("--formats", action="store_true",
+                    help="also the private memory growth of the ITL answer in each format (issue 19 item 4)")
     args = ap.parse_args()
     build_release(args)
     with tempfile.TemporaryDirectory() as tmp:
@@ -115,6 +117,19 @@ def main():
                     cold, nbytes = fetch()
                 warm = min(fetch()[0] for _ in range(5))
                 rss = peak_rss(proc.pid)
+                if args.formats and label.startswith("mlenergy-server, restarted"):
+                    # Warm derived data: what each answer adds to private memory while it is sent
+                    # (read in 64 KiB chunks, as a client that keeps up).
+                    for fmt in ("arrow", "json", "csv", "ndjson", "parquet"):
+                        before = status(proc.pid, "RssAnon")
+                        with AnonPeak(proc.pid) as grow:
+                            with urllib.request.urlopen(f"{base}/v1/llm/runs/{run_id}/itl?format={fmt}") as r:
+                                total = 0
+                                while chunk := r.read(1 << 16):
+                                    total += len(chunk)
+                        print(f"  ITL as {fmt}: {total / 1e6:.0f} MB answer; private memory growth while sent "
+                              f"{max(0, grow.peak - before) / 1e6:.1f} MB "
+                              f"({max(0, grow.peak - before) / size:.2f}x the results.json)")
             finally:
                 proc.terminate()
                 proc.wait(timeout=10)

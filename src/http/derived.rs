@@ -163,7 +163,7 @@ async fn answer(
     kind: Kind,
 ) -> Result<Response, AppError> {
     use super::encode::per_sample::{
-        Segment, Values, arrow_pieces, bytes_per_row, encode_long, write_long,
+        Segment, Values, arrow_pieces, encode_long, estimated_bytes, write_long,
     };
     let include_unsuccessful = match kind {
         Kind::OutputLengths => p.params.flag("include_unsuccessful")?,
@@ -233,7 +233,7 @@ async fn answer(
             &warnings,
         ));
     }
-    if total * bytes_per_row(&keys, format) >= state.limits.stream_bytes {
+    if estimated_bytes(t, &keys, &segments, value, format) >= state.limits.stream_bytes {
         // Encoded while it is sent, and not cached (the derived data it comes from is).
         let snapshot = snapshot.clone();
         let resp = streamed(format.content_type(), Some(total), move |out| {

@@ -426,6 +426,38 @@ impl Pieces {
     }
 }
 
+/// About how many bytes the long answer of `segs` takes in `format`: for the text formats, each
+/// row's key columns as written (the run's task, model id... repeated on every row) and its
+/// number; for Arrow and Parquet, the values.
+pub(crate) fn estimated_bytes(
+    t: &RunTable,
+    keys: &[usize],
+    segs: &[Segment],
+    value: &str,
+    format: Format,
+) -> usize {
+    match format {
+        Format::Json | Format::Ndjson | Format::Csv => {
+            // A shortest-round-trip float is at most 24 characters, with a separator or two.
+            let mut last: Option<(usize, usize)> = None;
+            segs.iter()
+                .map(|s| {
+                    let per_row = match last {
+                        Some((row, n)) if row == s.row => n,
+                        _ => {
+                            let n = prefix(t, keys, s.row, value, format).len() + 26;
+                            last = Some((s.row, n));
+                            n
+                        }
+                    };
+                    s.values.len() * per_row
+                })
+                .sum()
+        }
+        _ => segs.iter().map(|s| s.values.len()).sum::<usize>() * bytes_per_row(keys, format),
+    }
+}
+
 /// About how many bytes a row of a long answer takes in `format`.
 pub(crate) fn bytes_per_row(keys: &[usize], format: Format) -> usize {
     match format {
@@ -477,6 +509,41 @@ mod tests {
     use datafusion::arrow::array::Array;
 
     use super::*;
+
+    /// The estimate that decides whether a long answer is streamed is close to, and not under,
+    /// the bytes each text format writes (the key columns repeated on every row count).
+    #[tokio::test]
+    async fn estimated_bytes_bound_the_text_answers() {
+        use crate::service::open::{DataLocation, load};
+
+        let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample");
+        let dataset = load(&DataLocation::detect(sample)).await.unwrap();
+        let t = &dataset.llm;
+        let keys: Vec<usize> = ["task", "model_id", "num_gpus", "max_num_seqs"]
+            .iter()
+            .map(|n| t.field_index(n).unwrap())
+            .collect();
+        let values: Vec<f64> = (0..5000).map(|i| 0.001 + i as f64 * 1.0e-7).collect();
+        let segs = vec![
+            Segment {
+                row: 3,
+                values: Values::Float(values[..3000].to_vec().into()),
+            },
+            Segment {
+                row: 7,
+                values: Values::Float(values[3000..].to_vec().into()),
+            },
+        ];
+        for format in [Format::Json, Format::Ndjson, Format::Csv] {
+            let body = encode_long(t, &keys, &segs, "itl_s", format).unwrap();
+            let estimate = estimated_bytes(t, &keys, &segs, "itl_s", format);
+            assert!(
+                estimate >= body.len() && estimate <= body.len() * 3 / 2,
+                "{format:?}: estimated {estimate}, written {}",
+                body.len()
+            );
+        }
+    }
 
     /// Batches are slices of the chunks, in order, cut at `BATCH_ROWS`; the Arrow pieces joined
     /// are the bytes arrow's `StreamWriter` writes for those batches, and read back as the values.
