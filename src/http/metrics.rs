@@ -11,7 +11,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::info::Info;
@@ -118,6 +118,24 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         ] {
             r.register(name, help, ConstCounter::new(v));
         }
+        r.register(
+            "mlenergy_raw_cache_single_flight_waits",
+            "Requests for a raw file that joined a download already under way instead of starting one",
+            ConstCounter::new(s.single_flight_waits.load(Relaxed)),
+        );
+        let by_kind = Family::<KindLabel, Counter>::default();
+        for (i, kind) in crate::store::fetch::FetchError::KINDS.iter().enumerate() {
+            by_kind
+                .get_or_create(&KindLabel {
+                    kind: kind.to_string(),
+                })
+                .inc_by(s.failures_by_kind[i].load(Relaxed));
+        }
+        r.register(
+            "mlenergy_raw_cache_fetch_errors",
+            "Failed fetches from the source (hub or object store), by kind",
+            by_kind,
+        );
         r.register(
             "mlenergy_raw_cache_evictions",
             "Files evicted from the cache to stay under --cache-max-bytes",

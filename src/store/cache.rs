@@ -42,6 +42,11 @@ pub struct CacheStats {
     pub bytes_fetched: AtomicU64,
     /// Downloads that failed (nothing was cached).
     pub failures: AtomicU64,
+    /// Callers that joined a download another caller had started (single flight) instead of
+    /// starting their own.
+    pub single_flight_waits: AtomicU64,
+    /// Failed downloads by `FetchError::kind`, in `FetchError::KINDS` order.
+    pub failures_by_kind: [AtomicU64; FetchError::KINDS.len()],
 }
 
 type Flight = Shared<BoxFuture<'static, Result<Entry, FetchError>>>;
@@ -196,16 +201,22 @@ impl CachedStore {
             .get(&key)
             .cloned();
         if let Some(f) = joined {
+            self.inner
+                .stats
+                .single_flight_waits
+                .fetch_add(1, Ordering::Relaxed);
             return f.await;
         }
         if let Some(e) = self.inner.cached(&key).await? {
             self.inner.stats.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(e);
         }
+        let mut started = false;
         let flight = {
             let mut map = self.inner.inflight.lock().expect("inflight");
             map.entry(key.clone())
                 .or_insert_with(|| {
+                    started = true;
                     let inner = self.inner.clone();
                     let (k, p) = (key.clone(), path.to_string());
                     // Spawned, so a caller that goes away does not cancel the download others wait for.
@@ -220,6 +231,12 @@ impl CachedStore {
                 })
                 .clone()
         };
+        if !started {
+            self.inner
+                .stats
+                .single_flight_waits
+                .fetch_add(1, Ordering::Relaxed);
+        }
         let out = flight.clone().await;
         let mut map = self.inner.inflight.lock().expect("inflight");
         if map.get(&key).is_some_and(|f| f.ptr_eq(&flight)) {
@@ -295,6 +312,13 @@ impl Inner {
         }
         self.stats.misses.fetch_add(1, Ordering::Relaxed);
         let r = self.fetch_into_cache(key, path).await;
+        if let Err(e) = &r {
+            let i = FetchError::KINDS
+                .iter()
+                .position(|k| *k == e.kind())
+                .expect("a kind of the list");
+            self.stats.failures_by_kind[i].fetch_add(1, Ordering::Relaxed);
+        }
         if r.is_err() {
             self.stats.failures.fetch_add(1, Ordering::Relaxed);
         }

@@ -36,6 +36,30 @@ pub enum FetchError {
 }
 
 impl FetchError {
+    /// Every `kind`, in a fixed order.
+    pub const KINDS: [&'static str; 7] = [
+        "not_found",
+        "denied",
+        "upstream",
+        "timeout",
+        "corrupt",
+        "refused",
+        "cache",
+    ];
+
+    /// The error's kind, as metrics label it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FetchError::NotFound(_) => "not_found",
+            FetchError::Denied { .. } => "denied",
+            FetchError::Upstream(_) => "upstream",
+            FetchError::Timeout(_) => "timeout",
+            FetchError::Corrupt { .. } => "corrupt",
+            FetchError::Refused(_) => "refused",
+            FetchError::Cache(_) => "cache",
+        }
+    }
+
     /// Worth another attempt.
     fn retryable(&self) -> bool {
         matches!(self, FetchError::Upstream(_) | FetchError::Timeout(_))

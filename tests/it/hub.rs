@@ -479,6 +479,18 @@ async fn raw_files_come_from_the_hub_once_and_match_the_local_answers() {
         assert_eq!(r.body, want);
     }
     assert_eq!(hub.gets(&diff_path), 1);
+    // The seven other requests joined the one download, or (once it was done) found the file.
+    let m = app.get("/metrics").await.text();
+    let metric = |name: &str| -> u64 {
+        m.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} in {m}"))
+    };
+    assert_eq!(metric("mlenergy_raw_cache_misses_total"), 1);
+    assert_eq!(
+        metric("mlenergy_raw_cache_single_flight_waits_total") + metric("mlenergy_raw_cache_hits_total"),
+        7
+    );
 
     // Raw-derived answers equal the ones computed from the local copy.
     let local = TestApp::sample().await;
@@ -735,6 +747,12 @@ async fn upstream_faults_map_to_statuses_and_leave_nothing_in_the_cache() {
         (cache["files"].as_u64(), cache["failures"].as_u64()),
         (Some(0), Some(5))
     );
+    // The same failures by kind in /metrics.
+    let m = app.get("/metrics").await.text();
+    for (kind, n) in [("not_found", 1), ("upstream", 1), ("timeout", 1), ("corrupt", 2), ("denied", 0)] {
+        let line = format!("mlenergy_raw_cache_fetch_errors_total{{kind=\"{kind}\"}} {n}");
+        assert!(m.lines().any(|l| l == line), "{line} in {m}");
+    }
     // Once the hub is healthy the same request succeeds: nothing bad was kept.
     hub.fault(&path, None);
     let r = app.get(&uri).await;
