@@ -11,7 +11,9 @@ use datafusion::arrow::array::{Array, ArrayRef, Float64Array, ListArray};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
 use datafusion::common::{Result, ScalarValue, exec_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility,
+};
 
 use super::models::LogisticModel;
 use super::models::logistic::batch_x;
@@ -37,7 +39,10 @@ struct LogisticFit {
 /// `logistic_fit(batch, y)`.
 pub fn logistic_fit() -> AggregateUDF {
     AggregateUDF::new_from_impl(LogisticFit {
-        signature: Signature::exact(vec![DataType::Float64, DataType::Float64], Volatility::Immutable),
+        signature: Signature::exact(
+            vec![DataType::Float64, DataType::Float64],
+            Volatility::Immutable,
+        ),
     })
 }
 
@@ -77,7 +82,10 @@ struct Points {
 fn floats(a: &ArrayRef) -> Result<&Float64Array> {
     match a.as_any().downcast_ref::<Float64Array>() {
         Some(f) => Ok(f),
-        None => exec_err!("logistic_fit: expected DOUBLE arguments, got {}", a.data_type()),
+        None => exec_err!(
+            "logistic_fit: expected DOUBLE arguments, got {}",
+            a.data_type()
+        ),
     }
 }
 
@@ -107,7 +115,9 @@ impl Accumulator for Points {
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
         let list = |v: &[f64]| {
             ScalarValue::List(ScalarValue::new_list_nullable(
-                &v.iter().map(|f| ScalarValue::Float64(Some(*f))).collect::<Vec<_>>(),
+                &v.iter()
+                    .map(|f| ScalarValue::Float64(Some(*f)))
+                    .collect::<Vec<_>>(),
                 &DataType::Float64,
             ))
         };
@@ -135,9 +145,8 @@ impl Accumulator for Points {
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
         let (m, q) = LogisticModel::fit_with_quality(&self.x, &self.y);
-        let f = |v: f64| -> ArrayRef {
-            Arc::new(Float64Array::from(vec![v.is_finite().then_some(v)]))
-        };
+        let f =
+            |v: f64| -> ArrayRef { Arc::new(Float64Array::from(vec![v.is_finite().then_some(v)])) };
         let n: ArrayRef = Arc::new(datafusion::arrow::array::Int64Array::from(vec![
             self.x.len() as i64,
         ]));

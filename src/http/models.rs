@@ -532,7 +532,8 @@ pub mod schema {
                 "max_samples",
                 ObjectBuilder::new()
                     .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
-                    .minimum(Some(1)),
+                    .minimum(Some(1))
+                    .maximum(Some(super::MAX_INTEGER as f64)),
             )
             .property("seed", ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::Integer, Type::Null])).minimum(Some(0)).maximum(Some(super::MAX_INTEGER as f64)))
             .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)))

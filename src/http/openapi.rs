@@ -836,12 +836,20 @@ fn complete_operation(
     for p in &mut parameters {
         // A format parameter that its annotation left as any string (SQL's) names the formats.
         if p.name == "format" && p.parameter_in == ParameterIn::Query {
-            let names: Vec<&str> = super::negotiate::Format::ALL.iter().map(|f| f.name()).collect();
+            let names: Vec<&str> = super::negotiate::Format::ALL
+                .iter()
+                .map(|f| f.name())
+                .collect();
             p.schema = Some(string_schema().enum_values(Some(names)).into());
         }
         // SQL text: something besides white space (what is SQL, a schema cannot say).
         if p.name == "q" && p.parameter_in == ParameterIn::Query {
-            p.schema = Some(string_schema().min_length(Some(1)).pattern(Some("\\S")).into());
+            p.schema = Some(
+                string_schema()
+                    .min_length(Some(1))
+                    .pattern(Some("\\S"))
+                    .into(),
+            );
         }
         if p.name == "file" {
             let files: Vec<&str> = match domain {

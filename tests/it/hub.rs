@@ -488,7 +488,8 @@ async fn raw_files_come_from_the_hub_once_and_match_the_local_answers() {
     };
     assert_eq!(metric("mlenergy_raw_cache_misses_total"), 1);
     assert_eq!(
-        metric("mlenergy_raw_cache_single_flight_waits_total") + metric("mlenergy_raw_cache_hits_total"),
+        metric("mlenergy_raw_cache_single_flight_waits_total")
+            + metric("mlenergy_raw_cache_hits_total"),
         7
     );
 
@@ -749,7 +750,13 @@ async fn upstream_faults_map_to_statuses_and_leave_nothing_in_the_cache() {
     );
     // The same failures by kind in /metrics.
     let m = app.get("/metrics").await.text();
-    for (kind, n) in [("not_found", 1), ("upstream", 1), ("timeout", 1), ("corrupt", 2), ("denied", 0)] {
+    for (kind, n) in [
+        ("not_found", 1),
+        ("upstream", 1),
+        ("timeout", 1),
+        ("corrupt", 2),
+        ("denied", 0),
+    ] {
         let line = format!("mlenergy_raw_cache_fetch_errors_total{{kind=\"{kind}\"}} {n}");
         assert!(m.lines().any(|l| l == line), "{line} in {m}");
     }

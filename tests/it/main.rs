@@ -21,6 +21,7 @@ mod load;
 mod metrics;
 mod models;
 mod openapi;
+mod properties;
 mod reload;
 mod sample;
 mod sql;

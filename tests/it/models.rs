@@ -158,11 +158,15 @@ async fn the_mixture_of_a_run() {
     assert_ne!(other, a);
     // The largest seed the document allows, and one past it.
     let top = app
-        .get(&format!("/v1/llm/runs/{run}/itl-mixture?seed=9007199254740991&max_samples=64"))
+        .get(&format!(
+            "/v1/llm/runs/{run}/itl-mixture?seed=9007199254740991&max_samples=64"
+        ))
         .await;
     assert_eq!(top.status, 200);
     let past = app
-        .get(&format!("/v1/llm/runs/{run}/itl-mixture?seed=9007199254740992"))
+        .get(&format!(
+            "/v1/llm/runs/{run}/itl-mixture?seed=9007199254740992"
+        ))
         .await;
     assert_eq!(past.status, 400);
     assert_eq!(past.json()["parameter"], "seed");

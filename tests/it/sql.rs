@@ -512,7 +512,13 @@ async fn logistic_fit_aggregate_equals_the_model_endpoint() {
         .json();
     let row = &fit["rows"][0];
     assert_eq!(row["n"], serde_json::json!(batch.len()));
-    for (ours, theirs) in [("l", "L"), ("x0", "x0"), ("k", "k"), ("b0", "b0"), ("r2", "r2")] {
+    for (ours, theirs) in [
+        ("l", "L"),
+        ("x0", "x0"),
+        ("k", "k"),
+        ("b0", "b0"),
+        ("r2", "r2"),
+    ] {
         let (a, b) = (row[ours].as_f64().unwrap(), model[theirs].as_f64().unwrap());
         // The same points in the same order: the same fit to the last bit.
         assert_eq!(a, b, "{ours}");
