@@ -183,6 +183,27 @@ fn batches_stream(schema: SchemaRef, batches: Vec<RecordBatch>) -> DoGetStream {
     Box::pin(encoded)
 }
 
+/// The FlightInfo of a metadata command: the builder's schema, the command itself as the ticket.
+fn command_info(
+    command: &impl ProstMessageExt,
+    schema: &Schema,
+    request: Request<FlightDescriptor>,
+) -> Result<Response<FlightInfo>, Status> {
+    Ok(Response::new(info(
+        schema,
+        command.as_any().encode_to_vec(),
+        request.into_inner(),
+    )?))
+}
+
+/// A metadata answer of one batch.
+fn one_batch(
+    batch: Result<RecordBatch, impl std::fmt::Display>,
+) -> Result<Response<DoGetStream>, Status> {
+    let batch = batch.map_err(|e| Status::internal(e.to_string()))?;
+    Ok(Response::new(batches_stream(batch.schema(), vec![batch])))
+}
+
 fn info(
     schema: &Schema,
     ticket: Vec<u8>,
@@ -391,11 +412,7 @@ impl FlightSqlService for FlightSql {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         let schema = query.clone().into_builder(&SQL_INFO).schema();
-        Ok(Response::new(info(
-            &schema,
-            query.as_any().encode_to_vec(),
-            request.into_inner(),
-        )?))
+        command_info(&query, &schema, request)
     }
 
     async fn do_get_sql_info(
@@ -403,11 +420,7 @@ impl FlightSqlService for FlightSql {
         query: CommandGetSqlInfo,
         _request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
-        let batch = query
-            .into_builder(&SQL_INFO)
-            .build()
-            .map_err(|e| Status::internal(e.to_string()))?;
-        Ok(Response::new(batches_stream(batch.schema(), vec![batch])))
+        one_batch(query.into_builder(&SQL_INFO).build())
     }
 
     async fn get_flight_info_catalogs(
@@ -416,11 +429,7 @@ impl FlightSqlService for FlightSql {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         let schema = query.into_builder().schema();
-        Ok(Response::new(info(
-            &schema,
-            query.as_any().encode_to_vec(),
-            request.into_inner(),
-        )?))
+        command_info(&query, &schema, request)
     }
 
     async fn do_get_catalogs(
@@ -430,8 +439,7 @@ impl FlightSqlService for FlightSql {
     ) -> Result<Response<DoGetStream>, Status> {
         let mut b = query.into_builder();
         b.append(CATALOG);
-        let batch = b.build().map_err(|e| Status::internal(e.to_string()))?;
-        Ok(Response::new(batches_stream(batch.schema(), vec![batch])))
+        one_batch(b.build())
     }
 
     async fn get_flight_info_schemas(
@@ -440,11 +448,7 @@ impl FlightSqlService for FlightSql {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         let schema = query.clone().into_builder().schema();
-        Ok(Response::new(info(
-            &schema,
-            query.as_any().encode_to_vec(),
-            request.into_inner(),
-        )?))
+        command_info(&query, &schema, request)
     }
 
     async fn do_get_schemas(
@@ -454,8 +458,7 @@ impl FlightSqlService for FlightSql {
     ) -> Result<Response<DoGetStream>, Status> {
         let mut b = query.into_builder();
         b.append(CATALOG, SCHEMA);
-        let batch = b.build().map_err(|e| Status::internal(e.to_string()))?;
-        Ok(Response::new(batches_stream(batch.schema(), vec![batch])))
+        one_batch(b.build())
     }
 
     async fn get_flight_info_tables(
@@ -464,11 +467,7 @@ impl FlightSqlService for FlightSql {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         let schema = query.clone().into_builder().schema();
-        Ok(Response::new(info(
-            &schema,
-            query.as_any().encode_to_vec(),
-            request.into_inner(),
-        )?))
+        command_info(&query, &schema, request)
     }
 
     async fn do_get_tables(
@@ -482,8 +481,7 @@ impl FlightSqlService for FlightSql {
             b.append(CATALOG, SCHEMA, name, "TABLE", schema)
                 .map_err(|e| Status::internal(e.to_string()))?;
         }
-        let batch = b.build().map_err(|e| Status::internal(e.to_string()))?;
-        Ok(Response::new(batches_stream(batch.schema(), vec![batch])))
+        one_batch(b.build())
     }
 
     async fn get_flight_info_table_types(
@@ -492,11 +490,7 @@ impl FlightSqlService for FlightSql {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         let schema = query.into_builder().schema();
-        Ok(Response::new(info(
-            &schema,
-            query.as_any().encode_to_vec(),
-            request.into_inner(),
-        )?))
+        command_info(&query, &schema, request)
     }
 
     async fn do_get_table_types(
@@ -506,8 +500,7 @@ impl FlightSqlService for FlightSql {
     ) -> Result<Response<DoGetStream>, Status> {
         let mut b = query.into_builder();
         b.append("TABLE");
-        let batch = b.build().map_err(|e| Status::internal(e.to_string()))?;
-        Ok(Response::new(batches_stream(batch.schema(), vec![batch])))
+        one_batch(b.build())
     }
 
     async fn do_get_fallback(

@@ -214,9 +214,12 @@ impl Sql {
     ) -> Result<SqlAnswer, SqlFailure> {
         let c = &self.counts;
         c.queries.fetch_add(1, Ordering::Relaxed);
-        let out = self
-            .run_gated(surface, snapshot, derived, text, params, timeout)
-            .await;
+        let out = async {
+            let _permit = self.turn().await?;
+            let ctx = self.context(surface, snapshot, derived).await?;
+            Ok(sql::run(&ctx, text, params, &self.limits, timeout).await?)
+        }
+        .await;
         if let Err(f) = &out {
             let counter = match f {
                 SqlFailure::Busy { .. } => &c.busy,
@@ -231,23 +234,16 @@ impl Sql {
         out
     }
 
-    /// `run` without the counting: through the gate, under the limits.
-    async fn run_gated(
-        &self,
-        surface: &Surface,
-        snapshot: &Arc<Snapshot>,
-        derived: &DerivedData,
-        text: &str,
-        params: ParamValues,
-        timeout: Option<Duration>,
-    ) -> Result<SqlAnswer, SqlFailure> {
+    /// A turn at the gate: at once, or after waiting in the queue (for no longer than the time
+    /// limit); busy when the queue is full or the wait runs out.
+    async fn turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, SqlFailure> {
         let busy = |s: &Sql| SqlFailure::Busy {
             running: s.concurrency,
             waiting: s.waiting.load(Ordering::Relaxed),
             retry_after: Duration::from_secs(1),
         };
-        let permit = match self.permits.try_acquire() {
-            Ok(p) => p,
+        match self.permits.try_acquire() {
+            Ok(p) => Ok(p),
             Err(_) => {
                 if self.waiting.fetch_add(1, Ordering::AcqRel) >= self.queue {
                     self.waiting.fetch_sub(1, Ordering::AcqRel);
@@ -256,14 +252,10 @@ impl Sql {
                 let got = tokio::time::timeout(self.limits.timeout, self.permits.acquire()).await;
                 self.waiting.fetch_sub(1, Ordering::AcqRel);
                 match got {
-                    Ok(Ok(p)) => p,
-                    _ => return Err(busy(self)),
+                    Ok(Ok(p)) => Ok(p),
+                    _ => Err(busy(self)),
                 }
             }
-        };
-        let ctx = self.context(surface, snapshot, derived).await?;
-        let answer = sql::run(&ctx, text, params, &self.limits, timeout).await;
-        drop(permit);
-        Ok(answer?)
+        }
     }
 }

@@ -510,19 +510,24 @@ mod tests {
 
     use super::*;
 
+    /// data/sample and the key columns of the LLM long answers.
+    async fn sample_keys() -> (crate::service::snapshot::Snapshot, Vec<usize>) {
+        use crate::service::open::{DataLocation, load};
+        let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample");
+        let dataset = load(&DataLocation::detect(sample)).await.unwrap();
+        let keys: Vec<usize> = ["task", "model_id", "num_gpus", "max_num_seqs"]
+            .iter()
+            .map(|n| dataset.llm.field_index(n).unwrap())
+            .collect();
+        (dataset, keys)
+    }
+
     /// The estimate that decides whether a long answer is streamed is close to, and not under,
     /// the bytes each text format writes (the key columns repeated on every row count).
     #[tokio::test]
     async fn estimated_bytes_bound_the_text_answers() {
-        use crate::service::open::{DataLocation, load};
-
-        let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample");
-        let dataset = load(&DataLocation::detect(sample)).await.unwrap();
+        let (dataset, keys) = sample_keys().await;
         let t = &dataset.llm;
-        let keys: Vec<usize> = ["task", "model_id", "num_gpus", "max_num_seqs"]
-            .iter()
-            .map(|n| t.field_index(n).unwrap())
-            .collect();
         let values: Vec<f64> = (0..5000).map(|i| 0.001 + i as f64 * 1.0e-7).collect();
         let segs = vec![
             Segment {
@@ -552,15 +557,8 @@ mod tests {
         use datafusion::arrow::ipc::reader::StreamReader;
         use datafusion::arrow::ipc::writer::StreamWriter;
 
-        use crate::service::open::{DataLocation, load};
-
-        let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample");
-        let dataset = load(&DataLocation::detect(sample)).await.unwrap();
+        let (dataset, keys) = sample_keys().await;
         let t = &dataset.llm;
-        let keys: Vec<usize> = ["task", "model_id", "num_gpus", "max_num_seqs"]
-            .iter()
-            .map(|n| t.field_index(n).unwrap())
-            .collect();
         let all: Vec<f64> = (0..BATCH_ROWS * 2 + 100).map(|i| i as f64 * 0.5).collect();
         let cuts = [0, 30, 31, BATCH_ROWS + 70, all.len()];
         let mut segs: Vec<Segment> = cuts
