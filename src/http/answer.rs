@@ -13,12 +13,34 @@ use super::negotiate::Format;
 use crate::service::Snapshot;
 use crate::service::coding::Variants;
 
-/// Encoded answers by (snapshot, format, request URI), weighed by bytes.
-pub type AnswerCache = moka::sync::Cache<String, Arc<Encoded>>;
+/// Encoded answers by (snapshot, format, request URI), weighed by bytes, with how many answers
+/// it gave and how many had to be computed (`/metrics`).
+#[derive(Clone)]
+pub struct AnswerCache {
+    entries: moka::sync::Cache<String, Arc<Encoded>>,
+    /// Answers given from the cache, answers computed: shared by the clones.
+    counts: Arc<[std::sync::atomic::AtomicU64; 2]>,
+}
+
+impl AnswerCache {
+    fn get(&self, key: &str) -> Option<Arc<Encoded>> {
+        let hit = self.entries.get(key);
+        if hit.is_some() {
+            self.counts[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        hit
+    }
+
+    /// Answers given from the cache, and answers computed (and offered to it), since start.
+    pub fn counts(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.counts[0].load(Relaxed), self.counts[1].load(Relaxed))
+    }
+}
 
 /// An answer cache of at most `bytes`.
 pub fn answer_cache(bytes: u64) -> AnswerCache {
-    moka::sync::Cache::builder()
+    let entries = moka::sync::Cache::builder()
         .max_capacity(bytes)
         // The compressed forms are made after the entry is weighed: counted at half the body
         // (three codings of JSON, each about a sixth of it).
@@ -26,7 +48,11 @@ pub fn answer_cache(bytes: u64) -> AnswerCache {
             u32::try_from(k.len() + v.body.len() * 3 / 2 + v.next.as_ref().map_or(0, String::len))
                 .unwrap_or(u32::MAX)
         })
-        .build()
+        .build();
+    AnswerCache {
+        entries,
+        counts: Default::default(),
+    }
 }
 
 /// An encoded answer with the paging facts that go into headers.
@@ -100,7 +126,8 @@ pub fn cached_as(
         return Ok(hit);
     }
     let encoded = Arc::new(compute()?);
-    cache.insert(key, encoded.clone());
+    cache.counts[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    cache.entries.insert(key, encoded.clone());
     Ok(encoded)
 }
 

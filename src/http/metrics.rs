@@ -73,6 +73,38 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         ConstCounter::new(shed.1),
     );
 
+    let (hits, computed) = state.cache.counts();
+    let answers = Family::<KindLabel, Counter>::default();
+    for (kind, n) in [("cache", hits), ("computed", computed)] {
+        answers
+            .get_or_create(&KindLabel {
+                kind: kind.to_string(),
+            })
+            .inc_by(n);
+    }
+    r.register(
+        "mlenergy_http_answers",
+        "Encoded answers given from the response cache, or computed (streamed ones are not counted)",
+        answers,
+    );
+
+    let persisted = state.service.derived.persist_stats();
+    r.register(
+        "mlenergy_derived_persisted",
+        "Runs' derived data (ITLs, output lengths, timelines) written to the derived store",
+        ConstCounter::new(persisted.written),
+    );
+    r.register(
+        "mlenergy_derived_persist_failures",
+        "Runs' derived data that could not be written (read from the raw file again next time)",
+        ConstCounter::new(persisted.failed),
+    );
+    r.register(
+        "mlenergy_derived_persist_seconds",
+        "Time spent writing derived data, off the request path",
+        ConstCounter::new(persisted.seconds),
+    );
+
     let snapshot = state.service.snapshot();
     r.register(
         "mlenergy_snapshot",

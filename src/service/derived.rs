@@ -23,6 +23,16 @@ pub struct DerivedData {
     /// Persisting that outlives its request: a shutdown waits for it, so what was computed is
     /// written rather than cut off.
     background: tokio_util::task::TaskTracker,
+    /// Runs persisted, persists that failed, and the time spent persisting (ns), since start.
+    persisting: Arc<[std::sync::atomic::AtomicU64; 3]>,
+}
+
+/// What persisting derived data has done since start.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PersistStats {
+    pub written: u64,
+    pub failed: u64,
+    pub seconds: f64,
 }
 
 impl DerivedData {
@@ -38,6 +48,18 @@ impl DerivedData {
                 })
                 .build(),
             background: tokio_util::task::TaskTracker::new(),
+            persisting: Default::default(),
+        }
+    }
+
+    /// What persisting has done since start (written and failed, and its time).
+    pub fn persist_stats(&self) -> PersistStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        let p = &self.persisting;
+        PersistStats {
+            written: p[0].load(Relaxed),
+            failed: p[1].load(Relaxed),
+            seconds: p[2].load(Relaxed) as f64 / 1e9,
         }
     }
 
@@ -76,23 +98,36 @@ impl DerivedData {
         if let Some((snapshot, fingerprint)) = fresh {
             // Persist off the request path; a failure only costs a re-read after a restart.
             let d = derived.clone();
-            self.background
-                .spawn_blocking(move || persist(&snapshot, domain, row, &fingerprint, &d));
+            let counts = self.persisting.clone();
+            self.background.spawn_blocking(move || {
+                use std::sync::atomic::Ordering::Relaxed;
+                let started = std::time::Instant::now();
+                if let Some(ok) = persist(&snapshot, domain, row, &fingerprint, &d) {
+                    counts[if ok { 0 } else { 1 }].fetch_add(1, Relaxed);
+                    counts[2].fetch_add(started.elapsed().as_nanos() as u64, Relaxed);
+                }
+            });
         }
         Ok(derived)
     }
 }
 
-/// Write a run's derived data to the snapshot's derived store under `fingerprint`.
-fn persist(snapshot: &Snapshot, domain: Domain, row: usize, fingerprint: &str, d: &RunDerived) {
-    let Some(store) = snapshot.source.derived.as_ref() else {
-        return;
-    };
+/// Write a run's derived data to the snapshot's derived store under `fingerprint`: whether it
+/// was written, or None without a store.
+fn persist(
+    snapshot: &Snapshot,
+    domain: Domain,
+    row: usize,
+    fingerprint: &str,
+    d: &RunDerived,
+) -> Option<bool> {
+    let store = snapshot.source.derived.as_ref()?;
     let written = store.put_with(fingerprint, |out| ipc::write_ipc(d, out));
-    if let Err(e) = written {
+    if let Err(e) = &written {
         let id = snapshot.table(domain).run_id(row);
         tracing::warn!(run_id = %id, error = %e, "cannot persist derived data");
     }
+    Some(written.is_ok())
 }
 
 /// `DerivedData::get` without the memory cache (on the blocking pool): the persisted copy, else

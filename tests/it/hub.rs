@@ -481,15 +481,10 @@ async fn raw_files_come_from_the_hub_once_and_match_the_local_answers() {
     assert_eq!(hub.gets(&diff_path), 1);
     // The seven other requests joined the one download, or (once it was done) found the file.
     let m = app.get("/metrics").await.text();
-    let metric = |name: &str| -> u64 {
-        m.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or_else(|| panic!("{name} in {m}"))
-    };
-    assert_eq!(metric("mlenergy_raw_cache_misses_total"), 1);
+    assert_eq!(metric_of(&m, "mlenergy_raw_cache_misses_total"), 1);
     assert_eq!(
-        metric("mlenergy_raw_cache_single_flight_waits_total")
-            + metric("mlenergy_raw_cache_hits_total"),
+        metric_of(&m, "mlenergy_raw_cache_single_flight_waits_total")
+            + metric_of(&m, "mlenergy_raw_cache_hits_total"),
         7
     );
 
@@ -508,6 +503,9 @@ async fn raw_files_come_from_the_hub_once_and_match_the_local_answers() {
     assert_eq!(hub.gets(&llm_path), 1);
     // Two raw files, and the two runs' derived data once persisted (off the request path).
     let cache = cache_once_listed(&app, 4).await;
+    let m = app.get("/metrics").await.text();
+    assert_eq!(metric_of(&m, "mlenergy_derived_persisted_total"), 2);
+    assert_eq!(metric_of(&m, "mlenergy_derived_persist_failures_total"), 0);
     assert_eq!(cache["enabled"], true);
     assert_eq!(cache["misses"], 2);
     assert_eq!(cache["files"], 4, "{cache}");
@@ -950,4 +948,11 @@ async fn a_symlink_in_the_cache_directory_is_not_followed() {
         "{p}"
     );
     assert!(!r.text().contains("outside the cache"));
+}
+
+/// An unlabelled integer series of a /metrics text.
+fn metric_of(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("{name} in {text}"))
 }

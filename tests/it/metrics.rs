@@ -91,6 +91,15 @@ async fn requests_snapshot_and_sql_are_counted() {
         value(&text, "mlenergy_http_requests_shed_costly_total"),
         0.0
     );
+    // Three list answers computed (llm, diffusion, SELECT 1), the llm one then twice from the cache.
+    assert_eq!(
+        value(&text, r#"mlenergy_http_answers_total{kind="computed"}"#),
+        3.0
+    );
+    assert_eq!(
+        value(&text, r#"mlenergy_http_answers_total{kind="cache"}"#),
+        2.0
+    );
     // The scrape itself is in flight while it is written.
     assert_eq!(value(&text, "mlenergy_http_requests_in_flight"), 1.0);
 }
