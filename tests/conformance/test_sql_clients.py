@@ -259,7 +259,7 @@ def test_each_limit_stops_its_query_while_another_succeeds():
                 c.execute(SLOW)
             assert e.value.sqlstate == "57014" and "100ms" in str(e.value)
         with flight_connect(fl) as conn, conn.cursor() as cur:
-            for sql, words in [(SLOW, "time limit"), (ROWS, "row cap of 1000")]:
+            for sql, words in [(SLOW, "time limit"), (MEMORY, "memory limit of 1 MiB"), (ROWS, "row cap of 1000")]:
                 with pytest.raises(Exception) as e:
                     cur.execute(sql)
                     cur.fetchall()
