@@ -46,7 +46,11 @@ DIFFUSION_RUN_ID=$(first_run diffusion "")
 export LLM_RUN_ID DIFFUSION_RUN_ID
 seed=()
 if [ -n "${ST_SEED-1}" ]; then seed=(--seed "${ST_SEED:-1}"); fi
-st --config-file tests/api/schemathesis.toml run "http://127.0.0.1:$port/openapi.json" \
+# `st` where pip put it on PATH, else the same command through Python.
+st=(st)
+command -v st >/dev/null 2>&1 ||
+  st=(python3 -c 'from schemathesis.cli import schemathesis; schemathesis(prog_name="st")')
+"${st[@]}" --config-file tests/api/schemathesis.toml run "http://127.0.0.1:$port/openapi.json" \
   --workers 2 --max-examples "${ST_EXAMPLES:-25}" "${seed[@]}" \
   --phases "${ST_PHASES:-examples,coverage,fuzzing,stateful}" \
   --suppress-health-check all --no-color

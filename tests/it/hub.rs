@@ -503,7 +503,15 @@ async fn raw_files_come_from_the_hub_once_and_match_the_local_answers() {
     assert_eq!(hub.gets(&llm_path), 1);
     // Two raw files, and the two runs' derived data once persisted (off the request path).
     let cache = cache_once_listed(&app, 4).await;
-    let m = app.get("/metrics").await.text();
+    // A persist is counted just after its file is written: wait for the count (at most 10 s).
+    let mut m = String::new();
+    for _ in 0..200 {
+        m = app.get("/metrics").await.text();
+        if metric_of(&m, "mlenergy_derived_persisted_total") >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     assert_eq!(metric_of(&m, "mlenergy_derived_persisted_total"), 2);
     assert_eq!(metric_of(&m, "mlenergy_derived_persist_failures_total"), 0);
     assert_eq!(cache["enabled"], true);
