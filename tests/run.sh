@@ -9,6 +9,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# psql (Debian's postgresql-client) and openssl are real clients of the SQL tests
+# (tests/conformance/test_sql_clients.py): installed from Debian's packages when missing.
+if ! command -v psql >/dev/null 2>&1 || ! command -v openssl >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q postgresql-client openssl
+fi
+
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
   -r tests/conformance/requirements.txt
 

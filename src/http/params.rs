@@ -649,6 +649,18 @@ impl Params {
             .transpose()
     }
 
+    /// `count`, refused above `max` ("<name> N is above the maximum of <max><unit>").
+    fn count_at_most(&self, key: &str, max: u64, unit: &str) -> Result<Option<usize>, AppError> {
+        match self.count(key)? {
+            Some(n) if n as u64 > max => Err(AppError::InvalidParameter {
+                parameter: self.name(key),
+                detail: format!("{} {n} is above the maximum of {max}{unit}", self.name(key)),
+                allowed: None,
+            }),
+            n => Ok(n),
+        }
+    }
+
     /// Filters and stability shared by the list and group endpoints.
     fn filters(&self, domain: Domain) -> Result<(Vec<Filter>, Stability), AppError> {
         let mut filters = Vec::new();
@@ -896,16 +908,8 @@ impl Params {
 
     /// `seed` (default 0).
     pub fn seed(&self) -> Result<u64, AppError> {
-        let seed = self.count("seed")?.unwrap_or(0) as u64;
         // The document's bound: integers a JSON client (a browser's double) holds exactly.
-        if seed > MAX_OFFSET {
-            return Err(AppError::InvalidParameter {
-                parameter: self.name("seed"),
-                detail: format!("seed {seed} is above the maximum of {MAX_OFFSET}"),
-                allowed: None,
-            });
-        }
-        Ok(seed)
+        Ok(self.count_at_most("seed", MAX_OFFSET, "")?.unwrap_or(0) as u64)
     }
 
     /// A hint per string filter value that matches no run of `table` (the answer is still what
@@ -992,30 +996,12 @@ impl Params {
                 descending,
             });
         }
-        let limit = self.count("limit")?;
-        if let Some(l) = limit
-            && l > max_rows
-        {
-            return Err(AppError::InvalidParameter {
-                parameter: "limit".into(),
-                detail: format!("limit {l} is above the maximum of {max_rows} rows per response"),
-                allowed: None,
-            });
-        }
+        let limit = self.count_at_most("limit", max_rows as u64, " rows per response")?;
         Ok(RunQuery {
             filters,
             stability,
             sort,
-            offset: match self.count("offset")? {
-                Some(o) if o as u64 > MAX_OFFSET => {
-                    return Err(AppError::InvalidParameter {
-                        parameter: "offset".into(),
-                        detail: format!("offset {o} is above the maximum of {MAX_OFFSET}"),
-                        allowed: None,
-                    });
-                }
-                o => o.unwrap_or(0),
-            },
+            offset: self.count_at_most("offset", MAX_OFFSET, "")?.unwrap_or(0),
             limit,
             fields: self.fields(table)?,
         })
