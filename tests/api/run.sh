@@ -50,8 +50,11 @@ if [ -n "${ST_SEED-1}" ]; then seed=(--seed "${ST_SEED:-1}"); fi
 st=(st)
 command -v st >/dev/null 2>&1 ||
   st=(python3 -c 'from schemathesis.cli import schemathesis; schemathesis(prog_name="st")')
+# One worker: with two, schemathesis generates in two threads, and CPython 3.11's ast.parse, which
+# hypothesis calls to describe a strategy, is not thread-safe ("SystemError: AST constructor
+# recursion depth mismatch", reported as an "Inconsistent results" runtime error now and then).
 "${st[@]}" --config-file tests/api/schemathesis.toml run "http://127.0.0.1:$port/openapi.json" \
-  --workers 2 --max-examples "${ST_EXAMPLES:-25}" "${seed[@]}" \
+  --workers 1 --max-examples "${ST_EXAMPLES:-25}" "${seed[@]}" \
   --phases "${ST_PHASES:-examples,coverage,fuzzing,stateful}" \
   --suppress-health-check all --no-color
 if grep -q "panicked" "$log"; then
