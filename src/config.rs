@@ -98,6 +98,10 @@ pub struct ServeArgs {
     /// Catalog database: sqlite://PATH or postgres://... Default: catalog.db in the cache directory.
     #[arg(long, env = "MLENERGY_CATALOG", hide_env_values = true)]
     pub catalog: Option<String>,
+    /// Life of a fetch lease: replicas sharing a cache and a `postgres://` catalog fetch each raw
+    /// file once, the others waiting; a lease whose replica died is taken over after this long.
+    #[arg(long, env = "MLENERGY_CACHE_LEASE_TTL", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub cache_lease_ttl: std::time::Duration,
     /// Hugging Face endpoint.
     #[arg(long, env = "HF_ENDPOINT", default_value = "https://huggingface.co")]
     pub hf_endpoint: String,
@@ -278,6 +282,7 @@ impl ServeArgs {
                 .unwrap_or_else(|| default_cache_dir().display().to_string()),
             catalog: self.catalog.clone(),
             max_bytes: self.cache_max_bytes,
+            lease_ttl: self.cache_lease_ttl,
         }
     }
 

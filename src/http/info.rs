@@ -232,6 +232,9 @@ pub struct CacheInfo {
     pub derived_location: Option<String>,
     /// Catalog database (credentials hidden).
     pub catalog: String,
+    /// This process's id among the replicas sharing the catalog (random per process; the holder
+    /// of a fetch lease).
+    pub replica: String,
     /// The bound on `bytes` (none when derived data is not persisted).
     pub max_bytes: Option<u64>,
     /// Files and bytes the catalog lists, raw files and persisted derived data (all sources
@@ -245,6 +248,8 @@ pub struct CacheInfo {
     pub bytes_fetched: u64,
     pub evictions: u64,
     pub failures: u64,
+    /// Since start: downloads that waited for another replica fetching the same file.
+    pub lease_waits: u64,
 }
 
 /// The cache's size and counters.
@@ -277,6 +282,7 @@ pub async fn cache(State(state): State<AppState>) -> Result<Json<CacheInfo>, App
         },
         derived_location: snapshot.source.derived.as_ref().and_then(|d| d.location()),
         catalog: state.service.catalog.url().to_string(),
+        replica: state.service.catalog.replica().to_string(),
         max_bytes: bound.map(|b| b.max_bytes()),
         files,
         bytes,
@@ -285,6 +291,7 @@ pub async fn cache(State(state): State<AppState>) -> Result<Json<CacheInfo>, App
         bytes_fetched: stat(|s| &s.bytes_fetched),
         evictions: bound.map_or(0, |b| b.evictions()),
         failures: stat(|s| &s.failures),
+        lease_waits: stat(|s| &s.lease_waits),
     }))
 }
 

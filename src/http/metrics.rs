@@ -155,6 +155,11 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
             "Requests for a raw file that joined a download already under way instead of starting one",
             ConstCounter::new(s.single_flight_waits.load(Relaxed)),
         );
+        r.register(
+            "mlenergy_raw_cache_lease_waits",
+            "Downloads that found another replica fetching the same file (its lease in the shared catalog) and waited for it",
+            ConstCounter::new(s.lease_waits.load(Relaxed)),
+        );
         let by_kind = Family::<KindLabel, Counter>::default();
         for (i, kind) in crate::store::fetch::FetchError::KINDS.iter().enumerate() {
             by_kind

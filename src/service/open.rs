@@ -62,6 +62,8 @@ pub struct SourceOptions {
     /// Catalog database URL; default an SQLite file in the cache directory.
     pub catalog: Option<String>,
     pub max_bytes: u64,
+    /// Life of a fetch lease (single flight across replicas; see `store::cache`).
+    pub lease_ttl: std::time::Duration,
 }
 
 /// `$XDG_CACHE_HOME/mlenergy-server`, else `~/.cache/mlenergy-server`, else `.mlenergy-cache`.
@@ -161,6 +163,7 @@ pub async fn load_remote(
             local_root.clone(),
             bound.clone(),
             opts.hub.fetch.timeout,
+            opts.lease_ttl,
         )
     };
     match remote {

@@ -2,7 +2,11 @@
 //! store (a local directory by default, or a bucket shared by several replicas), fetching each
 //! file from upstream on first use.
 //!
-//! - Single flight: concurrent requests for one file share one upstream GET.
+//! - Single flight: concurrent requests for one file share one upstream GET, in one process by a
+//!   shared future, across replicas that share the cache store and catalog by a fetch lease in the
+//!   catalog (taken before the download, renewed while it runs, released once the file is listed;
+//!   a replica that finds it held waits for the file, and takes the lease over once it expires,
+//!   which is how a replica that died mid-download is replaced).
 //! - Atomic, verified writes: the download goes through a multipart upload (a staging file renamed
 //!   into place for a directory) that is completed only when the byte count, and the SHA-256 when
 //!   the source gives one, match; otherwise it is aborted and nothing is left behind.
@@ -47,6 +51,8 @@ pub struct CacheStats {
     pub single_flight_waits: AtomicU64,
     /// Failed downloads by `FetchError::kind`, in `FetchError::KINDS` order.
     pub failures_by_kind: [AtomicU64; FetchError::KINDS.len()],
+    /// Downloads that found another replica's fetch lease on their file and waited for it.
+    pub lease_waits: AtomicU64,
 }
 
 type Flight = Shared<BoxFuture<'static, Result<Entry, FetchError>>>;
@@ -60,6 +66,8 @@ struct Inner {
     local_root: Option<std::path::PathBuf>,
     bound: Arc<Bound>,
     timeout: Duration,
+    /// How long a fetch lease lasts unless renewed (renewed every third of it while downloading).
+    lease_ttl: Duration,
     inflight: Mutex<HashMap<String, Flight>>,
     stats: CacheStats,
 }
@@ -147,7 +155,8 @@ pub fn sweep_staging(dir: &std::path::Path) -> usize {
 
 impl CachedStore {
     /// Over `cache`, indexed and bounded by `bound` (over the same store); `local_root` is the
-    /// directory `cache` keeps its files in, when it is one.
+    /// directory `cache` keeps its files in, when it is one; `timeout` bounds a stalled body and
+    /// `lease_ttl` is the life of a fetch lease (see the module).
     pub fn new(
         upstream: Arc<dyn Upstream>,
         cache: Arc<dyn ObjectStore>,
@@ -155,6 +164,7 @@ impl CachedStore {
         local_root: Option<std::path::PathBuf>,
         bound: Arc<Bound>,
         timeout: Duration,
+        lease_ttl: Duration,
     ) -> CachedStore {
         let namespace = upstream.namespace();
         CachedStore {
@@ -166,6 +176,7 @@ impl CachedStore {
                 local_root,
                 bound,
                 timeout,
+                lease_ttl,
                 inflight: Mutex::new(HashMap::new()),
                 stats: CacheStats::default(),
             }),
@@ -305,24 +316,78 @@ impl Inner {
     }
 
     async fn download(&self, key: &str, path: &str) -> Result<Entry, FetchError> {
-        // Another flight may have finished between the caller's lookup and this one starting.
-        if let Some(e) = self.cached(key).await? {
+        // Another flight may have finished between the caller's lookup and this one starting, or
+        // another replica may hold the lease: wait for its file, or take over an expired lease.
+        if let Some(e) = self.leased(key).await? {
             self.stats.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(e);
         }
         self.stats.misses.fetch_add(1, Ordering::Relaxed);
-        let r = self.fetch_into_cache(key, path).await;
+        let r = self.fetch_under_lease(key, path).await;
+        if let Err(release) = self.bound.catalog().release_lease(key).await {
+            tracing::warn!(key, error = %release, "cannot release the fetch lease; it expires");
+        }
         if let Err(e) = &r {
             let i = FetchError::KINDS
                 .iter()
                 .position(|k| *k == e.kind())
                 .expect("a kind of the list");
             self.stats.failures_by_kind[i].fetch_add(1, Ordering::Relaxed);
-        }
-        if r.is_err() {
             self.stats.failures.fetch_add(1, Ordering::Relaxed);
         }
-        let entry = r?;
+        r
+    }
+
+    /// The file when it is cached (by this replica or another), else `None` once this replica
+    /// holds the fetch lease on it; waits while another replica holds it.
+    async fn leased(&self, key: &str) -> Result<Option<Entry>, FetchError> {
+        let catalog = self.bound.catalog();
+        let ttl = i64::try_from(self.lease_ttl.as_millis()).unwrap_or(i64::MAX);
+        let poll = (self.lease_ttl / 10).clamp(Duration::from_millis(20), Duration::from_millis(250));
+        let mut waited = false;
+        loop {
+            if let Some(e) = self.cached(key).await? {
+                return Ok(Some(e));
+            }
+            if catalog.take_lease(key, ttl).await? {
+                // The holder before may have listed the file and let go since the lookup.
+                return match self.cached(key).await? {
+                    Some(e) => {
+                        catalog.release_lease(key).await?;
+                        Ok(Some(e))
+                    }
+                    None => Ok(None),
+                };
+            }
+            if !waited {
+                waited = true;
+                self.stats.lease_waits.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(key, "another replica is fetching this file; waiting for it");
+            }
+            tokio::time::sleep(poll).await;
+        }
+    }
+
+    /// Download into the cache and list the file, renewing the lease while the download runs.
+    async fn fetch_under_lease(&self, key: &str, path: &str) -> Result<Entry, FetchError> {
+        let ttl = i64::try_from(self.lease_ttl.as_millis()).unwrap_or(i64::MAX);
+        let renew = async {
+            loop {
+                tokio::time::sleep(self.lease_ttl / 3).await;
+                match self.bound.catalog().renew_lease(key, ttl).await {
+                    Ok(true) => {}
+                    Ok(false) => tracing::warn!(
+                        key,
+                        "the fetch lease expired during the download; another replica may fetch the file as well"
+                    ),
+                    Err(e) => tracing::warn!(key, error = %e, "cannot renew the fetch lease"),
+                }
+            }
+        };
+        let entry = tokio::select! {
+            r = self.fetch_into_cache(key, path) => r?,
+            () = renew => unreachable!("renewing never ends"),
+        };
         self.stats
             .bytes_fetched
             .fetch_add(entry.size, Ordering::Relaxed);
@@ -551,5 +616,129 @@ impl ObjectStore for CachedStore {
         _options: CopyOptions,
     ) -> object_store::Result<()> {
         Err(read_only())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::catalog::Catalog;
+
+    /// A source of one file whose body comes in four pieces, `pause` apart; counts its fetches.
+    #[derive(Debug)]
+    struct Paced {
+        body: Vec<u8>,
+        pause: Duration,
+        fetches: AtomicU64,
+    }
+
+    #[async_trait::async_trait]
+    impl Upstream for Paced {
+        async fn fetch(&self, _path: &str) -> Result<Download, FetchError> {
+            self.fetches.fetch_add(1, Ordering::SeqCst);
+            let pause = self.pause;
+            let pieces: Vec<bytes::Bytes> = self
+                .body
+                .chunks(self.body.len().div_ceil(4))
+                .map(bytes::Bytes::copy_from_slice)
+                .collect();
+            let stream = futures::stream::iter(pieces).then(move |p| async move {
+                tokio::time::sleep(pause).await;
+                Ok(p)
+            });
+            Ok(Download {
+                stream: stream.boxed(),
+                size: Some(self.body.len() as u64),
+                sha256: None,
+            })
+        }
+
+        fn namespace(&self) -> String {
+            "paced".into()
+        }
+    }
+
+    /// A replica: its own catalog handle (its own replica id) on the shared database, over the
+    /// shared cache directory and source.
+    async fn replica(
+        dir: &std::path::Path,
+        db: &str,
+        source: &Arc<Paced>,
+        ttl: Duration,
+    ) -> CachedStore {
+        let catalog = Catalog::open(db).await.unwrap();
+        let (store, desc, _) = CacheLocation::Dir(dir.to_path_buf()).open().unwrap();
+        let bound = Arc::new(Bound::new(store.clone(), catalog, 1 << 30));
+        CachedStore::new(
+            source.clone(),
+            store,
+            desc,
+            Some(dir.to_path_buf()),
+            bound,
+            Duration::from_secs(5),
+            ttl,
+        )
+    }
+
+    /// Two replicas asked for one file at once fetch it once: the second waits on the first's
+    /// lease and then serves the listed file. A lease left by a dead replica is taken over once
+    /// it expires, and the file is then fetched whole.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replicas_fetch_a_file_once_and_take_over_a_dead_lease() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = format!("sqlite://{}?mode=rwc", tmp.path().join("catalog.db").display());
+        let source = Arc::new(Paced {
+            body: (0..100_000u32).map(|i| (i % 251) as u8).collect(),
+            pause: Duration::from_millis(100),
+            fetches: AtomicU64::new(0),
+        });
+        let cache = tmp.path().join("cache");
+        let ttl = Duration::from_millis(600);
+        let a = replica(&cache, &db, &source, ttl).await;
+        let b = replica(&cache, &db, &source, ttl).await;
+        let (ea, eb) = tokio::join!(a.ensure("x/results.json"), async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            b.ensure("x/results.json").await
+        });
+        assert_eq!(ea.unwrap(), eb.unwrap());
+        assert_eq!(source.fetches.load(Ordering::SeqCst), 1);
+        assert_eq!(a.stats().misses.load(Ordering::SeqCst), 1);
+        assert_eq!(b.stats().misses.load(Ordering::SeqCst), 0);
+        assert_eq!(b.stats().lease_waits.load(Ordering::SeqCst), 1);
+        assert_eq!(b.stats().hits.load(Ordering::SeqCst), 1);
+
+        // A replica that took the lease on another file and died: never renewed, never released.
+        let dead = Catalog::open(&db).await.unwrap();
+        assert!(dead.take_lease("paced/y/results.json", 300).await.unwrap());
+        let got = b.open("y/results.json").await.unwrap();
+        assert_eq!(got.bytes().await.unwrap().as_ref(), &source.body[..]);
+        assert_eq!(source.fetches.load(Ordering::SeqCst), 2);
+        assert_eq!(b.stats().lease_waits.load(Ordering::SeqCst), 2);
+        // Its lease is gone with the download done, so the next file is not waited for.
+        assert!(a.inner.bound.catalog().take_lease("paced/y/results.json", 1000).await.unwrap());
+    }
+
+    /// A lease is this replica's until it expires or is released; renewing keeps it.
+    #[tokio::test]
+    async fn leases_are_exclusive_until_they_expire() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = format!("sqlite://{}?mode=rwc", tmp.path().join("c.db").display());
+        let (one, two) = (
+            Catalog::open(&db).await.unwrap(),
+            Catalog::open(&db).await.unwrap(),
+        );
+        assert_ne!(one.replica(), two.replica());
+        assert!(one.take_lease("k", 200).await.unwrap());
+        assert!(one.take_lease("k", 200).await.unwrap(), "its own lease");
+        assert!(!two.take_lease("k", 200).await.unwrap());
+        assert!(!two.renew_lease("k", 200).await.unwrap());
+        two.release_lease("k").await.unwrap();
+        assert!(!two.take_lease("k", 200).await.unwrap(), "not released by another");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert!(!one.renew_lease("x", 200).await.unwrap());
+        assert!(two.take_lease("k", 200).await.unwrap(), "expired");
+        assert!(!one.renew_lease("k", 200).await.unwrap(), "lost");
+        two.release_lease("k").await.unwrap();
+        assert!(one.take_lease("k", 200).await.unwrap());
     }
 }

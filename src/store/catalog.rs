@@ -24,6 +24,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "job note",
         include_str!("../../migrations/0002_job_note.sql"),
     ),
+    (
+        3,
+        "fetch leases",
+        include_str!("../../migrations/0003_fetch_leases.sql"),
+    ),
 ];
 
 #[derive(Debug)]
@@ -84,6 +89,8 @@ pub struct JobRow {
 pub struct Catalog {
     pool: AnyPool,
     url: String,
+    /// This process as a holder of fetch leases: random per `open`, so per replica.
+    replica: std::sync::Arc<str>,
 }
 
 pub fn now_ms() -> i64 {
@@ -138,12 +145,59 @@ impl Catalog {
         Ok(Catalog {
             pool,
             url: redact(url),
+            replica: uuid::Uuid::new_v4().simple().to_string().into(),
         })
     }
 
     /// The database URL without credentials.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// This replica's id as a lease holder (random per process).
+    pub fn replica(&self) -> &str {
+        &self.replica
+    }
+
+    /// Take the fetch lease on `key` for `ttl_ms` from now: whether this replica holds it now.
+    /// Taken when nobody holds it, when its holder's lease has expired (a dead replica), or
+    /// when this replica already holds it.
+    pub async fn take_lease(&self, key: &str, ttl_ms: i64) -> Result<bool, sqlx::Error> {
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO fetch_leases (key, owner, expires_at_ms) VALUES ($1, $2, $3) \
+             ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, \
+             expires_at_ms = excluded.expires_at_ms \
+             WHERE fetch_leases.expires_at_ms < $4 OR fetch_leases.owner = excluded.owner",
+        )
+        .bind(key)
+        .bind(&*self.replica)
+        .bind(now.saturating_add(ttl_ms))
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map(|r| r.rows_affected() > 0)
+    }
+
+    /// Extend this replica's lease on `key` to `ttl_ms` from now: whether it still held it.
+    pub async fn renew_lease(&self, key: &str, ttl_ms: i64) -> Result<bool, sqlx::Error> {
+        sqlx::query("UPDATE fetch_leases SET expires_at_ms = $1 WHERE key = $2 AND owner = $3")
+            .bind(now_ms().saturating_add(ttl_ms))
+            .bind(key)
+            .bind(&*self.replica)
+            .execute(&self.pool)
+            .await
+            .map(|r| r.rows_affected() > 0)
+    }
+
+    /// Give up this replica's lease on `key` (another replica's is left alone).
+    pub async fn release_lease(&self, key: &str) -> Result<(), sqlx::Error> {
+        sqlx::query("DELETE FROM fetch_leases WHERE key = $1 AND owner = $2")
+            .bind(key)
+            .bind(&*self.replica)
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
     }
 
     pub async fn lookup(&self, key: &str) -> Result<Option<Entry>, sqlx::Error> {

@@ -111,6 +111,7 @@ impl Escapes {
             cache: self.cache.display().to_string(),
             catalog: None,
             max_bytes: 1 << 30,
+            lease_ttl: std::time::Duration::from_secs(30),
         };
         let (dataset, catalog) = open_dataset(spec, &opts).await.expect("the dataset opens");
         let state = AppState::new(
@@ -329,6 +330,7 @@ async fn a_raw_tree_reads_nothing_through_symlinks_out_of_it() {
         cache: tmp.path().join("cache").display().to_string(),
         catalog: None,
         max_bytes: 1 << 30,
+        lease_ttl: std::time::Duration::from_secs(30),
     };
     let (dataset, catalog) = open_dataset(&format!("raw:{}", root.display()), &opts)
         .await

@@ -129,6 +129,7 @@ async fn served_with_cache(cache: &std::path::Path) -> TestApp {
         cache: cache.display().to_string(),
         catalog: None,
         max_bytes: 1 << 30,
+        lease_ttl: std::time::Duration::from_secs(30),
     };
     let (snapshot, catalog) = open_dataset(sample_dir().to_str().unwrap(), &opts)
         .await

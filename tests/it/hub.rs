@@ -333,6 +333,7 @@ impl Dirs {
             cache: self.cache.display().to_string(),
             catalog: None,
             max_bytes,
+            lease_ttl: Duration::from_secs(30),
         }
     }
 
