@@ -17,7 +17,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
-use super::request_metrics::{DomainLabel, KindLabel, SnapshotLabels};
+use super::request_metrics::{DomainLabel, FromLabel, KindLabel, SnapshotLabels};
 use super::state::AppState;
 use crate::engine::Domain;
 
@@ -103,6 +103,19 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         "mlenergy_derived_persist_seconds",
         "Time spent writing derived data, off the request path",
         ConstCounter::new(persisted.seconds),
+    );
+    let loads = Family::<FromLabel, Counter>::default();
+    for (from, n) in [("persisted", persisted.loaded), ("raw", persisted.parsed)] {
+        loads
+            .get_or_create(&FromLabel {
+                from: from.to_string(),
+            })
+            .inc_by(n);
+    }
+    r.register(
+        "mlenergy_derived_loads",
+        "Runs' derived data loaded into memory: from the persisted copy (this replica's or another's) or read from the raw file",
+        loads,
     );
 
     let snapshot = state.service.snapshot();

@@ -69,6 +69,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(info::fields))
         .routes(routes!(prefetch::prefetch))
         .routes(routes!(prefetch::get_job))
+        .routes(routes!(prefetch::evict))
         .routes(routes!(info::cache))
         .routes(routes!(info::datasets))
         .routes(routes!(info::healthz))

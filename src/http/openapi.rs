@@ -240,9 +240,30 @@ pub struct ApiDoc;
 /// parses (`None`: it reads no query string), and the problems it can answer with.
 struct Operation {
     path: &'static str,
-    post: bool,
+    method: Verb,
     endpoint: Option<Endpoint>,
     problems: &'static [u16],
+}
+
+/// The method of an `Operation`.
+#[derive(Clone, Copy, PartialEq)]
+enum Verb {
+    Get,
+    Post,
+    Delete,
+}
+
+impl Verb {
+    fn slot(
+        self,
+        item: &mut utoipa::openapi::PathItem,
+    ) -> &mut Option<utoipa::openapi::path::Operation> {
+        match self {
+            Verb::Get => &mut item.get,
+            Verb::Post => &mut item.post,
+            Verb::Delete => &mut item.delete,
+        }
+    }
 }
 
 /// A JSON body is read: malformed or out of bounds (400), or too large (413).
@@ -260,205 +281,211 @@ const LEADERBOARD_MODEL_PROBLEMS: &[u16] = &[403, 404, 502, 504];
 const OPERATIONS: &[Operation] = &[
     Operation {
         path: "/v1/{domain}/runs",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(Endpoint::List),
         problems: &[400, 404, 406],
     },
     Operation {
         path: "/v1/{domain}/runs/{run_id}",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(Endpoint::One),
         problems: &[400, 404, 406],
     },
     Operation {
         path: "/v1/{domain}/groups",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(Endpoint::Group),
         problems: &[400, 404, 406],
     },
     Operation {
         path: "/v1/{domain}/fields",
-        post: false,
+        method: Verb::Get,
         endpoint: None,
         problems: &[404],
     },
     Operation {
         path: "/v1/llm/runs/{run_id}/output-lengths",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(params::OUTPUT_LENGTHS_ONE),
         problems: RAW_PROBLEMS,
     },
     Operation {
         path: "/v1/llm/output-lengths",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(params::OUTPUT_LENGTHS_MANY),
         problems: RAW_PROBLEMS,
     },
     Operation {
         path: "/v1/llm/runs/{run_id}/itl",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(params::ITL_ONE),
         problems: RAW_PROBLEMS,
     },
     Operation {
         path: "/v1/llm/itl",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(params::ITL_MANY),
         problems: RAW_PROBLEMS,
     },
     Operation {
         path: "/v1/{domain}/runs/{run_id}/raw/{file}",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(params::RAW_FILE),
         problems: &[400, 403, 404, 406, 502, 504],
     },
     Operation {
         path: "/v1/{domain}/runs/{run_id}/timeline",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(params::TIMELINE_ONE),
         problems: RAW_PROBLEMS,
     },
     Operation {
         path: "/v1/{domain}/timelines",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(params::TIMELINE_MANY),
         problems: RAW_PROBLEMS,
     },
     Operation {
         path: "/v1/{domain}/prefetch",
-        post: true,
+        method: Verb::Post,
         endpoint: Some(params::PREFETCH),
         problems: &[400, 401, 403, 404, 406],
     },
     Operation {
+        path: "/v1/{domain}/runs/{run_id}/cache",
+        method: Verb::Delete,
+        endpoint: Some(params::EVICT),
+        problems: &[400, 401, 403, 404, 406],
+    },
+    Operation {
         path: "/v1/jobs/{job_id}",
-        post: false,
+        method: Verb::Get,
         endpoint: None,
         problems: &[404],
     },
     Operation {
         path: "/v1/{domain}/fits/logistic",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(Endpoint::Sweep),
         problems: &[400, 404, 406],
     },
     Operation {
         path: "/v1/{domain}/pareto",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(Endpoint::Pareto),
         problems: &[400, 404, 406],
     },
     Operation {
         path: "/v1/{domain}/best",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(Endpoint::Best),
         problems: &[400, 404, 406],
     },
     Operation {
         path: "/v1/sql",
-        post: false,
+        method: Verb::Get,
         endpoint: None,
         problems: &[400, 406, 422, 503],
     },
     Operation {
         path: "/v1/sql",
-        post: true,
+        method: Verb::Post,
         endpoint: None,
         problems: &[400, 406, 413, 422, 503],
     },
     Operation {
         path: "/v1/{domain}/charts/pareto.svg",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(params::PARETO_CHART),
         problems: &[400, 404],
     },
     Operation {
         path: "/v1/{domain}/charts/sweep.svg",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(params::SWEEP_CHART),
         problems: &[400, 404],
     },
     Operation {
         path: "/v1/{domain}/runs/{run_id}/timeline.svg",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(params::TIMELINE_CHART),
         problems: &[400, 403, 404, 422, 502, 504],
     },
     Operation {
         path: "/v1/llm/runs/{run_id}/itl.svg",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(params::ITL_CHART),
         problems: &[400, 403, 404, 422, 502, 504],
     },
     Operation {
         path: "/v1/llm/runs/{run_id}/itl-mixture",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(params::ITL_MIXTURE_ONE),
         problems: RAW_PROBLEMS,
     },
     Operation {
         path: "/v1/llm/fits/itl-mixture",
-        post: false,
+        method: Verb::Get,
         endpoint: Some(params::ITL_MIXTURE_MANY),
         problems: RAW_PROBLEMS,
     },
     Operation {
         path: "/v1/models/logistic/fit",
-        post: true,
+        method: Verb::Post,
         endpoint: None,
         problems: BODY_PROBLEMS,
     },
     Operation {
         path: "/v1/models/logistic/eval",
-        post: true,
+        method: Verb::Post,
         endpoint: None,
         problems: BODY_PROBLEMS,
     },
     Operation {
         path: "/v1/models/itl-mixture/fit",
-        post: true,
+        method: Verb::Post,
         endpoint: None,
         problems: BODY_PROBLEMS,
     },
     Operation {
         path: "/v1/models/itl-mixture/sample",
-        post: true,
+        method: Verb::Post,
         endpoint: None,
         problems: BODY_PROBLEMS,
     },
     Operation {
         path: "/leaderboard/data/index.json",
-        post: false,
+        method: Verb::Get,
         endpoint: None,
         problems: &[],
     },
     Operation {
         path: "/leaderboard/data/tasks/{file}",
-        post: false,
+        method: Verb::Get,
         endpoint: None,
         problems: &[404],
     },
     Operation {
         path: "/leaderboard/data/models/{file}",
-        post: false,
+        method: Verb::Get,
         endpoint: None,
         problems: LEADERBOARD_MODEL_PROBLEMS,
     },
     Operation {
         path: "/data/index.json",
-        post: false,
+        method: Verb::Get,
         endpoint: None,
         problems: &[],
     },
     Operation {
         path: "/data/tasks/{file}",
-        post: false,
+        method: Verb::Get,
         endpoint: None,
         problems: &[404],
     },
     Operation {
         path: "/data/models/{file}",
-        post: false,
+        method: Verb::Get,
         endpoint: None,
         problems: LEADERBOARD_MODEL_PROBLEMS,
     },
@@ -894,12 +921,7 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
         let Some(item) = doc.paths.paths.get_mut(o.path) else {
             panic!("{} is not a documented path", o.path);
         };
-        let slot = if o.post {
-            &mut item.post
-        } else {
-            &mut item.get
-        };
-        let Some(op) = slot.as_mut() else {
+        let Some(op) = o.method.slot(item).as_mut() else {
             panic!("{} has no such method", o.path);
         };
         let templated = o.path.contains("{domain}");
@@ -922,12 +944,7 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
                     Some(d),
                 );
                 let path = o.path.replace("{domain}", d.as_str());
-                let entry = doc.paths.paths.entry(path).or_default();
-                if o.post {
-                    entry.post = Some(concrete);
-                } else {
-                    entry.get = Some(concrete);
-                }
+                *o.method.slot(doc.paths.paths.entry(path).or_default()) = Some(concrete);
             }
         }
     }

@@ -79,6 +79,7 @@ pub const TIMELINE_ONE: Endpoint = Endpoint::RawOne(&["metric", "per_gpu", "ever
 pub const TIMELINE_MANY: Endpoint = Endpoint::RawMany(&["metric", "every"]);
 pub const RAW_FILE: Endpoint = Endpoint::RawOne(&[]);
 pub const PREFETCH: Endpoint = Endpoint::RawMany(&[]);
+pub const EVICT: Endpoint = Endpoint::RawOne(&[]);
 pub const ITL_MIXTURE_ONE: Endpoint = Endpoint::RawOne(&["max_samples", "seed"]);
 pub const ITL_MIXTURE_MANY: Endpoint = Endpoint::RawMany(&["max_samples", "seed"]);
 pub const PARETO_CHART: Endpoint = Endpoint::Chart(&Endpoint::Pareto);

@@ -1,6 +1,7 @@
 //! Prefetch endpoints: `POST /v1/{domain}/prefetch?<run filters>` starts a job that fetches the
 //! raw files of the filtered runs into the raw cache (`service::prefetch`); `GET /v1/jobs/{id}`
-//! reports its files and bytes done and total, and the files that failed.
+//! reports its files and bytes done and total, and the files that failed;
+//! `DELETE /v1/{domain}/runs/{run_id}/cache` evicts a run's files from the cache.
 
 use axum::Json;
 use axum::extract::{RawQuery, State};
@@ -10,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use super::error::AppError;
 use super::params;
 use super::state::{ApiPath, AppState, prepare};
+use crate::service::raw_files::{Evicted, evict_run};
 use crate::store::catalog::JobRow;
 
 /// Fetch the raw files of the filtered runs into the cache, in the background.
@@ -72,4 +74,40 @@ pub async fn get_job(
         .await?
         .map(Json)
         .ok_or(AppError::UnknownJob(id))
+}
+
+/// Evict a run's files from the cache: its raw files fetched from a remote source and its
+/// persisted derived data (ITLs, output lengths, timelines). Replicas sharing the cache and
+/// catalog see them gone; the next request fetches or reads them again. An admin action.
+#[utoipa::path(
+    delete,
+    path = "/v1/{domain}/runs/{run_id}/cache",
+    tag = "raw",
+    params(
+        ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
+        ("run_id" = String, Path, description = "Run id"),
+    ),
+    responses(
+        (status = 200, description = "What was removed (nothing when nothing was cached)", body = Evicted),
+    )
+)]
+pub async fn evict(
+    State(state): State<AppState>,
+    ApiPath((domain, run)): ApiPath<(String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Json<Evicted>, AppError> {
+    super::guard::require_admin(&state, &headers)?;
+    let p = prepare(&state, &domain, params::EVICT, query.as_deref(), &headers)?;
+    let row = p
+        .snapshot
+        .table(p.domain)
+        .row_of(&run)
+        .ok_or_else(|| AppError::UnknownRun {
+            domain: p.domain.as_str().into(),
+            run_id: run.clone(),
+        })?;
+    let evicted = evict_run(&state.service.derived, &p.snapshot, p.domain, row).await?;
+    tracing::info!(run_id = %evicted.run_id, bytes = evicted.bytes, files = evicted.removed.len(), "evicted a run from the cache");
+    Ok(Json(evicted))
 }

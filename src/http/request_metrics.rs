@@ -29,6 +29,11 @@ pub(super) struct KindLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct FromLabel {
+    pub(super) from: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct DomainLabel {
     pub(super) domain: String,
 }

@@ -23,8 +23,9 @@ pub struct DerivedData {
     /// Persisting that outlives its request: a shutdown waits for it, so what was computed is
     /// written rather than cut off.
     background: tokio_util::task::TaskTracker,
-    /// Runs persisted, persists that failed, and the time spent persisting (ns), since start.
-    persisting: Arc<[std::sync::atomic::AtomicU64; 3]>,
+    /// Runs persisted, persists that failed, the time spent persisting (ns), and runs' data
+    /// loaded from the persisted copy and read from the raw file, since start.
+    persisting: Arc<[std::sync::atomic::AtomicU64; 5]>,
 }
 
 /// What persisting derived data has done since start.
@@ -33,6 +34,10 @@ pub struct PersistStats {
     pub written: u64,
     pub failed: u64,
     pub seconds: f64,
+    /// Runs' derived data loaded from the persisted copy (this replica's or another's).
+    pub loaded: u64,
+    /// Runs' derived data read from the raw file.
+    pub parsed: u64,
 }
 
 impl DerivedData {
@@ -60,7 +65,14 @@ impl DerivedData {
             written: p[0].load(Relaxed),
             failed: p[1].load(Relaxed),
             seconds: p[2].load(Relaxed) as f64 / 1e9,
+            loaded: p[3].load(Relaxed),
+            parsed: p[4].load(Relaxed),
         }
+    }
+
+    /// Drop a run's derived data from memory (an eviction; read again on next use).
+    pub fn forget(&self, snapshot: &Snapshot, domain: Domain, row: usize) {
+        self.memory.invalidate(&(snapshot.generation, domain, row));
     }
 
     /// Work still running after its request (persisting): `close` and `wait` on it to stop.
@@ -83,11 +95,19 @@ impl DerivedData {
         let cache = self.memory.clone();
         let snapshot = snapshot.clone();
         let handle = tokio::runtime::Handle::current();
+        let counts = self.persisting.clone();
         let (derived, fresh) = tokio::task::spawn_blocking(move || {
             let mut fresh = None;
             let got = cache.try_get_with(key, || {
-                let (d, persist_as) = handle.block_on(load(&snapshot, domain, row))?;
-                fresh = persist_as.map(|fp| (snapshot, fp));
+                let (d, origin) = handle.block_on(load(&snapshot, domain, row))?;
+                let slot = match &origin {
+                    Origin::Persisted => 3,
+                    Origin::Raw(_) => 4,
+                };
+                counts[slot].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if let Origin::Raw(Some(fp)) = origin {
+                    fresh = Some((snapshot, fp));
+                }
                 Ok::<_, ServiceError>(Arc::new(d))
             });
             got.map(|d| (d, fresh))
@@ -130,14 +150,22 @@ fn persist(
     Some(written.is_ok())
 }
 
+/// Where `load` found a run's derived data.
+enum Origin {
+    /// The persisted copy.
+    Persisted,
+    /// Its raw file, with the fingerprint to persist it under when the snapshot has a derived
+    /// store.
+    Raw(Option<String>),
+}
+
 /// `DerivedData::get` without the memory cache (on the blocking pool): the persisted copy, else
-/// the raw file. With the data comes the fingerprint to persist it under, when it was read from
-/// the raw file and the snapshot has a derived store.
+/// the raw file.
 async fn load(
     snapshot: &Snapshot,
     domain: Domain,
     row: usize,
-) -> Result<(RunDerived, Option<String>), ServiceError> {
+) -> Result<(RunDerived, Origin), ServiceError> {
     let id = snapshot.table(domain).run_id(row).to_string();
     let store = snapshot.source.derived.as_ref();
     let fingerprint = store
@@ -148,7 +176,7 @@ async fn load(
         && let Some(bytes) = store.get(fp).await
     {
         match ipc::from_ipc(bytes) {
-            Ok(d) => return Ok((d, None)),
+            Ok(d) => return Ok((d, Origin::Persisted)),
             Err(e) => {
                 tracing::warn!(run_id = %id, error = %e, "persisted derived data unusable; reading the raw file");
                 store.remove(fp).await;
@@ -172,7 +200,7 @@ async fn load(
         }
     };
     tracing::debug!(run_id = %id, bytes = len, elapsed_ms = started.elapsed().as_millis() as u64, "read results.json");
-    Ok((derived, fingerprint))
+    Ok((derived, Origin::Raw(fingerprint)))
 }
 
 /// A reading error of run `run_id` as the service reports it.

@@ -285,6 +285,17 @@ impl CachedStore {
         )))
     }
 
+    /// Remove `path` from the cache (the source is untouched): its size when it was cached.
+    /// Every replica sharing the catalog and store sees it gone, and fetches it again when asked.
+    pub async fn evict(&self, path: &str) -> Result<Option<u64>, FetchError> {
+        let key = self.key(path);
+        let Some(e) = self.inner.bound.catalog().lookup(&key).await? else {
+            return Ok(None);
+        };
+        self.inner.bound.remove(&key).await?;
+        Ok(Some(e.size))
+    }
+
     /// Whether `path` is cached (no fetch).
     pub async fn contains(&self, path: &str) -> Result<bool, FetchError> {
         Ok(self.inner.cached(&self.key(path)).await?.is_some())
@@ -343,7 +354,8 @@ impl Inner {
     async fn leased(&self, key: &str) -> Result<Option<Entry>, FetchError> {
         let catalog = self.bound.catalog();
         let ttl = i64::try_from(self.lease_ttl.as_millis()).unwrap_or(i64::MAX);
-        let poll = (self.lease_ttl / 10).clamp(Duration::from_millis(20), Duration::from_millis(250));
+        let poll =
+            (self.lease_ttl / 10).clamp(Duration::from_millis(20), Duration::from_millis(250));
         let mut waited = false;
         loop {
             if let Some(e) = self.cached(key).await? {
@@ -686,7 +698,10 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn replicas_fetch_a_file_once_and_take_over_a_dead_lease() {
         let tmp = tempfile::tempdir().unwrap();
-        let db = format!("sqlite://{}?mode=rwc", tmp.path().join("catalog.db").display());
+        let db = format!(
+            "sqlite://{}?mode=rwc",
+            tmp.path().join("catalog.db").display()
+        );
         let source = Arc::new(Paced {
             body: (0..100_000u32).map(|i| (i % 251) as u8).collect(),
             pause: Duration::from_millis(100),
@@ -715,7 +730,14 @@ mod tests {
         assert_eq!(source.fetches.load(Ordering::SeqCst), 2);
         assert_eq!(b.stats().lease_waits.load(Ordering::SeqCst), 2);
         // Its lease is gone with the download done, so the next file is not waited for.
-        assert!(a.inner.bound.catalog().take_lease("paced/y/results.json", 1000).await.unwrap());
+        assert!(
+            a.inner
+                .bound
+                .catalog()
+                .take_lease("paced/y/results.json", 1000)
+                .await
+                .unwrap()
+        );
     }
 
     /// A lease is this replica's until it expires or is released; renewing keeps it.
@@ -733,7 +755,10 @@ mod tests {
         assert!(!two.take_lease("k", 200).await.unwrap());
         assert!(!two.renew_lease("k", 200).await.unwrap());
         two.release_lease("k").await.unwrap();
-        assert!(!two.take_lease("k", 200).await.unwrap(), "not released by another");
+        assert!(
+            !two.take_lease("k", 200).await.unwrap(),
+            "not released by another"
+        );
         tokio::time::sleep(Duration::from_millis(250)).await;
         assert!(!one.renew_lease("x", 200).await.unwrap());
         assert!(two.take_lease("k", 200).await.unwrap(), "expired");

@@ -175,6 +175,24 @@ impl DerivedStore {
         Ok(())
     }
 
+    /// Remove the file stored under `fingerprint` (an eviction): its size when there was one.
+    pub async fn evict(&self, fingerprint: &str) -> Result<Option<u64>, super::FetchError> {
+        let path = self.path(fingerprint);
+        let size = match self.store.head(&path).await {
+            Ok(meta) => meta.size,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        match &self.bound {
+            Some(bound) => bound.remove(path.as_ref()).await?,
+            None => match self.store.delete(&path).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            },
+        }
+        Ok(Some(size))
+    }
+
     /// Remove a stored file that could not be decoded.
     pub async fn remove(&self, fingerprint: &str) {
         let path = self.path(fingerprint);

@@ -156,8 +156,20 @@ async fn a_request_over_its_time_limit_is_stopped() {
     assert_eq!(app.get("/v1/sql?q=SELECT+1").await.status, 200);
 }
 
+/// Prefetch and eviction, the costly and the mutating admin actions: refused without the token
+/// when one is set, and beyond loopback without one.
 #[tokio::test]
-async fn prefetch_needs_the_admin_token() {
+async fn admin_actions_need_the_admin_token() {
+    let local = TestApp::sample().await;
+    let run = local.get("/v1/llm/runs?limit=1&fields=run_id").await.json()["runs"][0]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let evict = format!("/v1/llm/runs/{run}/cache");
+    let actions = [
+        ("POST", "/v1/llm/prefetch?task=video-chat", 202),
+        ("DELETE", evict.as_str(), 200),
+    ];
     let with_token = app(
         GuardOptions {
             admin_token: Some("s3cr3t".into()),
@@ -167,19 +179,6 @@ async fn prefetch_needs_the_admin_token() {
         Duration::from_secs(5),
     )
     .await;
-    let uri = "/v1/llm/prefetch?task=video-chat";
-    let r = with_token.request("POST", uri, &[]).await;
-    r.problem(401, "unauthorized");
-    assert_eq!(r.headers["www-authenticate"], "Bearer");
-    with_token
-        .request("POST", uri, &[("authorization", "Bearer wrong")])
-        .await
-        .problem(401, "unauthorized");
-    let ok = with_token
-        .request("POST", uri, &[("authorization", "Bearer s3cr3t")])
-        .await;
-    assert_eq!(ok.status, 202, "{}", ok.text());
-
     let open_beyond_loopback = app(
         GuardOptions {
             admin_token: None,
@@ -189,17 +188,30 @@ async fn prefetch_needs_the_admin_token() {
         Duration::from_secs(5),
     )
     .await;
-    let p = open_beyond_loopback
-        .request("POST", uri, &[])
-        .await
-        .problem(403, "admin_forbidden");
-    assert!(
-        p["detail"]
-            .as_str()
-            .unwrap()
-            .contains("MLENERGY_ADMIN_TOKEN")
-    );
-    // On loopback without a token (the default), as before.
-    let local = TestApp::sample().await;
-    assert_eq!(local.request("POST", uri, &[]).await.status, 202);
+    for (method, uri, status) in actions {
+        let r = with_token.request(method, uri, &[]).await;
+        r.problem(401, "unauthorized");
+        assert_eq!(r.headers["www-authenticate"], "Bearer");
+        with_token
+            .request(method, uri, &[("authorization", "Bearer wrong")])
+            .await
+            .problem(401, "unauthorized");
+        let ok = with_token
+            .request(method, uri, &[("authorization", "Bearer s3cr3t")])
+            .await;
+        assert_eq!(ok.status, status, "{method} {uri}: {}", ok.text());
+
+        let p = open_beyond_loopback
+            .request(method, uri, &[])
+            .await
+            .problem(403, "admin_forbidden");
+        assert!(
+            p["detail"]
+                .as_str()
+                .unwrap()
+                .contains("MLENERGY_ADMIN_TOKEN")
+        );
+        // On loopback without a token (the default), as before.
+        assert_eq!(local.request(method, uri, &[]).await.status, status);
+    }
 }

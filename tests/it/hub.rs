@@ -524,6 +524,74 @@ async fn raw_files_come_from_the_hub_once_and_match_the_local_answers() {
     );
 }
 
+/// `DELETE /v1/{domain}/runs/{run_id}/cache` removes the run's raw file and persisted derived
+/// data from the cache store and the catalog; the next request fetches and reads them again.
+#[tokio::test]
+async fn an_eviction_removes_a_runs_files_and_the_next_use_fetches_again() {
+    let hub = FakeHub::start().await;
+    let dirs = Dirs::new();
+    let app = service(&dirs.options(&hub, None, 1 << 30)).await;
+    let runs = raw_runs(&app).await;
+    let (_, id, path) = runs.iter().find(|r| r.0 == "llm").unwrap().clone();
+    let itl = format!("/v1/llm/runs/{id}/itl?summary=true");
+    let first = app.get(&itl).await;
+    assert_eq!(first.status, 200, "{}", first.text());
+    // The raw file and, once persisted, the derived data.
+    let cache = cache_once_listed(&app, 2).await;
+    let held = cache["bytes"].as_u64().unwrap();
+    let raw = sample_file(&path).len() as u64;
+
+    let r = app
+        .request("DELETE", &format!("/v1/llm/runs/{id}/cache"), &[])
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let evicted = r.json();
+    assert_eq!(evicted["run_id"], id.as_str());
+    let files: Vec<(&str, u64)> = evicted["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["file"].as_str().unwrap(), f["bytes"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(files[0], ("results.json", raw), "{evicted}");
+    assert_eq!(files[1].0, "derived", "{evicted}");
+    assert_eq!(files.len(), 2, "{evicted}");
+    assert_eq!(evicted["bytes"].as_u64().unwrap(), held);
+    let cache = app.get("/v1/cache").await.json();
+    assert_eq!(
+        (cache["files"].as_u64(), cache["bytes"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert!(dirs.cached_files().is_empty(), "{:?}", dirs.cached_files());
+    // Nothing left: a second eviction removes nothing.
+    let again = app
+        .request("DELETE", &format!("/v1/llm/runs/{id}/cache"), &[])
+        .await
+        .json();
+    assert_eq!(again["removed"], serde_json::json!([]));
+    assert_eq!(again["bytes"], 0);
+
+    // Another answer of the run (the first is in the response cache): read again from a fresh
+    // download, equal to the local copy's.
+    let csv = format!("/v1/llm/runs/{id}/itl?format=csv");
+    let second = app.get(&csv).await;
+    assert_eq!(second.status, 200, "{}", second.text());
+    assert_eq!(second.body, TestApp::sample().await.get(&csv).await.body);
+    assert_eq!(hub.gets(&path), 2);
+    let m = app.get("/metrics").await.text();
+    assert_eq!(
+        metric_of(&m, "mlenergy_derived_loads_total{from=\"raw\"}"),
+        2
+    );
+    assert_eq!(
+        metric_of(&m, "mlenergy_derived_loads_total{from=\"persisted\"}"),
+        0
+    );
+    app.request("DELETE", "/v1/llm/runs/no-such-run/cache", &[])
+        .await
+        .problem(404, "unknown_run");
+}
+
 #[tokio::test]
 async fn a_restart_serves_from_the_cache_without_upstream_gets() {
     let hub = FakeHub::start().await;
