@@ -188,7 +188,7 @@ async fn load(
     let started = std::time::Instant::now();
     let fast = match opened {
         Opened::File(f) => rawfile::read_run_at(&f, llm),
-        other => rawfile::read_run_fast(other.into_reader(), llm),
+        stream => off_runtime(stream, move |r| rawfile::read_run_fast(r, llm)).await?,
     };
     let derived = match fast {
         Ok(d) => d,
@@ -196,11 +196,25 @@ async fn load(
             // Not what the fast path expects: the reader path gives the answer or the error.
             let (opened, _) = open_raw(snapshot, domain, row, RawFile::Results).await?;
             let label = format!("results.json of {id}");
-            rawfile::read_run(opened.into_reader(), &label, llm).map_err(|e| raw_error(&id, &e))?
+            off_runtime(opened, move |r| rawfile::read_run(r, &label, llm))
+                .await?
+                .map_err(|e| raw_error(&id, &e))?
         }
     };
     tracing::debug!(run_id = %id, bytes = len, elapsed_ms = started.elapsed().as_millis() as u64, "read results.json");
     Ok((derived, Origin::Raw(fingerprint)))
+}
+
+/// `read` over the opened file's blocking reader, on a blocking thread of its own. `load` runs
+/// inside `Handle::block_on`, where the reader of a cache bucket's stream (a bridge that itself
+/// blocks on the runtime) cannot be read: tokio refuses to start a runtime within one.
+async fn off_runtime<T: Send + 'static>(
+    opened: Opened,
+    read: impl FnOnce(Box<dyn std::io::Read + Send>) -> T + Send + 'static,
+) -> Result<T, ServiceError> {
+    tokio::task::spawn_blocking(move || read(opened.into_reader()))
+        .await
+        .map_err(|e| ServiceError::Internal(format!("raw reader task failed: {e}")))
 }
 
 /// A reading error of run `run_id` as the service reports it.

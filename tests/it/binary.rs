@@ -6,11 +6,11 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-struct Server {
-    child: Child,
-    addr: String,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) addr: String,
     /// Every log line so far.
-    logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    pub(crate) logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Drop for Server {
@@ -24,7 +24,8 @@ fn start(args: &[&str]) -> Server {
     start_with_env(args, &[])
 }
 
-fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
+/// The binary on a free port of 127.0.0.1 with JSON logs, once it reports `listening`.
+pub(crate) fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mlenergy-server"))
         .args(["--bind", "127.0.0.1:0", "--log-format", "json"])
         .args(args)

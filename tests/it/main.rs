@@ -10,6 +10,7 @@ mod catalog;
 mod charts;
 mod confine;
 mod errors;
+mod fleet;
 mod formats;
 mod frontier;
 mod guard;

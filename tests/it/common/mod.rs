@@ -15,6 +15,8 @@ use mlenergy_server::service::Service;
 use mlenergy_server::service::open as load;
 use tower::ServiceExt;
 
+pub mod hub;
+
 pub fn sample_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/sample")
 }
