@@ -776,3 +776,42 @@ fn metric_of(text: &str, name: &str) -> u64 {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or_else(|| panic!("{name} in {text}"))
 }
+
+/// Every series deploy/grafana-dashboard.json draws is one the server exports (a remote source's,
+/// so that the raw cache's are there too).
+#[tokio::test]
+async fn the_dashboard_draws_only_exported_series() {
+    let hub = FakeHub::start().await;
+    let dirs = Dirs::new();
+    let app = service(&dirs.options(&hub, None, 1 << 30)).await;
+    // A request of each kind, so that per-route series exist.
+    assert_eq!(app.get("/v1/llm/runs?limit=1").await.status, 200);
+    let exported: std::collections::HashSet<String> = app
+        .get("/metrics")
+        .await
+        .text()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next().map(String::from))
+        .collect();
+    let dashboard = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/grafana-dashboard.json"
+    ))
+    .unwrap();
+    let mut drawn: Vec<&str> = dashboard
+        .match_indices("mlenergy_")
+        .map(|(i, _)| {
+            let rest = &dashboard[i..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        })
+        .collect();
+    drawn.sort();
+    drawn.dedup();
+    assert!(drawn.len() >= 15, "{drawn:?}");
+    let missing: Vec<&&str> = drawn.iter().filter(|m| !exported.contains(**m)).collect();
+    assert!(missing.is_empty(), "drawn but not exported: {missing:?}");
+}
