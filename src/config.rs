@@ -173,6 +173,18 @@ pub struct ServeArgs {
     /// core); more are answered 503 with Retry-After.
     #[arg(long, env = "MLENERGY_MAX_COSTLY_IN_FLIGHT")]
     pub max_costly_in_flight: Option<usize>,
+    /// Requests per second each client IP may make on average (e.g. 50, or 0.5); more are
+    /// answered 429 with Retry-After. Off by default. Probes are not counted.
+    #[arg(long, env = "MLENERGY_RATE_LIMIT_PER_IP", value_parser = parse_rate)]
+    pub rate_limit_per_ip: Option<f64>,
+    /// Requests a client may make at once beyond its average rate (--rate-limit-per-ip).
+    #[arg(long, env = "MLENERGY_RATE_LIMIT_BURST", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_limit_burst: u32,
+    /// The header naming the client behind a reverse proxy, for --rate-limit-per-ip
+    /// (x-forwarded-for: its last address, the one the proxy saw; or x-real-ip). Default: the
+    /// connection's peer address. Set it only behind a proxy that sets the header.
+    #[arg(long, env = "MLENERGY_CLIENT_IP_HEADER", value_parser = parse_header_name)]
+    pub client_ip_header: Option<axum::http::HeaderName>,
     /// Longest request target (path and query) in bytes; longer: 414.
     #[arg(long, env = "MLENERGY_MAX_URI_BYTES", default_value_t = 8192)]
     pub max_uri_bytes: usize,
@@ -301,4 +313,20 @@ impl ServeArgs {
             .display()
             .to_string()
     }
+}
+
+/// A positive, finite number of requests per second.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "'{s}' is not a positive number of requests per second"
+        )),
+    }
+}
+
+/// An HTTP header name.
+fn parse_header_name(s: &str) -> Result<axum::http::HeaderName, String> {
+    axum::http::HeaderName::from_bytes(s.trim().as_bytes())
+        .map_err(|_| format!("'{s}' is not an HTTP header name"))
 }

@@ -9,7 +9,7 @@ use mlenergy_server::config::{
     BuildArgs, Cli, Command, HealthcheckArgs, HistogramReading, LogFormat, ServeArgs,
 };
 use mlenergy_server::engine::sql::SqlLimits;
-use mlenergy_server::http::state::GuardOptions;
+use mlenergy_server::http::state::{GuardOptions, RateLimit};
 use mlenergy_server::http::{self, AppState, HttpOptions, Limits};
 use mlenergy_server::rawtree::compile::write_compiled;
 use mlenergy_server::rawtree::sample;
@@ -116,6 +116,11 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             request_timeout: args.request_timeout,
             admin_token: args.admin_token.clone().filter(|t| !t.is_empty()),
             loopback: args.bind.ip().is_loopback(),
+            rate_per_ip: args.rate_limit_per_ip.map(|per_second| RateLimit {
+                per_second,
+                burst: args.rate_limit_burst,
+            }),
+            client_ip_header: args.client_ip_header.clone(),
         },
     });
     if let Some(addr) = args.pg_bind {

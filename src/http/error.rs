@@ -115,6 +115,9 @@ pub enum AppError {
     /// Too much work in flight: try again after `retry_after` seconds.
     #[error("{detail}")]
     Busy { detail: String, retry_after: u64 },
+    /// Over the per-client rate limit: try again after `retry_after` seconds.
+    #[error("{detail}")]
+    RateLimited { detail: String, retry_after: u64 },
     #[error("the request target is over {limit} bytes")]
     UriTooLong { limit: usize },
     #[error("the request headers are over {limit} bytes")]
@@ -160,6 +163,7 @@ impl AppError {
             AppError::SqlRefused(_) | AppError::SqlInvalid(_) => StatusCode::BAD_REQUEST,
             AppError::QueryLimit(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             AppError::UriTooLong { .. } => StatusCode::URI_TOO_LONG,
             AppError::HeadersTooLarge { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             AppError::RequestTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
@@ -197,6 +201,7 @@ impl AppError {
             AppError::SqlInvalid(_) => "invalid_sql",
             AppError::QueryLimit(_) => "query_limit",
             AppError::Busy { .. } => "busy",
+            AppError::RateLimited { .. } => "rate_limited",
             AppError::UriTooLong { .. } => "uri_too_long",
             AppError::HeadersTooLarge { .. } => "headers_too_large",
             AppError::RequestTimeout { .. } => "request_timeout",
@@ -233,6 +238,7 @@ impl AppError {
             AppError::SqlInvalid(_) => "Invalid SQL",
             AppError::QueryLimit(_) => "Query stopped at a limit",
             AppError::Busy { .. } => "Busy",
+            AppError::RateLimited { .. } => "Too many requests",
             AppError::UriTooLong { .. } => "Request target too long",
             AppError::HeadersTooLarge { .. } => "Request headers too large",
             AppError::RequestTimeout { .. } => "Request timed out",
@@ -342,7 +348,14 @@ impl AppError {
                     allowed.join(", ")
                 ),
             ),
-            AppError::InvalidBody { field, detail } => (field.clone(), None, detail.clone()),
+            AppError::InvalidBody { field, detail } => {
+                let (named, allowed) = body_parameter(detail);
+                (
+                    Some(field.clone().unwrap_or(named)),
+                    allowed,
+                    detail.clone(),
+                )
+            }
             AppError::PayloadTooLarge { limit } => (
                 None,
                 None,
@@ -359,7 +372,9 @@ impl AppError {
             AppError::SqlRefused(d) | AppError::SqlInvalid(d) | AppError::QueryLimit(d) => {
                 (Some("q".into()), None, d.clone())
             }
-            AppError::Busy { detail, .. } => (None, None, detail.clone()),
+            AppError::Busy { detail, .. } | AppError::RateLimited { detail, .. } => {
+                (None, None, detail.clone())
+            }
             AppError::UriTooLong { limit } => (
                 None,
                 None,
@@ -482,6 +497,45 @@ impl AppError {
     }
 }
 
+/// What a body error names, read from serde's message (axum's JSON extractor puts the path of the
+/// value before it): the field missing, unknown or of the wrong kind, else `body`; and, for an
+/// unknown field, the fields the body takes.
+fn body_parameter(detail: &str) -> (String, Option<Vec<String>>) {
+    let quoted = |after: &str| -> Option<String> {
+        let rest = &detail[detail.find(after)? + after.len()..];
+        Some(rest[..rest.find('`')?].to_string())
+    };
+    if let Some(f) = quoted("missing field `") {
+        return (f, None);
+    }
+    if let Some(f) = quoted("unknown field `") {
+        let allowed = detail.find("expected ").map(|i| {
+            detail[i..]
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(String::from)
+                .collect::<Vec<_>>()
+        });
+        return (f, allowed.filter(|a| !a.is_empty()));
+    }
+    let message = detail
+        .split_once("target type: ")
+        .map_or(detail, |(_, m)| m);
+    match message.split_once(": ") {
+        Some((path, _))
+            if path != "."
+                && !path.is_empty()
+                && path
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_.[]".contains(c)) =>
+        {
+            (path.to_string(), None)
+        }
+        _ => ("body".to_string(), None),
+    }
+}
+
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();
@@ -500,7 +554,7 @@ impl IntoResponse for AppError {
             HeaderValue::from_static("application/problem+json"),
         );
         match self {
-            AppError::Busy { retry_after, .. } => {
+            AppError::Busy { retry_after, .. } | AppError::RateLimited { retry_after, .. } => {
                 resp.headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
             }
@@ -511,5 +565,41 @@ impl IntoResponse for AppError {
             _ => {}
         }
         resp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::body_parameter;
+
+    /// A body error names the field serde's message names.
+    #[test]
+    fn body_errors_name_their_field() {
+        let p = |d: &str| body_parameter(d);
+        assert_eq!(
+            p(
+                "Failed to deserialize the JSON body into the target type: missing field `y` at line 1 column 2"
+            ),
+            ("y".into(), None)
+        );
+        assert_eq!(
+            p(
+                "Failed to deserialize the JSON body into the target type: unknown field `z`, expected `x` or `batch` at line 1 column 5"
+            ),
+            ("z".into(), Some(vec!["x".into(), "batch".into()]))
+        );
+        assert_eq!(
+            p(
+                "Failed to deserialize the JSON body into the target type: x[2]: invalid type: string \"a\", expected f64 at line 1 column 12"
+            ),
+            ("x[2]".into(), None)
+        );
+        assert_eq!(
+            p(
+                "Failed to parse the request body as JSON: EOF while parsing a value at line 1 column 0"
+            ),
+            ("body".into(), None)
+        );
+        assert_eq!(p("the body is not UTF-8"), ("body".into(), None));
     }
 }

@@ -2,7 +2,8 @@
 //! are bounded (414, 431), requests in flight are bounded, globally and for the costly routes
 //! (raw-derived data, SQL, fits, charts), with the excess shed at once (503 with Retry-After)
 //! rather than queued, and every request has a time limit to its answer's head (504). All as
-//! problem+json. Admin actions (prefetch) need the bearer token when one is configured, and are
+//! problem+json. With `--rate-limit-per-ip`, each client IP has a rate with bursts (429 with
+//! Retry-After beyond it). Admin actions (prefetch) need the bearer token when one is configured, and are
 //! refused when none is and the server listens beyond loopback. Its bounds (`GuardOptions`) and
 //! counts (`InFlight`) are part of the state (`state`).
 
@@ -75,6 +76,18 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
     if matches!(req.uri().path(), "/healthz" | "/readyz" | "/metrics") {
         return next.run(req).await;
     }
+    if let (Some(limit), Some(client)) = (o.rate_per_ip, client_ip(&req, o))
+        && let Err(wait) = state.rates.take(client, limit)
+    {
+        return AppError::RateLimited {
+            detail: format!(
+                "{client} is over its rate of {} requests per second (bursts of {}); try again in {wait} s",
+                limit.per_second, limit.burst
+            ),
+            retry_after: wait,
+        }
+        .into_response();
+    }
     let in_flight = state.in_flight.clone();
     let Some(_all) = take(&in_flight.all, o.max_in_flight) else {
         in_flight.shed_all.fetch_add(1, Ordering::Relaxed);
@@ -102,6 +115,24 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
         Ok(resp) => resp,
         Err(_) => AppError::RequestTimeout { limit }.into_response(),
     }
+}
+
+/// The client a request is counted for: the last address of the configured header (the one the
+/// reverse proxy saw), else the connection's peer; none when neither is known.
+fn client_ip(req: &Request, o: &super::state::GuardOptions) -> Option<std::net::IpAddr> {
+    if let Some(name) = &o.client_ip_header {
+        return req
+            .headers()
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .last()
+            .and_then(|a| a.trim().parse().ok());
+    }
+    req.extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.ip())
 }
 
 fn shed(detail: String) -> Response {

@@ -72,6 +72,16 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         "Requests shed because the costly requests in flight were at --max-costly-in-flight",
         ConstCounter::new(shed.1),
     );
+    r.register(
+        "mlenergy_http_requests_rate_limited",
+        "Requests refused because their client was over --rate-limit-per-ip",
+        ConstCounter::new(
+            state
+                .rates
+                .limited
+                .load(std::sync::atomic::Ordering::Relaxed),
+        ),
+    );
 
     let (hits, computed) = state.cache.counts();
     let answers = Family::<KindLabel, Counter>::default();

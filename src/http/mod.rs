@@ -241,9 +241,13 @@ pub async fn serve_until(
             tokio::time::sleep(delay).await;
         }
     };
-    let served = axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown)
-        .await;
+    // With the peer's address, the client a rate limit counts (unless a proxy header names it).
+    let served = axum::serve(
+        listener,
+        app(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await;
     stop.cancel();
     background.close();
     if !background.is_empty() {

@@ -305,7 +305,7 @@ pub async fn sql_post(
         (text.to_string(), Vec::new())
     } else {
         return Err(AppError::InvalidBody {
-            field: None,
+            field: Some("content-type".into()),
             detail: format!(
                 "content type '{ct}' is not text/plain (SQL) or application/json ({{\"sql\", \"params\"}})"
             ),

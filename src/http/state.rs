@@ -87,6 +87,18 @@ pub struct GuardOptions {
     /// Whether the server listens on loopback only (admin actions are then allowed without a
     /// token).
     pub loopback: bool,
+    /// Requests each client IP may make (off: none).
+    pub rate_per_ip: Option<RateLimit>,
+    /// The header that names the client behind a reverse proxy (`x-forwarded-for`: its last
+    /// address, the one the proxy saw; `x-real-ip`); none: the connection's peer address.
+    pub client_ip_header: Option<axum::http::HeaderName>,
+}
+
+/// A client's rate: `per_second` on average, with bursts of up to `burst` requests at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    pub per_second: f64,
+    pub burst: u32,
 }
 
 impl Default for GuardOptions {
@@ -99,6 +111,8 @@ impl Default for GuardOptions {
             request_timeout: std::time::Duration::from_secs(30),
             admin_token: None,
             loopback: true,
+            rate_per_ip: None,
+            client_ip_header: None,
         }
     }
 }
@@ -121,6 +135,64 @@ impl InFlight {
     }
 }
 
+/// Per-client rate limiting (`--rate-limit-per-ip`): the generic cell rate algorithm, one
+/// theoretical arrival time per client IP. Clients are kept in a bounded cache and forgotten after
+/// an hour idle (by then any practical limit owes them a full burst again).
+pub struct Rates {
+    /// Theoretical arrival time of each client's next request, ns since `start`.
+    clients: moka::sync::Cache<std::net::IpAddr, Arc<std::sync::Mutex<u64>>>,
+    start: std::time::Instant,
+    /// Requests refused so far.
+    pub(super) limited: std::sync::atomic::AtomicU64,
+}
+
+impl std::fmt::Debug for Rates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rates")
+            .field("clients", &self.clients.entry_count())
+            .finish()
+    }
+}
+
+impl Default for Rates {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Rates {
+    /// Clients tracked at most (beyond it the least recently seen are forgotten).
+    const CLIENTS: u64 = 100_000;
+
+    pub fn new() -> Rates {
+        Rates {
+            clients: moka::sync::Cache::builder()
+                .max_capacity(Self::CLIENTS)
+                .time_to_idle(std::time::Duration::from_secs(3600))
+                .build(),
+            start: std::time::Instant::now(),
+            limited: Default::default(),
+        }
+    }
+
+    /// Take one request of `client` under `limit`: `Err(seconds)` to wait when it is over it.
+    pub fn take(&self, client: std::net::IpAddr, limit: RateLimit) -> Result<(), u64> {
+        let interval = (1e9 / limit.per_second) as u64;
+        let tolerance = interval.saturating_mul(u64::from(limit.burst.max(1) - 1));
+        let now = self.start.elapsed().as_nanos() as u64;
+        let cell = self.clients.get_with(client, Default::default);
+        let mut tat = cell.lock().expect("rate cell");
+        let due = (*tat).max(now);
+        if due - now > tolerance {
+            self.limited
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Err((due - now - tolerance).div_ceil(1_000_000_000).max(1));
+        }
+        *tat = due + interval;
+        Ok(())
+    }
+}
+
 /// State shared by all handlers.
 #[derive(Clone)]
 pub struct AppState {
@@ -139,6 +211,8 @@ pub struct AppState {
     pub draining: Arc<std::sync::atomic::AtomicBool>,
     /// Requests in flight (`guard`).
     pub in_flight: Arc<InFlight>,
+    /// Per-client rates (`guard`).
+    pub rates: Arc<Rates>,
     /// Request metrics (`metrics`).
     pub metrics: Arc<super::request_metrics::Metrics>,
 }
@@ -159,6 +233,7 @@ impl AppState {
             salt: salt.into(),
             draining: Default::default(),
             in_flight: Default::default(),
+            rates: Arc::new(Rates::new()),
             metrics: Default::default(),
         }
     }

@@ -779,7 +779,9 @@ mod runfile {
         let mut results = ResultsList::Missing;
         let mut top = Vec::new();
         std::thread::scope(|scope| {
-            let mut timeline = None;
+            let mut timeline: Option<
+                std::thread::ScopedJoinHandle<'_, Result<Timeline, Fallback>>,
+            > = None;
             w.object(|key, w| {
                 match key {
                     "results" if spec.requests => {
@@ -809,8 +811,13 @@ mod runfile {
                         };
                     }
                     "timeline" => {
-                        // A repeated key: the last one counts (each one is checked).
+                        // A repeated key: the last one counts, and each one is checked (an
+                        // earlier one's reading is joined here, its error kept; fuzzing found
+                        // `{"timeline":,"timeline": {}}` read, its first value never checked).
                         let text = TimelineText::take(w, pieces)?;
+                        if let Some(earlier) = timeline.take() {
+                            earlier.join().map_err(|_| Fallback)??;
+                        }
                         timeline = Some(if spec.timeline {
                             scope.spawn(move || text.read())
                         } else {
@@ -1340,5 +1347,8 @@ mod tests {
         assert_eq!(not_a_list.results, ResultsList::NotAList);
         // A timeline that is not valid JSON fails the whole file, as json.load does.
         assert!(read(r#"{"timeline": {"power": [1, }, "results": []}"#).is_err());
+        // An earlier value of a repeated key is checked too.
+        assert!(read(r#"{"timeline":,"timeline": {}}"#).is_err());
+        assert!(read(r#"{"timeline": [1,], "timeline": {}}"#).is_err());
     }
 }

@@ -215,3 +215,108 @@ async fn admin_actions_need_the_admin_token() {
         assert_eq!(local.request(method, uri, &[]).await.status, status);
     }
 }
+
+/// A GET of `uri` from `peer` (the connection's address, as the server sees it).
+async fn get_from(
+    app: &TestApp,
+    uri: &str,
+    peer: &str,
+    headers: &[(&str, &str)],
+) -> crate::common::Reply {
+    use tower::ServiceExt;
+    let mut req = axum::http::Request::get(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let mut req = req.body(axum::body::Body::empty()).unwrap();
+    req.extensions_mut().insert(axum::extract::ConnectInfo(
+        peer.parse::<std::net::SocketAddr>().unwrap(),
+    ));
+    let resp = app.router.clone().oneshot(req).await.unwrap();
+    let (parts, body) = resp.into_parts();
+    use http_body_util::BodyExt;
+    crate::common::Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body: body.collect().await.unwrap().to_bytes().to_vec(),
+    }
+}
+
+/// Per-client rates: a burst, then 429 with Retry-After for that client only; other clients and
+/// the probes are not held up; behind a proxy the client is the header's last address.
+#[tokio::test]
+async fn each_client_ip_has_its_rate() {
+    use mlenergy_server::http::state::RateLimit;
+    let limit = RateLimit {
+        per_second: 0.5,
+        burst: 3,
+    };
+    let direct = app(
+        GuardOptions {
+            rate_per_ip: Some(limit),
+            ..GuardOptions::default()
+        },
+        Duration::from_secs(5),
+    )
+    .await;
+    let uri = "/v1/llm/runs?limit=1&fields=run_id";
+    for _ in 0..3 {
+        assert_eq!(
+            get_from(&direct, uri, "10.0.0.1:4000", &[]).await.status,
+            200
+        );
+    }
+    let r = get_from(&direct, uri, "10.0.0.1:4001", &[]).await;
+    let p = r.problem(429, "rate_limited");
+    assert!(p["detail"].as_str().unwrap().contains("10.0.0.1"), "{p}");
+    // One request is earned back every 2 s.
+    assert_eq!(r.headers["retry-after"], "2");
+    assert_eq!(
+        get_from(&direct, uri, "10.0.0.2:4000", &[]).await.status,
+        200
+    );
+    assert_eq!(
+        get_from(&direct, "/healthz", "10.0.0.1:4000", &[])
+            .await
+            .status,
+        200
+    );
+    let m = get_from(&direct, "/metrics", "10.0.0.1:4000", &[])
+        .await
+        .text();
+    assert!(
+        m.contains("mlenergy_http_requests_rate_limited_total 1\n"),
+        "{m}"
+    );
+
+    let proxied = app(
+        GuardOptions {
+            rate_per_ip: Some(limit),
+            client_ip_header: Some(axum::http::HeaderName::from_static("x-forwarded-for")),
+            ..GuardOptions::default()
+        },
+        Duration::from_secs(5),
+    )
+    .await;
+    // All through one proxy: counted by the address the proxy appended, not the peer's.
+    let from = |ip: &'static str| [("x-forwarded-for", ip)];
+    for _ in 0..3 {
+        let r = get_from(
+            &proxied,
+            uri,
+            "10.9.9.9:80",
+            &from("203.0.113.7, 198.51.100.4"),
+        )
+        .await;
+        assert_eq!(r.status, 200);
+    }
+    get_from(&proxied, uri, "10.9.9.9:80", &from("6.6.6.6, 198.51.100.4"))
+        .await
+        .problem(429, "rate_limited");
+    assert_eq!(
+        get_from(&proxied, uri, "10.9.9.9:80", &from("198.51.100.5"))
+            .await
+            .status,
+        200
+    );
+}

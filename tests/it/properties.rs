@@ -4,8 +4,11 @@
 //! with the values serde_json reads from the same text; any bytes (arbitrary, or a valid document
 //! cut or with a byte changed) are an answer or an error on every path, never a panic, and a
 //! document the serde reader refuses is never read by a fast path; results paths parse back to
-//! the parts they were built from, and any string parses or is refused without a panic. 256 cases
-//! each; PROPTEST_CASES=100000 makes a longer hunt.
+//! the parts they were built from, and any string parses or is refused without a panic. Query
+//! strings and JSON bodies go through the router over data/sample: any of them is answered, or
+//! refused with a 4xx problem+json naming the parameter, never a 5xx. 256 cases each (192 for the
+//! HTTP ones); PROPTEST_CASES=100000 makes a longer hunt. The same parsers have fuzz targets in
+//! fuzz/ (bench/fuzz.sh).
 
 use mlenergy_server::rawfile::{read_run, read_run_at, read_run_fast};
 use mlenergy_server::rawtree::path::{RawDomain, parse_results_path};
@@ -239,5 +242,189 @@ proptest! {
     #[test]
     fn any_path_is_parsed_or_refused(rel in "[a-z/+\\-0-9.]{0,80}|(llm|diffusion)(/[^/]{0,6}){0,14}") {
         let _ = parse_results_path(&rel);
+    }
+}
+
+/// The router over data/sample and the runtime that drives it, built once for the HTTP
+/// properties (proptest's cases are synchronous).
+fn http_app() -> &'static (tokio::runtime::Runtime, crate::common::TestApp) {
+    static APP: std::sync::OnceLock<(tokio::runtime::Runtime, crate::common::TestApp)> =
+        std::sync::OnceLock::new();
+    APP.get_or_init(|| {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let app = rt.block_on(crate::common::TestApp::sample());
+        (rt, app)
+    })
+}
+
+/// An answer to bad input is a 4xx problem+json whose `parameter` names what was wrong (a
+/// query parameter, or the body), never a 5xx.
+fn answered_or_refused(
+    method: &str,
+    uri: &str,
+    content_type: &str,
+    body: &str,
+) -> Result<(), TestCaseError> {
+    let (rt, app) = http_app();
+    let r = rt.block_on(app.send(
+        method,
+        uri,
+        &[("content-type", content_type)],
+        axum::body::Body::from(body.to_string()),
+    ));
+    prop_assert!(
+        !r.status.is_server_error(),
+        "{method} {uri} {body}: {} {}",
+        r.status,
+        r.text()
+    );
+    if r.status.is_client_error() {
+        prop_assert_eq!(
+            r.content_type(),
+            "application/problem+json",
+            "{} {}",
+            uri,
+            r.text()
+        );
+        let p = r.json();
+        if r.status == 400 {
+            prop_assert!(
+                p["parameter"].is_string(),
+                "{method} {uri} {body}: no parameter in {p}"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `v` as a request target carries it: characters a URI cannot hold percent-encoded, `%` left
+/// as it is (malformed escapes are part of the input), `&` and `#` encoded so the value stays one.
+fn target_safe(v: &str) -> String {
+    let mut out = String::new();
+    for c in v.chars() {
+        if c.is_ascii_alphanumeric() || "-._~%,=():*$!'+;/?@[]".contains(c) {
+            out.push(c);
+        } else {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    out
+}
+
+/// A query parameter: mostly one the endpoints take, with values of every kind (numbers out of
+/// range, lists, ranges, empty, escapes), now and then any name.
+fn query_pair() -> impl Strategy<Value = String> {
+    let name = prop_oneof![
+        8 => prop::sample::select(vec![
+            "task", "model", "model_id", "gpu", "gpu_model", "nickname", "precision", "num_gpus",
+            "num_gpus_min", "num_gpus_max", "batch", "batch_min", "batch_max", "max_num_seqs",
+            "batch_size", "stability", "sort", "limit", "offset", "fields", "format", "by", "agg",
+            "latency", "energy", "deadline", "budget", "per", "summary", "metric", "per_gpu",
+            "every", "include_unsuccessful", "max_samples", "seed", "q", "y", "x",
+        ]).prop_map(String::from),
+        1 => "[a-z_]{1,8}",
+    ];
+    let value = prop_oneof![
+        Just(String::new()),
+        (-5i64..5000).prop_map(|i| i.to_string()),
+        any::<f64>().prop_map(|f| f.to_string()),
+        Just("18446744073709551616".to_string()),
+        Just("9007199254740993".to_string()),
+        prop::sample::select(vec![
+            "gpqa",
+            "B200",
+            "H100",
+            "json",
+            "csv",
+            "parquet",
+            "arrow",
+            "ndjson",
+            "xml",
+            "all",
+            "stable",
+            "unstable",
+            "true",
+            "false",
+            "1s",
+            "-energy_per_token_joules",
+            "task,gpu_model",
+            "mean(energy_per_token_joules)",
+            "argmin",
+            "median_itl",
+            "power.device_instant",
+            "temperature",
+            "SELECT 1",
+            "%zz",
+            "%00",
+            "a,,b",
+            ",",
+            "NaN",
+            "inf",
+            "-0",
+            "1e309",
+        ])
+        .prop_map(String::from),
+        "[ -~]{0,12}",
+    ];
+    (name, value).prop_map(|(n, v)| format!("{n}={}", target_safe(&v)))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(192))]
+
+    /// Any query string on the GET endpoints that take one: an answer, or a 4xx problem+json
+    /// naming the parameter; never a 5xx.
+    #[test]
+    fn any_query_string_is_answered_or_refused(
+        path in prop::sample::select(vec![
+            "/v1/llm/runs", "/v1/diffusion/runs", "/v1/llm/groups", "/v1/diffusion/groups",
+            "/v1/llm/best", "/v1/diffusion/best", "/v1/llm/pareto", "/v1/diffusion/pareto",
+            "/v1/llm/fits/logistic", "/v1/diffusion/fits/logistic", "/v1/llm/itl",
+            "/v1/llm/output-lengths", "/v1/llm/timelines", "/v1/diffusion/timelines",
+            "/v1/llm/fits/itl-mixture", "/v1/llm/charts/pareto.svg", "/v1/diffusion/charts/sweep.svg",
+            "/v1/sql", "/v1/llm/fields",
+        ]),
+        pairs in prop::collection::vec(query_pair(), 0..5),
+    ) {
+        answered_or_refused("GET", &format!("{path}?{}", pairs.join("&")), "text/plain", "")?;
+    }
+
+    /// Any JSON on the endpoints that read a body: values of every kind where the bodies'
+    /// fields are expected, arrays of any length and content. An answer, or a 4xx problem+json
+    /// naming what was wrong; never a 5xx.
+    #[test]
+    fn any_json_body_is_answered_or_refused(
+        path in prop::sample::select(vec![
+            "/v1/models/logistic/fit", "/v1/models/logistic/eval",
+            "/v1/models/itl-mixture/fit", "/v1/models/itl-mixture/sample", "/v1/sql",
+        ]),
+        fields in prop::collection::btree_map(
+            prop::sample::select(vec![
+                "x", "batch", "y", "params", "samples", "replicas", "seed", "n", "sql",
+                "max_samples", "model", "weights", "means", "sigmas", "unknown",
+            ]),
+            prop_oneof![
+                3 => prop::collection::vec(
+                    prop_oneof![(-1e3f64..1e3).prop_map(|f| json!(f)), Just(json!(0)), scalar()],
+                    0..12,
+                ).prop_map(Value::Array),
+                2 => value(),
+                1 => Just(json!({"x0": 1.0, "k": 2.0, "L": 3.0, "b0": 0.5})),
+                1 => Just(json!("SELECT count(*) FROM llm_runs WHERE num_gpus > $1")),
+                1 => (-3i64..100000).prop_map(|i| json!(i)),
+            ],
+            0..4,
+        ),
+        raw in prop::option::weighted(0.1, "[ -~]{0,24}"),
+    ) {
+        let body = raw.unwrap_or_else(|| Value::Object(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect()).to_string());
+        answered_or_refused("POST", path, "application/json", &body)?;
     }
 }

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The fuzz targets of fuzz/ (issue 19 item 7), each for a number of executions with libFuzzer
+# through cargo-fuzz (stable toolchain: RUSTC_BOOTSTRAP=1, --sanitizer none):
+#
+#   bash bench/fuzz.sh                 # every target, 10 million executions each (the target)
+#   FUZZ_RUNS=20000 bash bench/fuzz.sh # a short bounded run (what .ci/run does)
+#   FUZZ_TARGETS="raw_results raw_paths" bash bench/fuzz.sh
+#
+# Seeds: small results.json documents of the raw format's shapes, results paths of both domains,
+# query strings and model bodies (written to fuzz/corpus/<target>/ on first use; libFuzzer adds
+# what it finds there). A finding stops its target with the input saved under
+# fuzz/artifacts/<target>/ and makes the script exit non-zero. It prints executions and exec/s
+# per target; it asserts nothing about speed. Two targets run at a time (one per core).
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+runs=${FUZZ_RUNS:-10000000}
+targets=${FUZZ_TARGETS:-raw_results raw_paths query_strings json_bodies}
+command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+export RUSTC_BOOTSTRAP=1
+# Development profile (fuzz/Cargo.toml: dependencies optimised, debug assertions on).
+cargo fuzz build --dev --sanitizer none
+
+python3 - <<'PY'
+import json
+from pathlib import Path
+
+def put(target, name, data):
+    d = Path("corpus") / target
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / name
+    if not p.exists():
+        p.write_bytes(data if isinstance(data, bytes) else data.encode())
+
+records = [
+    {"success": True, "output_len": 3, "itl": [0.012, 0.0, 0.013]},
+    {"success": False, "output_len": None, "itl": []},
+    {"success": True, "output_len": 2, "itl": [0.5, 1e-3], "prompt": "}]{\"x\""},
+]
+timeline = {"power": {"device_instant": {"0": [[0.0, 100.5], [1.0, 300.25]], "1": [[0.5, 90.0]]}}}
+put("raw_results", "compact", json.dumps({"results": records, "timeline": timeline}))
+put("raw_results", "indented", json.dumps({"model_id": "a/b", "results": records, "timeline": timeline}, indent=2))
+put("raw_results", "diffusion", json.dumps({"timeline": timeline, "batch_size": 4}))
+put("raw_results", "not_objects", json.dumps({"results": [1, "x", None, {"itl": "no"}]}))
+put("raw_paths", "llm", "llm/h100/current/run/llm/gpqa/results/org/model/H100/num_gpus+1+max_num_seqs+8+seed+48105/results.json")
+put("raw_paths", "diffusion", "diffusion/b200/current/run/diffusion/text-to-image/org/m/batch-1+size-1024x1024+steps-20+seed-48105/results.json")
+put("raw_paths", "climb", "llm/../../etc/./passwd")
+put("raw_paths", "windows", "C:\\x\\..\\y")
+# query_strings: the first byte picks the endpoint (see the target).
+put("query_strings", "runs", b"\x00task=gpqa&gpu=B200&sort=-energy_per_token_joules&limit=5&fields=run_id,task")
+put("query_strings", "groups", b"\x03by=model_id,num_gpus&agg=mean(energy_per_token_joules),argmin")
+put("query_strings", "best", b"\x05latency=median_itl&deadline=0.5&per=task,gpu_model")
+put("query_strings", "timeline", b"\x0dmetric=power.device_instant&per_gpu=true&every=1s&format=csv")
+put("query_strings", "sql", b"\x19q=SELECT%20task%2C%20count(*)%20FROM%20llm_runs%20GROUP%20BY%201")
+# json_bodies: the first byte picks the endpoint and content type (see the target).
+put("json_bodies", "logistic_fit", b"\x00" + json.dumps({"x": [3, 4, 5, 6, 7], "y": [1.0, 1.8, 2.6, 3.1, 3.3]}).encode())
+put("json_bodies", "logistic_eval", b"\x01" + json.dumps({"params": {"L": 3.4, "x0": 4.6, "k": 1.1, "b0": 0.1}, "batch": [8, 16]}).encode())
+put("json_bodies", "mixture_fit", b"\x02" + json.dumps({"samples": [0.01, 0.012, 0.011, 0.2, 0.013, 0.0119]}).encode())
+put("json_bodies", "sql", b"\x04" + json.dumps({"sql": "SELECT * FROM llm_runs WHERE num_gpus = $1", "params": [2]}).encode())
+PY
+
+status=0
+run_one() {
+  local t=$1 log="../bench/out/fuzz-$1.log"
+  mkdir -p ../bench/out
+  local start=$SECONDS
+  if cargo fuzz run --dev --sanitizer none "$t" "corpus/$t" -- \
+      -runs="$runs" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 >"$log" 2>&1; then
+    local execs
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+    echo "$t: $execs executions in $((SECONDS - start)) s, $(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?') exec/s, no finding"
+  else
+    echo "$t: FINDING (or failure), see bench/out/fuzz-$t.log and fuzz/artifacts/$t/" >&2
+    tail -30 "$log" >&2
+    return 1
+  fi
+}
+set -- $targets
+while [ $# -gt 0 ]; do
+  run_one "$1" & first=$!
+  second=""
+  if [ $# -gt 1 ]; then run_one "$2" & second=$!; fi
+  wait "$first" || status=1
+  if [ -n "$second" ]; then wait "$second" || status=1; fi
+  shift $(( $# > 1 ? 2 : 1 ))
+done
+exit $status
