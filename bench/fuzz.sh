@@ -3,7 +3,8 @@
 # through cargo-fuzz (stable toolchain: RUSTC_BOOTSTRAP=1, --sanitizer none):
 #
 #   bash bench/fuzz.sh                 # every target, 10 million executions each (the target)
-#   FUZZ_RUNS=20000 FUZZ_QUICK_BUILD=1 bash bench/fuzz.sh # a short bounded run (what .ci/run does)
+#   FUZZ_RUNS=20000 FUZZ_QUICK_BUILD=1 FUZZ_SEED=1 bash bench/fuzz.sh # a short bounded run, as .ci/run
+#   (FUZZ_SEED fixes libFuzzer's seed, so CI explores the same inputs each time; 0, the default, is random)
 #   FUZZ_TARGETS="raw_results raw_paths" bash bench/fuzz.sh
 #
 # Seeds: small results.json documents of the raw format's shapes, results paths of both domains,
@@ -73,7 +74,7 @@ run_one() {
   mkdir -p ../bench/out
   local start=$SECONDS
   if cargo fuzz run "${build[@]}" "$t" "corpus/$t" -- \
-      -runs="$runs" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 >"$log" 2>&1; then
+      -runs="$runs" -seed="${FUZZ_SEED:-0}" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 >"$log" 2>&1; then
     local execs
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
     echo "$t: $execs executions in $((SECONDS - start)) s, $(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?') exec/s, no finding"

@@ -192,6 +192,13 @@ pub async fn run(
                 .map_err(|e| classify(e, limits))?;
         }
         let schema = unique_names(&df);
+        if schema.fields().is_empty() {
+            // Rows of no column have no form in CSV or JSON rows (found by fuzzing: a 500).
+            return Err(SqlError::Invalid(
+                "the query selects no column (SELECT FROM ...); name at least one, e.g. SELECT count(*) FROM ..."
+                    .into(),
+            ));
+        }
         let mut stream = df.execute_stream().await.map_err(|e| classify(e, limits))?;
         let mut batches = Vec::new();
         let mut rows = 0usize;
@@ -201,8 +208,13 @@ pub async fn run(
             if rows > limits.max_rows {
                 return Err(SqlError::Rows(limits.max_rows));
             }
-            let b = RecordBatch::try_new(schema.clone(), b.columns().to_vec())
-                .map_err(|e| SqlError::Internal(e.to_string()))?;
+            // With its row count: `SELECT FROM t` has rows and no column (found by fuzzing).
+            let b = RecordBatch::try_new_with_options(
+                schema.clone(),
+                b.columns().to_vec(),
+                &arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+            )
+            .map_err(|e| SqlError::Internal(e.to_string()))?;
             batches.push(b);
         }
         Ok(SqlAnswer {

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use super::error::AppError;
 use super::params;
 use super::state::{ApiPath, AppState, prepare};
-use crate::service::raw_files::{Evicted, evict_run};
+use crate::service::derived::{Evicted, evict_run};
 use crate::store::catalog::JobRow;
 
 /// Fetch the raw files of the filtered runs into the cache, in the background.

@@ -2,7 +2,8 @@
 //! `results.json` is read once (the fast reader, falling back to the serde reader, which decides
 //! every answer and error), kept in memory weighed by bytes, persisted as Arrow IPC in the
 //! snapshot's derived store off the request path, and loaded from there after a restart or by
-//! another replica. Concurrent callers for one run share one load.
+//! another replica. Concurrent callers for one run share one load. An eviction (`evict_run`)
+//! removes a run's cached raw files and persisted derived data.
 
 use std::sync::Arc;
 
@@ -11,6 +12,7 @@ use super::raw_files::{Opened, open_raw};
 use super::snapshot::{RawFile, Snapshot};
 use crate::engine::Domain;
 use crate::rawfile::{self, RawError, RunDerived, ipc};
+use crate::store::RawLocation;
 
 /// Key of a run's derived data: (snapshot generation, domain, row).
 type Key = (u64, Domain, usize);
@@ -215,6 +217,79 @@ async fn off_runtime<T: Send + 'static>(
     tokio::task::spawn_blocking(move || read(opened.into_reader()))
         .await
         .map_err(|e| ServiceError::Internal(format!("raw reader task failed: {e}")))
+}
+
+/// One file an eviction removed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct EvictedFile {
+    /// `results.json`, `prometheus.json`, or `derived` (the persisted ITLs, output lengths and
+    /// timelines read from results.json).
+    pub file: String,
+    pub bytes: u64,
+}
+
+/// What `DELETE /v1/{domain}/runs/{run_id}/cache` removed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct Evicted {
+    pub run_id: String,
+    /// The files removed from the cache store (none when nothing of the run was cached; a local
+    /// dataset's raw files are read in place and never removed).
+    pub removed: Vec<EvictedFile>,
+    /// Their bytes together.
+    pub bytes: u64,
+}
+
+/// Remove a run's files from the cache store: its raw files fetched from a remote source and its
+/// persisted derived data; its derived data in memory is dropped too. Replicas sharing the store
+/// and catalog see them gone and fetch or read them again on next use.
+pub async fn evict_run(
+    derived: &DerivedData,
+    snapshot: &Snapshot,
+    domain: Domain,
+    row: usize,
+) -> Result<Evicted, ServiceError> {
+    let run_id = snapshot.table(domain).run_id(row).to_string();
+    let failed = |error| ServiceError::Fetch {
+        run_id: run_id.clone(),
+        error,
+    };
+    let files: &[RawFile] = match domain {
+        Domain::Llm => &[RawFile::Results, RawFile::Prometheus],
+        Domain::Diffusion => &[RawFile::Results],
+    };
+    let mut removed = Vec::new();
+    for &file in files {
+        if let Ok(RawLocation::Remote(store, key)) = snapshot.raw_location(domain, row, file)
+            && let Some(bytes) = store.evict(&key).await.map_err(failed)?
+        {
+            removed.push(EvictedFile {
+                file: file.file_name().to_string(),
+                bytes,
+            });
+        }
+    }
+    let persisted = snapshot.source.derived.as_ref().zip(
+        snapshot
+            .raw_location(domain, row, RawFile::Results)
+            .ok()
+            .as_ref()
+            .and_then(crate::store::derived::fingerprint),
+    );
+    if let Some((store, fingerprint)) = persisted
+        && let Some(bytes) = store.evict(&fingerprint).await.map_err(failed)?
+    {
+        removed.push(EvictedFile {
+            file: "derived".into(),
+            bytes,
+        });
+    }
+    derived.forget(snapshot, domain, row);
+    let bytes = removed.iter().map(|f| f.bytes).sum();
+    Ok(Evicted {
+        run_id,
+        removed,
+        bytes,
+    })
 }
 
 /// A reading error of run `run_id` as the service reports it.

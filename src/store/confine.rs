@@ -62,20 +62,24 @@ pub fn relative_key(stored: &str) -> Result<String, Escape> {
                 }
             }
             // A drive (`C:`) as the first component is a Windows absolute path.
-            p if i == 0
-                && p.len() == 2
-                && p.ends_with(':')
-                && p.as_bytes()[0].is_ascii_alphabetic() =>
-            {
-                return Err(Escape::Absolute);
-            }
+            p if i == 0 && drive(p) => return Err(Escape::Absolute),
             p => parts.push(p),
         }
     }
     if parts.is_empty() {
         return Err(Escape::Empty);
     }
+    // Nor as the first component once `..` are resolved (`x\..\C:\y`): fuzzing found such a
+    // normal form, which a Windows join would take as absolute.
+    if drive(parts[0]) {
+        return Err(Escape::Absolute);
+    }
     Ok(parts.join("/"))
+}
+
+/// A Windows drive (`C:`).
+fn drive(part: &str) -> bool {
+    part.len() == 2 && part.ends_with(':') && part.as_bytes()[0].is_ascii_alphabetic()
 }
 
 /// Whether `path`, with every symlink resolved, lies inside `root` (also resolved). A path that
@@ -152,6 +156,10 @@ mod tests {
         assert_eq!(relative_key("\\\\host\\share\\x"), Err(Escape::Absolute));
         assert_eq!(relative_key("C:\\Windows\\win.ini"), Err(Escape::Absolute));
         assert_eq!(relative_key("c:/x"), Err(Escape::Absolute));
+        // A drive that comes first only once `..` are resolved (found by fuzzing).
+        assert_eq!(relative_key("x\\..\\C:\\y"), Err(Escape::Absolute));
+        assert_eq!(relative_key("a/../c:"), Err(Escape::Absolute));
+        assert_eq!(relative_key("a/c:/b").unwrap(), "a/c:/b");
         assert_eq!(relative_key(""), Err(Escape::Empty));
         assert_eq!(relative_key("./"), Err(Escape::Empty));
         assert_eq!(relative_key("a/.."), Err(Escape::Empty));

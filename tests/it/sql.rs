@@ -206,6 +206,14 @@ async fn formats_parameters_and_tables() {
         .await
         .problem(400, "invalid_sql");
     app.get(&q("SELEKT 1")).await.problem(400, "invalid_sql");
+    // Rows of no column (found by fuzzing: it was a 500 in every format).
+    for format in ["json", "csv", "arrow"] {
+        let p = app
+            .get(&format!("{}&format={format}", q("SELECT FROM llm_runs x")))
+            .await
+            .problem(400, "invalid_sql");
+        assert!(p["detail"].as_str().unwrap().contains("no column"), "{p}");
+    }
     app.post(
         "/v1/sql",
         "application/json",
