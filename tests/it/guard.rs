@@ -112,7 +112,7 @@ async fn excess_requests_are_shed_and_probes_still_answer() {
         Duration::from_millis(1500),
     )
     .await;
-    let (slow, shed, probe) = tokio::join!(
+    let (slow, shed, probe, reload) = tokio::join!(
         app.get(SLOW_SQL),
         async {
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -121,8 +121,15 @@ async fn excess_requests_are_shed_and_probes_still_answer() {
         async {
             tokio::time::sleep(Duration::from_millis(200)).await;
             app.get("/healthz").await
+        },
+        async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            app.request("POST", "/v1/admin/reload", &[]).await
         }
     );
+    // A reload is how an operator gets out of trouble: never shed. It reached its handler (this
+    // app has no source to read again), not a 503.
+    reload.problem(422, "reload_failed");
     slow.problem(422, "query_limit");
     let p = shed.problem(503, "busy");
     assert!(
