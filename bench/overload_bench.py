@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from bench import bench_args, build_release, free_port, sh, wait_ready  # noqa: E402
-from raw_bench import status  # noqa: E402
+from raw_bench import AnonPeak  # noqa: E402
 
 QUERY = "/v1/llm/runs?task=gpqa&gpu=B200&sort=energy_per_token_joules&limit=50"
 
@@ -85,27 +85,6 @@ def serve(binary, data, max_in_flight):
     return proc, base
 
 
-class Rss:
-    """RssAnon of `pid` every second, in a thread, while running."""
-
-    def __init__(self, pid):
-        self.pid, self.samples, self.stop = pid, [], threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-
-    def run(self):
-        start = time.monotonic()
-        while not self.stop.wait(1.0):
-            self.samples.append((time.monotonic() - start, status(self.pid, "RssAnon")))
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join()
-
-
 def accepted_p99(summary):
     """p99 of the successful (2xx) requests, from --stats-success-breakdown."""
     p = summary.get("latencyPercentilesSuccessful") or summary["latencyPercentiles"]
@@ -151,7 +130,7 @@ def main():
         print(f"unloaded p99 (a tenth of that rate): {ms(unloaded)}")
 
         rate = int(2 * sat)
-        with Rss(proc.pid) as rss:
+        with AnonPeak(proc.pid, interval=1.0) as rss:
             heavy = oha(url, "-z", f"{args.duration}s", "-c", "512", "-q", str(rate), "--latency-correction")
         report_load(f"{args.duration} s at {rate} req/s (2x), --max-in-flight {args.max_in_flight}", heavy)
         p99 = accepted_p99(heavy)

@@ -51,17 +51,23 @@ def peak_rss(pid: int) -> int:
 
 
 class AnonPeak:
-    """The largest private (anonymous) RSS seen while running, sampled every 2 ms: VmHWM also
-    counts the pages of the server's own code, which do not grow with the file."""
+    """Private (anonymous) RSS sampled every `interval` seconds while running (2 ms by default):
+    the largest seen (`peak`) and every sample with its time (`samples`). VmHWM also counts the
+    pages of the server's own code, which do not grow with the file."""
 
-    def __init__(self, pid: int):
-        self.pid, self.peak, self.stop = pid, 0, threading.Event()
+    def __init__(self, pid: int, interval: float = 0.002):
+        self.pid, self.interval, self.peak, self.samples = pid, interval, 0, []
+        self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
 
     def run(self):
-        while not self.stop.is_set():
-            self.peak = max(self.peak, status(self.pid, "RssAnon"))
-            time.sleep(0.002)
+        start = time.monotonic()
+        while True:
+            rss = status(self.pid, "RssAnon")
+            self.peak = max(self.peak, rss)
+            self.samples.append((time.monotonic() - start, rss))
+            if self.stop.wait(self.interval):
+                return
 
     def __enter__(self):
         self.thread.start()
