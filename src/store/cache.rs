@@ -349,11 +349,16 @@ impl Inner {
         r
     }
 
+    /// A lease's life in the catalog's unit (ms).
+    fn lease_ms(&self) -> i64 {
+        i64::try_from(self.lease_ttl.as_millis()).unwrap_or(i64::MAX)
+    }
+
     /// The file when it is cached (by this replica or another), else `None` once this replica
     /// holds the fetch lease on it; waits while another replica holds it.
     async fn leased(&self, key: &str) -> Result<Option<Entry>, FetchError> {
         let catalog = self.bound.catalog();
-        let ttl = i64::try_from(self.lease_ttl.as_millis()).unwrap_or(i64::MAX);
+        let ttl = self.lease_ms();
         let poll =
             (self.lease_ttl / 10).clamp(Duration::from_millis(20), Duration::from_millis(250));
         let mut waited = false;
@@ -382,7 +387,7 @@ impl Inner {
 
     /// Download into the cache and list the file, renewing the lease while the download runs.
     async fn fetch_under_lease(&self, key: &str, path: &str) -> Result<Entry, FetchError> {
-        let ttl = i64::try_from(self.lease_ttl.as_millis()).unwrap_or(i64::MAX);
+        let ttl = self.lease_ms();
         let renew = async {
             loop {
                 tokio::time::sleep(self.lease_ttl / 3).await;
