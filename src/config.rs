@@ -35,6 +35,21 @@ pub enum Command {
     Healthcheck(HealthcheckArgs),
     /// Build a compiled data directory (runs/*.parquet, raw files, configs) from raw results.
     Build(BuildArgs),
+    /// Import LLM Energy Measure or IPW results into the measurement tables (parquet) in --out.
+    Import(ImportArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// Result directories: a LEM v1 results directory (aggregated/, raw/), LEM v2 result
+    /// directories, IPW profile or agentic run directories, or a directory holding such; the kind
+    /// is detected, or restricted with a `lem:` or `ipw:` prefix.
+    #[arg(required = true)]
+    pub sources: Vec<String>,
+    /// Output directory (one parquet file per table); sources imported there before and not named
+    /// again are kept.
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -86,6 +101,11 @@ pub struct ServeArgs {
     /// data/sample (next to the working directory or the crate).
     #[arg(long, env = "MLENERGY_DATA")]
     pub data: Option<String>,
+    /// Measurements of other tools to serve under /v1/measurements beside the dataset (repeatable):
+    /// a directory written by `import`, or result directories imported at start (kind detected,
+    /// or forced with a `lem:` or `ipw:` prefix).
+    #[arg(long = "import", value_name = "PATH")]
+    pub imports: Vec<String>,
     /// Raw cache for remote sources, and persisted derived data (ITLs, output lengths, timelines)
     /// for every source: a directory, or an object_store URL shared by replicas.
     /// Default: $XDG_CACHE_HOME/mlenergy-server (~/.cache/mlenergy-server).

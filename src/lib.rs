@@ -9,6 +9,8 @@
 //!   prefetch jobs; opening a `--data` source.
 //! - `engine`: run tables, filters, sorting, groups, the field catalog. Beside it `rawtree`: a raw
 //!   benchmark tree to run rows to a compiled directory (`build`, `--data raw:`, `sample`).
+//!   Beside them `peer`: other tools' measurements (LLM Energy Measure, IPW) read into one
+//!   normalised schema (`import`, `--import`).
 //! - `rawfile`: reading one results.json into what the raw endpoints serve.
 //! - `store`: sources (local, hub, object store), the raw cache, the catalog, path confinement.
 //! - `pycompat`: numpy- and Python-exact numerics, formatting and value rules.
@@ -19,6 +21,7 @@ pub mod config;
 pub mod engine;
 pub mod flight;
 pub mod http;
+pub mod peer;
 pub mod pg;
 pub mod pycompat;
 pub mod rawfile;

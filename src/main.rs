@@ -6,11 +6,12 @@ use std::time::Instant;
 
 use clap::Parser;
 use mlenergy_server::config::{
-    BuildArgs, Cli, Command, HealthcheckArgs, HistogramReading, LogFormat, ServeArgs,
+    BuildArgs, Cli, Command, HealthcheckArgs, HistogramReading, ImportArgs, LogFormat, ServeArgs,
 };
 use mlenergy_server::engine::sql::SqlLimits;
 use mlenergy_server::http::state::{GuardOptions, RateLimit};
 use mlenergy_server::http::{self, AppState, HttpOptions, Limits};
+use mlenergy_server::peer::ImportSpec;
 use mlenergy_server::rawtree::compile::write_compiled;
 use mlenergy_server::rawtree::sample;
 use mlenergy_server::rawtree::{BuildCache, BuildOptions, build};
@@ -174,6 +175,28 @@ fn healthcheck(args: &HealthcheckArgs) -> Result<(), String> {
 }
 
 /// `build`: raw roots to a compiled data directory, with a summary and the skipped files on stderr.
+fn import_command(args: &ImportArgs) -> Result<(), String> {
+    let started = Instant::now();
+    let specs: Vec<ImportSpec> = args.sources.iter().map(|s| ImportSpec::parse(s)).collect();
+    let report = mlenergy_server::peer::import(&specs, &args.out)?;
+    for (kind, path, runs, failed) in &report.sources {
+        eprintln!("{kind} {}: {runs} runs", path.display());
+        for (file, reason) in failed {
+            eprintln!("  not read {file}: {reason}");
+        }
+    }
+    eprintln!(
+        "wrote {}: {} runs from {} sources ({} unchanged since the last import), {} earlier sources kept, in {:.1} s",
+        args.out.display(),
+        report.runs,
+        report.sources.len(),
+        report.unchanged,
+        report.kept,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 fn build_command(args: &BuildArgs) -> Result<(), String> {
     let started = Instant::now();
     let opts = BuildOptions {
@@ -230,6 +253,7 @@ async fn main() -> ExitCode {
         }
         Some(Command::Healthcheck(a)) => healthcheck(&a),
         Some(Command::Build(a)) => build_command(&a),
+        Some(Command::Import(a)) => import_command(&a),
         Some(Command::Serve(a)) => {
             init_tracing(a.log_format);
             serve(a).await

@@ -1,7 +1,8 @@
 //! Conversions between Arrow arrays and `Frame` columns: the lenient reader that accepts what
 //! pandas/pyarrow may write for a published column, and the writer used for Arrow IPC, Parquet
-//! and the DataFusion tables.
+//! and the DataFusion tables; and the reproducible parquet writer of compiled and imported tables.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
@@ -10,6 +11,10 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
+
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
 
 use super::error::EngineError;
 use super::fields::{FieldSpec, FieldType};
@@ -283,4 +288,42 @@ fn column_of(field: &Field, array: &ArrayRef) -> Result<ColumnData, EngineError>
         }
         _ => return Err(unsupported()),
     })
+}
+
+/// Write a frame as a snappy-compressed parquet file with a fixed writer id, so the same input
+/// always gives the same bytes.
+pub fn write_parquet(
+    path: &Path,
+    frame: &Frame,
+    nullable: &dyn Fn(&str) -> bool,
+) -> Result<(), EngineError> {
+    write_parquet_with(path, frame, nullable, &[])
+}
+
+/// `write_parquet` with key-value metadata in the file's footer.
+pub fn write_parquet_with(
+    path: &Path,
+    frame: &Frame,
+    nullable: &dyn Fn(&str) -> bool,
+    metadata: &[(&str, String)],
+) -> Result<(), EngineError> {
+    let batch = frame_to_batch(frame, nullable)?;
+    let kv = metadata
+        .iter()
+        .map(|(k, v)| parquet::file::metadata::KeyValue::new(k.to_string(), v.clone()))
+        .collect::<Vec<_>>();
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_created_by("mlenergy-server".to_string())
+        .set_key_value_metadata((!kv.is_empty()).then_some(kv))
+        .build();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut buf = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props))?;
+    w.write(&batch)?;
+    w.close()?;
+    std::fs::write(path, buf)?;
+    Ok(())
 }

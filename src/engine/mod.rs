@@ -20,6 +20,7 @@ pub mod query;
 pub mod runid;
 pub mod sql;
 pub mod sql_functions;
+pub mod stats;
 pub mod table;
 
 pub use self::dataset::Dataset;

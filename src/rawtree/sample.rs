@@ -10,13 +10,10 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::sync::Arc;
 
-use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
 use serde_json::Value as Json;
 
 use super::{Domain, EngineError, RunTable};
-use crate::engine::arrow_conv::frame_to_batch;
+pub use crate::engine::arrow_conv::{write_parquet, write_parquet_with};
 use crate::engine::fields::{FieldSpec, FieldType, published_fields};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
 
@@ -81,44 +78,6 @@ fn read_jsonl(
         }
     }
     Ok((cols, ids))
-}
-
-/// Write a frame as a snappy-compressed parquet file with a fixed writer id, so the same input
-/// always gives the same bytes.
-pub fn write_parquet(
-    path: &Path,
-    frame: &Frame,
-    nullable: &dyn Fn(&str) -> bool,
-) -> Result<(), EngineError> {
-    write_parquet_with(path, frame, nullable, &[])
-}
-
-/// `write_parquet` with key-value metadata in the file's footer.
-pub fn write_parquet_with(
-    path: &Path,
-    frame: &Frame,
-    nullable: &dyn Fn(&str) -> bool,
-    metadata: &[(&str, String)],
-) -> Result<(), EngineError> {
-    let batch = frame_to_batch(frame, nullable)?;
-    let kv = metadata
-        .iter()
-        .map(|(k, v)| parquet::file::metadata::KeyValue::new(k.to_string(), v.clone()))
-        .collect::<Vec<_>>();
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .set_created_by("mlenergy-server".to_string())
-        .set_key_value_metadata((!kv.is_empty()).then_some(kv))
-        .build();
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir)?;
-    }
-    let mut buf = Vec::new();
-    let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props))?;
-    w.write(&batch)?;
-    w.close()?;
-    fs::write(path, buf)?;
-    Ok(())
 }
 
 /// The published frame of a table (without `run_id`).

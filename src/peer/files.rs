@@ -1,0 +1,171 @@
+//! An import directory: one parquet file per table (`runs.parquet`, `requests.parquet`, ...), written
+//! by `mlenergy-server import` and read by `serve --import`. Re-importing a source replaces its rows
+//! and keeps every other source's; a source whose files did not change keeps its import time, so
+//! an unchanged import writes the same bytes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::Tables;
+use super::schema::{self, Col, ColType};
+use crate::engine::EngineError;
+use crate::engine::arrow_conv::{frame_from_batch, write_parquet};
+use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
+
+/// The tables of an import, as frames (every table present, possibly empty).
+#[derive(Debug, Clone, Default)]
+pub struct Frames(pub BTreeMap<&'static str, Frame>);
+
+fn empty(cols: &[Col]) -> Frame {
+    Frame {
+        columns: cols
+            .iter()
+            .map(|c| FrameColumn {
+                name: c.name.to_string(),
+                data: match c.ty {
+                    ColType::Str => ColumnData::Str(Vec::new()),
+                    ColType::Json => ColumnData::Json(Vec::new()),
+                    ColType::Int => ColumnData::Int(Vec::new()),
+                    ColType::Float => ColumnData::Float(Vec::new()),
+                    ColType::Bool => ColumnData::Bool(Vec::new()),
+                },
+            })
+            .collect(),
+    }
+}
+
+impl Frames {
+    pub fn from_tables(t: &Tables) -> Frames {
+        use schema::*;
+        let mut m = BTreeMap::new();
+        m.insert("sources", SourceRow::frame(&t.sources));
+        m.insert("runs", RunRow::frame(&t.runs));
+        m.insert("run_metrics", RunMetricRow::frame(&t.run_metrics));
+        m.insert("requests", RequestRow::frame(&t.requests));
+        m.insert("turns", TurnRow::frame(&t.turns));
+        m.insert("tool_calls", ToolCallRow::frame(&t.tool_calls));
+        m.insert("timeseries", TimeseriesRow::frame(&t.timeseries));
+        m.insert(
+            "latency_samples",
+            LatencySampleRow::frame(&t.latency_samples),
+        );
+        m.insert("evaluations", EvaluationRow::frame(&t.evaluations));
+        m.insert("reported_stats", RepeatStatRow::frame(&t.reported_stats));
+        Frames(m)
+    }
+
+    pub fn table(&self, name: &str) -> &Frame {
+        self.0.get(name).expect("every table is present")
+    }
+
+    /// The source ids present.
+    pub fn source_ids(&self) -> BTreeSet<String> {
+        let f = self.table("sources");
+        let c = &f.column("source_id").expect("source_id").data;
+        (0..f.num_rows())
+            .filter_map(|r| match c.get(r) {
+                Value::Str(s) => Some(s.to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Rows of every table that belong to a source for which `keep` holds.
+    pub fn retain_sources(&self, keep: impl Fn(&str) -> bool) -> Frames {
+        let mut m = BTreeMap::new();
+        for (name, f) in &self.0 {
+            let key = if f.column("source_id").is_some() {
+                "source_id"
+            } else {
+                "run_id"
+            };
+            let c = &f
+                .column(key)
+                .expect("every table has source_id or run_id")
+                .data;
+            let rows: Vec<usize> = (0..f.num_rows())
+                .filter(|&r| match c.get(r) {
+                    Value::Str(s) => keep(if key == "run_id" {
+                        s.split('~').next().unwrap_or(s)
+                    } else {
+                        s
+                    }),
+                    _ => false,
+                })
+                .collect();
+            let cols: Vec<usize> = (0..f.columns.len()).collect();
+            m.insert(*name, f.select(&rows, &cols));
+        }
+        Frames(m)
+    }
+
+    /// These tables followed by `other`'s rows.
+    pub fn append(mut self, other: Frames) -> Frames {
+        for (name, f) in other.0 {
+            match self.0.get_mut(name) {
+                Some(mine) => {
+                    for (a, b) in mine.columns.iter_mut().zip(f.columns) {
+                        a.data.extend(b.data);
+                    }
+                }
+                None => {
+                    self.0.insert(name, f);
+                }
+            }
+        }
+        self
+    }
+
+    /// Write every table to `dir/<table>.parquet`.
+    pub fn write(&self, dir: &Path) -> Result<(), EngineError> {
+        for (name, f) in &self.0 {
+            write_parquet(&dir.join(format!("{name}.parquet")), f, &|_| true)?;
+        }
+        Ok(())
+    }
+
+    /// Read an import directory. A table file that is missing reads as empty; a malformed one, or
+    /// one whose columns are not this version's, is an error naming it.
+    pub fn read(dir: &Path) -> Result<Frames, EngineError> {
+        let mut m = BTreeMap::new();
+        for (name, cols) in schema::TABLES {
+            let path = dir.join(format!("{name}.parquet"));
+            let frame = if path.is_file() {
+                let file = std::fs::File::open(&path)?;
+                let reader =
+                    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+                        .and_then(|b| b.build())
+                        .map_err(|e| EngineError::Load(format!("{}: {e}", path.display())))?;
+                let mut frame = empty(cols);
+                for batch in reader {
+                    let batch =
+                        batch.map_err(|e| EngineError::Load(format!("{}: {e}", path.display())))?;
+                    let f = frame_from_batch(&batch)?;
+                    let names: Vec<&str> = f.columns.iter().map(|c| c.name.as_str()).collect();
+                    let want: Vec<&str> = cols.iter().map(|c| c.name).collect();
+                    if names != want {
+                        return Err(EngineError::Load(format!(
+                            "{}: columns are not those of this version's '{name}' table; import the sources again",
+                            path.display()
+                        )));
+                    }
+                    for (a, b) in frame.columns.iter_mut().zip(f.columns) {
+                        if std::mem::discriminant(&a.data) != std::mem::discriminant(&b.data) {
+                            return Err(EngineError::Load(format!(
+                                "{}: column '{}' has another type",
+                                path.display(),
+                                a.name
+                            )));
+                        }
+                        a.data.extend(b.data);
+                    }
+                }
+                frame
+            } else {
+                empty(cols)
+            };
+            m.insert(*name, frame);
+        }
+        Ok(Frames(m))
+    }
+}

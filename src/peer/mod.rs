@@ -1,0 +1,335 @@
+//! Other tools' measurements (peer-formats §1, §2, §4): readers for LLM Energy Measure (v1 results
+//! directories, v2 result directories) and Intelligence Per Watt (single-turn profiles, agentic
+//! runs) into one normalised schema ([`schema`]), the ML.ENERGY runs mapped into it too, and the
+//! imported tables as parquet files (`mlenergy-server import`, `serve --import`).
+//!
+//! Every reader is lenient: fields are optional, a field of the wrong type is a warning, unknown
+//! fields are kept, and a file that cannot be read is listed with its reason without stopping the
+//! rest. Paths a source names (IPW `state.json` shards) stay inside its directory.
+//!
+//! Layer: beside `rawtree`; imports `engine` (frames, run tables), `store::confine` and `pycompat`.
+
+pub mod common;
+pub mod files;
+pub mod ipw;
+pub mod json;
+pub mod lem;
+pub mod mlenergy;
+pub mod schema;
+
+use std::path::{Path, PathBuf};
+
+use self::common::{SourceCtx, json_list};
+use self::schema::*;
+
+/// Version of the importer's rules, stored with each source: an import made by an older version is
+/// read again by `import`.
+pub const PARSER_VERSION: i64 = 1;
+
+/// Source kinds (§4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    LemV1,
+    LemV2,
+    IpwProfile,
+    IpwAgentic,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::LemV1 => "lem_v1",
+            Kind::LemV2 => "lem_v2",
+            Kind::IpwProfile => "ipw_profile",
+            Kind::IpwAgentic => "ipw_agentic",
+        }
+    }
+}
+
+/// Every table of an import, as rows.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Tables {
+    pub sources: Vec<SourceRow>,
+    pub runs: Vec<RunRow>,
+    pub run_metrics: Vec<RunMetricRow>,
+    pub requests: Vec<RequestRow>,
+    pub turns: Vec<TurnRow>,
+    pub tool_calls: Vec<ToolCallRow>,
+    pub timeseries: Vec<TimeseriesRow>,
+    pub latency_samples: Vec<LatencySampleRow>,
+    pub evaluations: Vec<EvaluationRow>,
+    pub reported_stats: Vec<RepeatStatRow>,
+}
+
+impl Tables {
+    pub fn extend(&mut self, o: Tables) {
+        self.sources.extend(o.sources);
+        self.runs.extend(o.runs);
+        self.run_metrics.extend(o.run_metrics);
+        self.requests.extend(o.requests);
+        self.turns.extend(o.turns);
+        self.tool_calls.extend(o.tool_calls);
+        self.timeseries.extend(o.timeseries);
+        self.latency_samples.extend(o.latency_samples);
+        self.evaluations.extend(o.evaluations);
+        self.reported_stats.extend(o.reported_stats);
+    }
+}
+
+/// What the user named: a path, with an optional `lem:` or `ipw:` prefix that restricts detection
+/// to that tool's layouts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportSpec {
+    pub path: PathBuf,
+    pub tool: Option<&'static str>,
+}
+
+impl ImportSpec {
+    pub fn parse(s: &str) -> ImportSpec {
+        for tool in ["lem", "ipw"] {
+            if let Some(rest) = s.strip_prefix(tool).and_then(|r| r.strip_prefix(':')) {
+                return ImportSpec {
+                    path: rest.into(),
+                    tool: Some(tool),
+                };
+            }
+        }
+        ImportSpec {
+            path: s.into(),
+            tool: None,
+        }
+    }
+}
+
+/// The layout of one directory, if it is one.
+pub fn detect(dir: &Path, tool: Option<&str>) -> Option<Kind> {
+    let lem = tool.is_none_or(|t| t == "lem");
+    let ipw = tool.is_none_or(|t| t == "ipw");
+    if ipw && ipw::is_agentic(dir) {
+        Some(Kind::IpwAgentic)
+    } else if ipw && ipw::is_profile(dir) {
+        Some(Kind::IpwProfile)
+    } else if lem && lem::is_v1(dir) {
+        Some(Kind::LemV1)
+    } else if lem && lem::is_v2(dir) {
+        Some(Kind::LemV2)
+    } else {
+        None
+    }
+}
+
+/// The sources under a path: the path itself when it is a layout, else the layouts among its
+/// children and grandchildren (a `runs/` directory of IPW profiles, a LEM v2 output directory).
+pub fn discover(spec: &ImportSpec) -> Result<Vec<(Kind, PathBuf)>, String> {
+    let root = &spec.path;
+    if !root.is_dir() {
+        return Err(format!("{}: not a directory", root.display()));
+    }
+    if let Some(k) = detect(root, spec.tool) {
+        return Ok(vec![(k, root.clone())]);
+    }
+    let mut found = Vec::new();
+    let mut level: Vec<PathBuf> = vec![root.clone()];
+    for _ in 0..2 {
+        let mut next = Vec::new();
+        for dir in level {
+            let mut children: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                // Symlinked directories are not followed out of the named root.
+                .filter(|p| p.is_dir() && crate::store::confine::inside(root, p).is_ok())
+                .collect();
+            children.sort();
+            for c in children {
+                match detect(&c, spec.tool) {
+                    Some(k) => found.push((k, c)),
+                    None => next.push(c),
+                }
+            }
+        }
+        level = next;
+    }
+    if found.is_empty() {
+        return Err(format!(
+            "{}: no LEM or IPW results found (looked for aggregated/, raw/, *_multi_cycle.json, result.json, traces.jsonl, data-*.arrow or state.json)",
+            root.display()
+        ));
+    }
+    Ok(found)
+}
+
+/// Read one source directory into tables (never fails: what cannot be read is listed).
+pub fn read_source(kind: Kind, dir: &Path, ingested_at: &str) -> Tables {
+    let mut ctx = SourceCtx::new(kind.as_str(), dir);
+    let mut out = Tables::default();
+    match kind {
+        Kind::LemV1 => lem::read_v1(&mut ctx, &mut out),
+        Kind::LemV2 => lem::read_v2(&mut ctx, &mut out),
+        Kind::IpwProfile => ipw::read_profile(&mut ctx, &mut out, dir),
+        Kind::IpwAgentic => ipw::read_agentic(&mut ctx, &mut out, dir),
+    }
+    let failed: Vec<serde_json::Value> = ctx
+        .failed
+        .iter()
+        .map(|(p, r)| serde_json::json!({"path": p, "reason": r}))
+        .collect();
+    out.sources.push(SourceRow {
+        source_id: Some(ctx.source_id.clone()),
+        kind: Some(kind.as_str().into()),
+        origin: Some(dir.display().to_string()),
+        tool_version: ctx.tool_version.clone(),
+        content_hash: Some(ctx.content_hash()),
+        ingested_at: Some(ingested_at.into()),
+        parser_version: Some(PARSER_VERSION),
+        runs: Some(out.runs.len() as i64),
+        files_read: Some(ctx.files_read),
+        files_failed: Some(serde_json::Value::from(failed).to_string()),
+        warnings: json_list(&ctx.warnings),
+    });
+    out
+}
+
+/// What `import` did.
+#[derive(Debug, Default)]
+pub struct ImportReport {
+    /// (kind, path, runs, failed files) per source read.
+    pub sources: Vec<(&'static str, PathBuf, usize, Vec<(String, String)>)>,
+    /// Sources whose files had not changed since the import in `out`.
+    pub unchanged: usize,
+    /// Sources of an earlier import kept as they were.
+    pub kept: usize,
+    pub runs: usize,
+}
+
+/// The current time as RFC 3339 (UTC, seconds).
+fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// Read every source the specs name (in parallel), as frames.
+pub fn read_specs(specs: &[ImportSpec]) -> Result<(files::Frames, Vec<(Kind, PathBuf)>), String> {
+    use rayon::prelude::*;
+    let mut found = Vec::new();
+    for spec in specs {
+        found.extend(discover(spec)?);
+    }
+    let at = now_rfc3339();
+    let tables: Vec<Tables> = found
+        .par_iter()
+        .map(|(k, p)| read_source(*k, p, &at))
+        .collect();
+    let mut all = Tables::default();
+    for t in tables {
+        all.extend(t);
+    }
+    Ok((files::Frames::from_tables(&all), found))
+}
+
+/// `mlenergy-server import SOURCE... --out DIR`: read the sources and write the tables to `out`,
+/// replacing those sources' earlier rows there and keeping every other source's.
+pub fn import(specs: &[ImportSpec], out: &Path) -> Result<ImportReport, String> {
+    let previous = if out.join("sources.parquet").is_file() {
+        files::Frames::read(out).map_err(|e| e.to_string())?
+    } else {
+        files::Frames::from_tables(&Tables::default())
+    };
+    let (mut fresh, found) = read_specs(specs)?;
+    let new_ids = fresh.source_ids();
+    let mut report = ImportReport::default();
+    // A source whose content and parser are unchanged keeps its earlier import time.
+    let prev_sources = previous.table("sources");
+    let col = |f: &crate::engine::frame::Frame, name: &str, r: usize| match f
+        .column(name)
+        .map(|c| c.data.get(r))
+    {
+        Some(crate::engine::frame::Value::Str(s)) => Some(s.to_string()),
+        Some(crate::engine::frame::Value::Int(i)) => Some(i.to_string()),
+        _ => None,
+    };
+    let mut earlier: std::collections::HashMap<
+        String,
+        (Option<String>, Option<String>, Option<String>),
+    > = Default::default();
+    for r in 0..prev_sources.num_rows() {
+        if let Some(id) = col(prev_sources, "source_id", r) {
+            earlier.insert(
+                id,
+                (
+                    col(prev_sources, "content_hash", r),
+                    col(prev_sources, "parser_version", r),
+                    col(prev_sources, "ingested_at", r),
+                ),
+            );
+        }
+    }
+    if let Some(sources) = fresh.0.get_mut("sources") {
+        let n = sources.num_rows();
+        let mut at: Vec<Option<std::sync::Arc<str>>> = Vec::with_capacity(n);
+        for r in 0..n {
+            let id = col(sources, "source_id", r).unwrap_or_default();
+            let now = col(sources, "ingested_at", r);
+            let same = earlier.get(&id).filter(|(h, v, _)| {
+                *h == col(sources, "content_hash", r) && *v == col(sources, "parser_version", r)
+            });
+            if same.is_some() {
+                report.unchanged += 1;
+            }
+            at.push(same.and_then(|(_, _, t)| t.clone()).or(now).map(Into::into));
+        }
+        if let Some(c) = sources.columns.iter_mut().find(|c| c.name == "ingested_at") {
+            c.data = crate::engine::frame::ColumnData::Str(at);
+        }
+    }
+    let kept = previous.retain_sources(|id| !new_ids.contains(id));
+    report.kept = kept.source_ids().len();
+    let merged = kept.append(fresh.clone());
+    merged
+        .write(out)
+        .map_err(|e| format!("{}: {e}", out.display()))?;
+    report.runs = fresh.table("runs").num_rows();
+    let sources = fresh.table("sources");
+    for (i, (kind, path)) in found.into_iter().enumerate() {
+        let runs = match sources.column("runs").map(|c| c.data.get(i)) {
+            Some(crate::engine::frame::Value::Int(n)) => n as usize,
+            _ => 0,
+        };
+        let failed = match sources.column("files_failed").map(|c| c.data.get(i)) {
+            Some(crate::engine::frame::Value::Str(s)) => {
+                serde_json::from_str::<Vec<serde_json::Value>>(s)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|v| {
+                        (
+                            v["path"].as_str().unwrap_or("").to_string(),
+                            v["reason"].as_str().unwrap_or("").to_string(),
+                        )
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        report.sources.push((kind.as_str(), path, runs, failed));
+    }
+    Ok(report)
+}
+
+/// The tables `serve --import PATH` adds: an import directory (written by `import`) is read as it
+/// is; any other path is imported in memory at start.
+pub fn load(specs: &[ImportSpec]) -> Result<files::Frames, String> {
+    let mut frames = files::Frames::from_tables(&Tables::default());
+    let mut raw = Vec::new();
+    for spec in specs {
+        if spec.tool.is_none() && spec.path.join("sources.parquet").is_file() {
+            let f = files::Frames::read(&spec.path).map_err(|e| e.to_string())?;
+            frames = frames.append(f);
+        } else {
+            raw.push(spec.clone());
+        }
+    }
+    if !raw.is_empty() {
+        frames = frames.append(read_specs(&raw)?.0);
+    }
+    Ok(frames)
+}

@@ -1,0 +1,342 @@
+//! The normalised measurement tables (peer-formats §4.3) that imports fill: their columns, types,
+//! units, meanings and, for derived columns, the formula. One macro declares each table once: the
+//! row struct the readers fill, the column catalog (`GET /v1/measurements/fields`, OpenAPI) and
+//! the conversion of rows into a [`Frame`].
+
+use crate::engine::frame::{ColumnData, Frame, FrameColumn};
+
+/// A column's type as served: JSON-valued columns are lists or objects in JSON answers, text
+/// elsewhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColType {
+    Str,
+    Int,
+    Float,
+    Bool,
+    Json,
+}
+
+impl ColType {
+    pub fn name(self) -> &'static str {
+        match self {
+            ColType::Str => "string",
+            ColType::Int => "int64",
+            ColType::Float => "double",
+            ColType::Bool => "bool",
+            ColType::Json => "json",
+        }
+    }
+
+    pub fn is_numeric(self) -> bool {
+        matches!(self, ColType::Int | ColType::Float)
+    }
+
+    fn empty(self) -> ColumnData {
+        match self {
+            ColType::Str => ColumnData::Str(Vec::new()),
+            ColType::Json => ColumnData::Json(Vec::new()),
+            ColType::Int => ColumnData::Int(Vec::new()),
+            ColType::Float => ColumnData::Float(Vec::new()),
+            ColType::Bool => ColumnData::Bool(Vec::new()),
+        }
+    }
+}
+
+/// One column of a measurement table.
+#[derive(Debug, Clone, Copy)]
+pub struct Col {
+    pub name: &'static str,
+    pub ty: ColType,
+    pub unit: Option<&'static str>,
+    pub description: &'static str,
+    /// `None`: as the source reported it (or an identifier). `Some(formula)`: recomputed here.
+    pub derived: Option<&'static str>,
+}
+
+/// A cell value a row struct holds.
+pub trait Cell {
+    fn push(&self, col: &mut ColumnData);
+}
+
+impl Cell for Option<String> {
+    fn push(&self, col: &mut ColumnData) {
+        match col {
+            ColumnData::Str(v) | ColumnData::Json(v) => v.push(self.as_deref().map(Into::into)),
+            _ => unreachable!("string cell in a non-string column"),
+        }
+    }
+}
+
+impl Cell for Option<i64> {
+    fn push(&self, col: &mut ColumnData) {
+        match col {
+            ColumnData::Int(v) => v.push(*self),
+            _ => unreachable!("int cell in a non-int column"),
+        }
+    }
+}
+
+impl Cell for Option<f64> {
+    fn push(&self, col: &mut ColumnData) {
+        match col {
+            ColumnData::Float(v) => v.push(self.filter(|x| x.is_finite())),
+            _ => unreachable!("float cell in a non-float column"),
+        }
+    }
+}
+
+impl Cell for Option<bool> {
+    fn push(&self, col: &mut ColumnData) {
+        match col {
+            ColumnData::Bool(v) => v.push(*self),
+            _ => unreachable!("bool cell in a non-bool column"),
+        }
+    }
+}
+
+macro_rules! cell_type {
+    (Str) => { Option<String> };
+    (Json) => { Option<String> };
+    (Int) => { Option<i64> };
+    (Float) => { Option<f64> };
+    (Bool) => { Option<bool> };
+}
+
+macro_rules! opt {
+    () => {
+        None
+    };
+    ($e:expr) => {
+        Some($e)
+    };
+}
+
+/// `table!(Row, COLUMNS, "table name", { field: Type, unit, "description" [, derived "formula"]; ... })`
+macro_rules! table {
+    ($row:ident, $cols:ident, { $( $field:ident : $ty:ident, $unit:expr, $desc:expr $(, $formula:expr)? ; )* }) => {
+        #[derive(Debug, Clone, Default, PartialEq)]
+        pub struct $row {
+            $( pub $field: cell_type!($ty), )*
+        }
+
+        pub const $cols: &[Col] = &[
+            $( Col { name: stringify!($field), ty: ColType::$ty, unit: $unit, description: $desc, derived: opt!($($formula)?) }, )*
+        ];
+
+        impl $row {
+            /// The rows as a frame with every column of the table, in catalog order.
+            pub fn frame(rows: &[$row]) -> Frame {
+                let mut data: Vec<ColumnData> = $cols.iter().map(|c| c.ty.empty()).collect();
+                for r in rows {
+                    let mut i = 0;
+                    $( r.$field.push(&mut data[i]); i += 1; )*
+                    let _ = i;
+                }
+                Frame {
+                    columns: $cols
+                        .iter()
+                        .zip(data)
+                        .map(|(c, data)| FrameColumn { name: c.name.to_string(), data })
+                        .collect(),
+                }
+            }
+        }
+    };
+}
+
+const J: Option<&str> = Some("J");
+const W: Option<&str> = Some("W");
+const S: Option<&str> = Some("s");
+const TOK: Option<&str> = Some("tokens");
+const N: Option<&str> = None;
+
+table!(SourceRow, SOURCE_COLUMNS, {
+    source_id: Str, N, "Import source id: `{kind}-{8 hex}`, the kind and a hash of the imported path; every run id of the source starts with it.";
+    kind: Str, N, "Source kind: mlenergy_v3, lem_v1, lem_v2, ipw_profile or ipw_agentic.";
+    origin: Str, N, "Where it was imported from (the path given to `import`; for ML.ENERGY the served dataset).";
+    tool_version: Str, N, "The tool's version or schema version as the source states it (LEM schema_version, IPW versions.ipw).";
+    content_hash: Str, N, "SHA-256 of the bytes of every file read, in path order (changes when any file changes).";
+    ingested_at: Str, N, "When the import ran (RFC 3339, UTC).";
+    parser_version: Int, N, "Version of this importer's rules; a newer importer re-reads the source.";
+    runs: Int, N, "Runs imported from the source.";
+    files_read: Int, N, "Files read.";
+    files_failed: Json, N, "Files that could not be read, each {path, reason}; the rest of the source was still imported.";
+    warnings: Json, N, "Warnings about the source as a whole.";
+});
+
+table!(RunRow, RUN_COLUMNS, {
+    run_id: Str, N, "`{source_id}~{local_id}`: unique across sources (LEM's 4-digit ids collide across machines).";
+    source_id: Str, N, "The import source (see /v1/measurements/sources).";
+    source_kind: Str, N, "mlenergy_v3, lem_v1, lem_v2, ipw_profile or ipw_agentic.";
+    local_id: Str, N, "The run's id in its source: LEM experiment id (with `_c<k>` for cycles), the result directory name, or the ML.ENERGY run id.";
+    experiment_id: Str, N, "The group of repeats this run belongs to: LEM base id (cycles share it), LEM v2 measurement_config_hash, IPW (model, hardware, dataset, concurrency), ML.ENERGY run id without its seed.";
+    repeat_index: Int, N, "Cycle number (LEM `_c<k>`) or seed (ML.ENERGY); null when the source has none.";
+    model: Str, N, "Model as the source names it (a Hugging Face id, or an ollama tag for IPW).";
+    hardware: Str, N, "Accelerator model, normalised (H100, H200, B200, A100, L40S, RTX4090, MI300X), else as reported.";
+    hardware_raw: Str, N, "Accelerator name as the source reports it.";
+    num_gpus: Int, N, "GPUs the run used; null when the source does not record it (IPW).";
+    task: Str, N, "Workload: ML.ENERGY task, LEM dataset name, IPW dataset.";
+    workload_kind: Str, N, "single_turn or agentic.";
+    engine: Str, N, "Serving engine or client: vllm, pytorch, tensorrt (LEM backend), the IPW client or agent.";
+    batch_value: Int, N, "The batch knob's value; what it means is batch_semantics.";
+    batch_semantics: Str, N, "max_num_seqs (a vLLM cap), static_batch_size (LEM pytorch) or client_concurrency (IPW).";
+    started_at: Str, N, "Start time as the source wrote it.";
+    ended_at: Str, N, "End time as the source wrote it.";
+    wall_s: Float, S, "Wall time from the first start to the last end.";
+    energy_j: Float, J, "The run's primary energy, in energy_scope over window with attribution. LEM v1: Σ gpu_energy_j (scope gpu) when every process has it, else Σ total_energy_j (gpu_cpu_ram). IPW: Σ per-query energy. ML.ENERGY: steady_state_energy_joules.";
+    energy_scope: Str, N, "What hardware energy_j covers: gpu, gpu_cpu_ram, soc, cpu_pkg, dram, node.";
+    window: Str, N, "What time span energy_j covers: steady_state, inference_only, per_query_sum, entire_benchmark.";
+    window_s: Float, S, "Length of the window: steady-state duration, the longest process's inference time (LEM), Σ query seconds (IPW).";
+    attribution: Str, N, "measured, or shared_by_concurrency (IPW concurrent runner: energy split among the queries in flight).";
+    token_basis: Str, N, "Tokens the per-token metrics count: always `output` here (LEM's own per-token figures count input+output).";
+    gpu_energy_j: Float, J, "GPU energy, summed over processes or GPUs.";
+    cpu_energy_j: Float, J, "CPU energy (LEM CodeCarbon, IPW CPU rail).";
+    ram_energy_j: Float, J, "RAM energy (LEM CodeCarbon).";
+    soc_energy_j: Float, J, "Apple SoC energy (IPW basis soc).";
+    gpu_cpu_ram_energy_j: Float, J, "LEM v1 total_energy_j summed over processes: CodeCarbon CPU+GPU+RAM.";
+    baseline_power_w: Float, W, "Idle baseline power the source recorded (LEM v2).";
+    adjusted_energy_j: Float, J, "Baseline-adjusted energy.", "energy_j - baseline_power_w * window_s";
+    requests: Int, N, "Requests or queries sent.";
+    requests_completed: Int, N, "Requests that completed (ML.ENERGY completed_requests; IPW rows with output).";
+    input_tokens: Int, TOK, "Input tokens, summed.";
+    output_tokens: Int, TOK, "Output tokens, summed (ML.ENERGY: total_output_tokens of the whole run).";
+    energy_per_output_token_j: Float, Some("J/token"), "Energy per output token. ML.ENERGY reports it over the steady state (its energy_per_token_joules); for the others it is recomputed.", "energy_j / output_tokens";
+    tokens_per_joule: Float, Some("tokens/J"), "Output tokens per joule.", "1 / energy_per_output_token_j";
+    energy_per_request_j: Float, J, "Energy per request (ML.ENERGY: energy_per_request_joules).", "energy_j / requests";
+    output_tps: Float, Some("tokens/s"), "System output throughput: ML.ENERGY steady state; LEM mean per-process throughput × processes; IPW Σ output / Σ query seconds (sequential) or over the span of the queries (concurrent).";
+    output_tps_per_process: Float, Some("tokens/s"), "LEM avg_tokens_per_second: the mean of the per-process throughputs.";
+    avg_power_w: Float, W, "Average power over the window, summed over GPUs (ML.ENERGY avg_power_watts; LEM Σ gpu_power_w in scope gpu).", "energy_j / window_s where the source reports none";
+    ttft_mean_s: Float, S, "Mean time to first token (LEM: over the pooled samples of every process).";
+    ttft_p50_s: Float, S, "Median time to first token (linear interpolation).";
+    ttft_p95_s: Float, S, "95th percentile time to first token.";
+    ttft_p99_s: Float, S, "99th percentile time to first token.";
+    itl_mean_s: Float, S, "Mean inter-token latency (LEM: trimmed samples pooled over processes; ML.ENERGY: smoothed).";
+    itl_p50_s: Float, S, "Median inter-token latency.";
+    itl_p95_s: Float, S, "95th percentile inter-token latency.";
+    itl_p99_s: Float, S, "99th percentile inter-token latency.";
+    itl_kind: Str, N, "Which ITL the itl_* columns are: smoothed (ML.ENERGY), trimmed (LEM).";
+    flops: Float, Some("FLOP"), "Floating-point operations as the source estimated them (LEM total_flops, IPW Σ total_flops).";
+    mfu: Float, None, "Model FLOPs utilisation where a peak entry exists (bf16 dense: H100 989.5, H200 989.5, B200 2250, A100 312, L40S 183, RTX4090 165.2, MI300X 1307.4 TFLOPS). ML.ENERGY counts decode FLOPs only (2 × activated params per output token).", "flops / window_s / (num_gpus * peak)";
+    accuracy: Float, None, "Correct / scored (IPW evaluation.is_correct or is_resolved).";
+    ipj: Float, Some("1/J"), "Intelligence per joule, normalised: accuracy over the MEAN per-query energy (IPW's agentic summary divides by the total; its reported value is in evaluation_summary).", "accuracy / mean(query energy)";
+    ipw: Float, Some("1/W"), "Intelligence per watt: accuracy over the mean per-query power.", "accuracy / mean(query power)";
+    is_stable: Bool, N, "ML.ENERGY is_stable; LEM: temporal overlap and GPU attribution verified and energy tracked; null for IPW.";
+    warnings: Json, N, "Data-quality and parse warnings of the run (unknown fields kept are listed in extra).";
+    extra: Json, N, "Fields of the source's run document this importer does not read, kept as they were.";
+});
+
+table!(RunMetricRow, RUN_METRIC_COLUMNS, {
+    run_id: Str, N, "The run.";
+    metric: Str, N, "Metric name as the source spells it, e.g. avg_energy_per_token_j.";
+    value: Float, N, "The value as reported.";
+    unit: Str, N, "Unit as reported.";
+    source_field: Str, N, "Dotted path of the field in the source document.";
+});
+
+table!(RequestRow, REQUEST_COLUMNS, {
+    run_id: Str, N, "The run.";
+    request_index: Int, N, "0-based, in the source's order.";
+    query_id: Str, N, "The source's query id (IPW agentic q0000...).";
+    input_tokens: Int, TOK, "Input tokens.";
+    output_tokens: Int, TOK, "Output tokens.";
+    success: Bool, N, "Completed (IPW: produced output; agentic: completed).";
+    ttft_s: Float, S, "Time to first token.";
+    latency_s: Float, S, "End-to-end latency (IPW total_query_seconds, agentic total_wall_clock_s).";
+    energy_j: Float, J, "Energy of the query (IPW per_query_joules, or soc_per_query_joules on the soc basis).";
+    energy_scope: Str, N, "gpu or soc.";
+    attribution: Str, N, "measured or shared_by_concurrency.";
+    total_energy_j: Float, J, "Whole-device energy during the query (IPW total_joules; differs from energy_j under concurrency).";
+    prefill_energy_j: Float, J, "IPW phase_metrics.prefill_energy_j.";
+    decode_energy_j: Float, J, "IPW phase_metrics.decode_energy_j.";
+    avg_power_w: Float, W, "IPW power_metrics.gpu.per_query_watts.avg (agentic: query_gpu_power_avg_watts).";
+    flops: Float, Some("FLOP"), "IPW compute_metrics.total_flops.";
+    mfu: Float, None, "IPW hardware_utilization.derived.mfu, as reported.";
+    cost_usd: Float, Some("USD"), "IPW cost.total_cost_usd (agentic total_cost_usd).";
+    is_correct: Bool, N, "IPW evaluation.is_correct (else lm_correctness); agentic is_resolved.";
+    evaluation: Json, N, "IPW evaluation.metadata parsed (it is JSON text in the source).";
+});
+
+table!(TurnRow, TURN_COLUMNS, {
+    run_id: Str, N, "The run.";
+    request_index: Int, N, "The query (0-based line of traces.jsonl).";
+    turn_index: Int, N, "The turn in the query.";
+    input_tokens: Int, TOK, "Input tokens of the turn.";
+    output_tokens: Int, TOK, "Output tokens of the turn.";
+    tool_result_tokens: Int, TOK, "Tokens of tool results fed back.";
+    wall_s: Float, S, "Wall clock of the turn.";
+    gpu_energy_j: Float, J, "GPU energy of the turn: measured over the LM inference, or the query's energy shared by wall clock (see attribution).";
+    cpu_energy_j: Float, J, "CPU energy of the turn.";
+    gpu_power_avg_w: Float, W, "Average GPU power of the turn.";
+    cpu_power_avg_w: Float, W, "Average CPU power of the turn.";
+    cost_usd: Float, Some("USD"), "Cost of the turn.";
+    error: Str, N, "The turn's error, if any.";
+    attribution: Str, N, "measured, or wall_clock_share when the query's energy is spread over its turns by wall clock.";
+    tools: Int, N, "Tool calls in the turn.";
+});
+
+table!(ToolCallRow, TOOL_CALL_COLUMNS, {
+    run_id: Str, N, "The run.";
+    request_index: Int, N, "The query.";
+    turn_index: Int, N, "The turn.";
+    ordinal: Int, N, "Order of the call in the turn.";
+    tool_name: Str, N, "Tool called.";
+    latency_s: Float, S, "Latency IPW recorded for the tool in this turn (keyed by name in the source: repeated calls of one tool share it).";
+});
+
+table!(TimeseriesRow, TIMESERIES_COLUMNS, {
+    run_id: Str, N, "The run.";
+    device_index: Int, N, "GPU index.";
+    metric: Str, N, "power.device_instant (W), temperature (°C), sm_util_pct, mem_used_bytes, mem_total_bytes, throttle_reasons.";
+    t: Float, S, "Timestamp as the source wrote it (LEM v2 timestamp_s).";
+    value: Float, N, "Value in the metric's unit.";
+});
+
+table!(LatencySampleRow, LATENCY_SAMPLE_COLUMNS, {
+    run_id: Str, N, "The run.";
+    process_index: Int, N, "LEM process rank the sample came from.";
+    kind: Str, N, "ttft, itl_raw (LEM itl_full_ms) or itl_trimmed.";
+    seq: Int, N, "Order of the sample within its process and kind.";
+    value_s: Float, S, "The sample.";
+});
+
+table!(EvaluationRow, EVALUATION_COLUMNS, {
+    run_id: Str, N, "The run.";
+    evaluator: Str, N, "accuracy.json (ipw analyze), summary.json (IPW agentic) or rows (recomputed from the per-query records).";
+    correct: Int, N, "Correct records.";
+    incorrect: Int, N, "Incorrect records.";
+    unevaluated: Int, N, "Records without a score.";
+    failed: Int, N, "Records whose evaluation failed.";
+    accuracy: Float, None, "correct / (correct + incorrect).";
+    ipj_reported: Float, Some("1/J"), "The IPJ the source reported (agentic summaries divide by TOTAL energy, accuracy.json by the mean).";
+    ipw_reported: Float, Some("1/W"), "The IPW the source reported.";
+    ipj_norm: Float, Some("1/J"), "accuracy / mean per-query energy (with IPW's imputation of zero-energy records from power × latency).", "accuracy / mean(E_i)";
+    ipw_norm: Float, Some("1/W"), "accuracy / mean per-query power.", "accuracy / mean(P_i)";
+    energy_basis: Str, N, "gpu, soc or mixed.";
+    imputed_count: Int, N, "Records whose energy was imputed as power × latency.";
+});
+
+table!(RepeatStatRow, REPORTED_STATS_COLUMNS, {
+    experiment_id: Str, N, "The experiment (LEM base id).";
+    source_id: Str, N, "Its source.";
+    statistic: Str, N, "CycleStatistics field, e.g. energy_ci_95_lower.";
+    value: Float, N, "As LEM reported it.";
+});
+
+/// Every table an import writes, with its file name and catalog.
+pub const TABLES: &[(&str, &[Col])] = &[
+    ("sources", SOURCE_COLUMNS),
+    ("runs", RUN_COLUMNS),
+    ("run_metrics", RUN_METRIC_COLUMNS),
+    ("requests", REQUEST_COLUMNS),
+    ("turns", TURN_COLUMNS),
+    ("tool_calls", TOOL_CALL_COLUMNS),
+    ("timeseries", TIMESERIES_COLUMNS),
+    ("latency_samples", LATENCY_SAMPLE_COLUMNS),
+    ("evaluations", EVALUATION_COLUMNS),
+    ("reported_stats", REPORTED_STATS_COLUMNS),
+];
+
+/// The catalog of a table by name.
+pub fn columns(table: &str) -> Option<&'static [Col]> {
+    TABLES.iter().find(|(n, _)| *n == table).map(|(_, c)| *c)
+}
