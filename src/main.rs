@@ -69,6 +69,15 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         }
     };
     let mut service = Service::new(dataset, catalog);
+    if !args.imports.is_empty() {
+        let specs: Vec<ImportSpec> = args.imports.iter().map(|s| ImportSpec::parse(s)).collect();
+        let frames = mlenergy_server::peer::load(&specs).map_err(|e| format!("--import: {e}"))?;
+        service.measurements = mlenergy_server::service::measurements::Measurements::new(frames);
+        tracing::info!(
+            runs = service.measurements.imported_runs(),
+            "measurements imported"
+        );
+    }
     service.reloader = Reloader::new(Arc::new(reopen));
     service.leaderboard = Leaderboard::new(
         args.leaderboard_date.clone(),

@@ -12,6 +12,7 @@ pub mod domain;
 pub mod error;
 pub mod fields;
 pub mod frame;
+pub mod frame_query;
 pub mod frontier;
 pub mod group;
 pub mod load;

@@ -18,6 +18,7 @@ pub mod groups;
 pub mod guard;
 pub mod info;
 pub mod leaderboard;
+pub mod measurements;
 pub mod metrics;
 pub mod models;
 pub mod negotiate;
@@ -56,6 +57,12 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// The OpenAPI document and the API routes, from the same annotations.
 fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(measurements::list_runs))
+        .routes(routes!(measurements::get_run))
+        .routes(routes!(measurements::fields))
+        .routes(routes!(measurements::repeat_stats))
+        .routes(routes!(measurements::compare))
+        .routes(routes!(measurements::list_table))
         .routes(routes!(runs::list_runs))
         .routes(routes!(runs::get_run))
         .routes(routes!(groups::groups))

@@ -231,6 +231,7 @@ impl Serialize for Group {
         (name = "health", description = "Liveness and readiness"),
         (name = "sql", description = "Read-only SQL over the run tables, with limits"),
         (name = "charts", description = "Charts as SVG (800 × 500, labelled axes with units, a legend, styles that survive grey-scale printing): the Pareto frontier, batch sweeps with their fitted curves, timelines, ITL histograms"),
+        (name = "measurements", description = "Other tools' measurements (LLM Energy Measure, IPW) imported into one schema beside the dataset's runs: runs, requests, turns, sources, repeat statistics with exact t intervals, A/B comparisons with Welch's test"),
         (name = "leaderboard", description = "The ML.ENERGY leaderboard's data files, made from the served dataset as the leaderboard's build makes them"),
     )
 )]
@@ -279,6 +280,36 @@ const LEADERBOARD_MODEL_PROBLEMS: &[u16] = &[403, 404, 502, 504];
 /// Every operation with a query string or a problem to document. The handlers parse with the
 /// same `Endpoint` values, so the parameters listed are the ones they accept.
 const OPERATIONS: &[Operation] = &[
+    Operation {
+        path: "/v1/measurements/runs",
+        method: Verb::Get,
+        endpoint: None,
+        problems: &[400, 406],
+    },
+    Operation {
+        path: "/v1/measurements/runs/{run_id}",
+        method: Verb::Get,
+        endpoint: None,
+        problems: &[400, 404, 406],
+    },
+    Operation {
+        path: "/v1/measurements/{table}",
+        method: Verb::Get,
+        endpoint: None,
+        problems: &[400, 404, 406],
+    },
+    Operation {
+        path: "/v1/measurements/repeat-stats",
+        method: Verb::Get,
+        endpoint: None,
+        problems: &[400, 406],
+    },
+    Operation {
+        path: "/v1/measurements/compare",
+        method: Verb::Get,
+        endpoint: None,
+        problems: &[400],
+    },
     Operation {
         path: "/v1/{domain}/runs",
         method: Verb::Get,

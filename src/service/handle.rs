@@ -30,6 +30,8 @@ pub struct Service {
     pub sql: Sql,
     /// Reading the dataset again (`POST /v1/admin/reload`, SIGHUP).
     pub reloader: Reloader,
+    /// Other tools' measurements (`--import`) beside the dataset's runs.
+    pub measurements: super::measurements::Measurements,
 }
 
 impl Service {
@@ -45,6 +47,7 @@ impl Service {
             leaderboard: Leaderboard::new(None, true),
             sql: Sql::new(SqlLimits::default(), Sql::default_concurrency(), Sql::QUEUE),
             reloader: Reloader::default(),
+            measurements: Default::default(),
         }
     }
 

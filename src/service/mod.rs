@@ -13,6 +13,7 @@ pub mod error;
 pub mod fits;
 pub mod handle;
 pub mod leaderboard;
+pub mod measurements;
 pub mod open;
 pub mod prefetch;
 pub mod raw_files;
