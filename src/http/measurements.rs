@@ -19,7 +19,7 @@ use crate::peer::schema::{self, Col, ColType};
 use crate::service::measurements::{self, Group};
 
 /// Tables listed under `/v1/measurements/{table}` (the run table has its own routes).
-const LIST_TABLES: &[&str] = &[
+pub const LIST_TABLES: &[&str] = &[
     "sources",
     "requests",
     "turns",
@@ -31,8 +31,8 @@ const LIST_TABLES: &[&str] = &[
     "reported_stats",
 ];
 
-/// The most rows one answer holds unless `limit` says fewer.
-const MAX_OFFSET: usize = 1 << 40;
+/// The largest `offset` (as for the run lists).
+const MAX_OFFSET: usize = super::params::MAX_OFFSET as usize;
 
 fn pairs(query: Option<&str>) -> Vec<(String, String)> {
     form_urlencoded::parse(query.unwrap_or("").as_bytes())
@@ -75,7 +75,7 @@ fn names(cols: &[Col]) -> Vec<String> {
 
 /// The filters parameter names a table takes: every string or bool column (exact values, comma
 /// separated or repeated), every numeric column (exact, or `_min`/`_max`).
-fn filter_names(cols: &[Col], prefix: &str) -> Vec<String> {
+pub fn filter_names(cols: &[Col], prefix: &str) -> Vec<String> {
     let mut v = Vec::new();
     for c in cols {
         match c.ty {
@@ -246,7 +246,7 @@ fn format_of(pairs: &[(String, String)], headers: &HeaderMap) -> Result<Format, 
     )
 }
 
-const LIST_PARAMS: &[&str] = &["limit", "offset", "sort", "fields", "format"];
+pub const LIST_PARAMS: &[&str] = &["limit", "offset", "sort", "fields", "format"];
 
 /// A filtered, sorted, paged list of one table in the asked format; JSON has the run lists'
 /// envelope with the rows under `key`.

@@ -12,7 +12,7 @@ use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, ParameterS
 use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
 use utoipa::{OpenApi, PartialSchema, ToSchema};
 
-use super::params::{self, Endpoint, ParamSpec, ValueKind};
+use super::params::{self, Endpoint, ParamSpec, ValueKind, spec};
 use crate::engine::Domain;
 use crate::engine::fields::{FieldSpec, FieldType, RUN_ID, published_fields};
 
@@ -942,6 +942,11 @@ fn complete_operation(
 /// definition each, and an operation templated on `{domain}` (which documents the parameters both
 /// domains take) gets a concrete copy per domain with that domain's parameters.
 pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
+    complete_inner(doc);
+    concrete_measurement_tables(doc);
+}
+
+fn complete_inner(doc: &mut utoipa::openapi::OpenApi) {
     let components = doc.components.get_or_insert_with(Default::default);
     for (_, name, description) in PROBLEMS {
         components
@@ -955,6 +960,10 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
         let Some(op) = o.method.slot(item).as_mut() else {
             panic!("{} has no such method", o.path);
         };
+        if o.path.starts_with("/v1/measurements/") {
+            complete_operation(op, measurement_specs(o.path, None), o.problems, None);
+            continue;
+        }
         let templated = o.path.contains("{domain}");
         let base = op.clone();
         let specs = o.endpoint.map(|e| {
@@ -978,6 +987,191 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
                 *o.method.slot(doc.paths.paths.entry(path).or_default()) = Some(concrete);
             }
         }
+    }
+}
+
+/// The query parameters of a measurement operation, from the measurement tables' catalog: every
+/// column filters (exact values; numeric ones also `_min`/`_max`), with the list parameters or the
+/// statistics' own. `table` picks the table of `/v1/measurements/{table}`.
+fn measurement_specs(path: &str, table: Option<&str>) -> Option<Vec<ParamSpec>> {
+    use crate::peer::schema::{self, ColType};
+    let col_specs = |cols: &[crate::peer::schema::Col], prefix: &str| -> Vec<ParamSpec> {
+        let mut v = Vec::new();
+        for c in cols {
+            let doc = format!(
+                "{} (column {}; comma-separated values: any of)",
+                c.description, c.name
+            );
+            match c.ty {
+                ColType::Json => {}
+                ColType::Bool => v.push(spec(
+                    format!("{prefix}{}", c.name),
+                    doc,
+                    ValueKind::Choice(vec!["true".into(), "false".into()]),
+                )),
+                t if t.is_numeric() => {
+                    v.push(spec(format!("{prefix}{}", c.name), doc, ValueKind::Numbers));
+                    v.push(spec(
+                        format!("{prefix}{}_min", c.name),
+                        format!("Lowest {} (inclusive)", c.name),
+                        ValueKind::Number,
+                    ));
+                    v.push(spec(
+                        format!("{prefix}{}_max", c.name),
+                        format!("Highest {} (inclusive)", c.name),
+                        ValueKind::Number,
+                    ));
+                }
+                _ => v.push(spec(format!("{prefix}{}", c.name), doc, ValueKind::Strings)),
+            }
+        }
+        v
+    };
+    let names = |cols: &[crate::peer::schema::Col]| -> Vec<String> {
+        cols.iter()
+            .filter(|c| c.ty != ColType::Json)
+            .map(|c| c.name.to_string())
+            .collect()
+    };
+    let numeric: Vec<String> = schema::RUN_COLUMNS
+        .iter()
+        .filter(|c| c.ty.is_numeric())
+        .map(|c| c.name.to_string())
+        .collect();
+    let formats = || {
+        ValueKind::Choice(
+            super::negotiate::Format::ALL
+                .iter()
+                .map(|f| f.name().to_string())
+                .collect(),
+        )
+    };
+    let list = |cols: &[crate::peer::schema::Col]| {
+        let mut v = vec![
+            spec(
+                "limit",
+                "Rows per page",
+                ValueKind::Count(params::DEFAULT_MAX_ROWS as u64),
+            ),
+            spec(
+                "offset",
+                "Rows to skip",
+                ValueKind::Count(params::MAX_OFFSET),
+            ),
+            spec(
+                "sort",
+                "Columns to sort by, `-` for descending",
+                ValueKind::SortKeys(names(cols)),
+            ),
+            spec(
+                "fields",
+                "Columns to return",
+                ValueKind::FieldList(cols.iter().map(|c| c.name.to_string()).collect()),
+            ),
+            spec(
+                "format",
+                "Representation (else the Accept header)",
+                formats(),
+            ),
+        ];
+        v.extend(col_specs(cols, ""));
+        v
+    };
+    let stats = || {
+        vec![
+            spec(
+                "metric",
+                "Numeric run column (default energy_per_output_token_j)",
+                ValueKind::NumericField(numeric.clone()),
+            ),
+            spec(
+                "trim",
+                "Fraction dropped from each end of a group of 4 or more (below 0.5)",
+                ValueKind::NonNegative,
+            ),
+            spec(
+                "strict",
+                "Refuse runs that are not comparable",
+                ValueKind::Choice(vec!["true".into(), "false".into()]),
+            ),
+        ]
+    };
+    Some(match path {
+        "/v1/measurements/runs" => list(schema::RUN_COLUMNS),
+        "/v1/measurements/runs/{run_id}" => vec![
+            spec(
+                "fields",
+                "Columns to return",
+                ValueKind::FieldList(
+                    schema::RUN_COLUMNS
+                        .iter()
+                        .map(|c| c.name.to_string())
+                        .collect(),
+                ),
+            ),
+            spec(
+                "format",
+                "Representation (else the Accept header)",
+                formats(),
+            ),
+        ],
+        "/v1/measurements/{table}" => list(schema::columns(table?)?),
+        "/v1/measurements/repeat-stats" => {
+            let mut v = vec![spec(
+                "by",
+                "Run columns to group by (default source_id,experiment_id)",
+                ValueKind::FieldList(names(schema::RUN_COLUMNS)),
+            )];
+            v.extend(stats());
+            v.push(spec(
+                "format",
+                "Representation (else the Accept header)",
+                formats(),
+            ));
+            v.extend(col_specs(schema::RUN_COLUMNS, ""));
+            v
+        }
+        "/v1/measurements/compare" => {
+            let mut v = stats();
+            v.push(spec(
+                "format",
+                "compare answers JSON",
+                ValueKind::Choice(vec!["json".into()]),
+            ));
+            v.extend(col_specs(schema::RUN_COLUMNS, "a."));
+            v.extend(col_specs(schema::RUN_COLUMNS, "b."));
+            v
+        }
+        _ => return None,
+    })
+}
+
+/// `/v1/measurements/{table}` documented once per table (each with its own columns' filters).
+fn concrete_measurement_tables(doc: &mut utoipa::openapi::OpenApi) {
+    let Some(item) = doc.paths.paths.remove("/v1/measurements/{table}") else {
+        return;
+    };
+    let Some(base) = item.get else { return };
+    for table in super::measurements::LIST_TABLES {
+        let mut op = base.clone();
+        op.parameters = op.parameters.map(|ps| {
+            ps.into_iter()
+                .filter(|p| p.parameter_in != ParameterIn::Path)
+                .collect()
+        });
+        complete_operation(
+            &mut op,
+            measurement_specs("/v1/measurements/{table}", Some(table)),
+            &[400, 406],
+            None,
+        );
+        op.operation_id = Some(format!("list_{table}"));
+        op.summary = Some(format!("List the measurement table `{table}`"));
+        doc.paths
+            .paths
+            .entry(format!("/v1/measurements/{table}"))
+            .or_default()
+            .get = Some(op);
     }
 }
 

@@ -141,7 +141,11 @@ pub struct ParamSpec {
     pub numeric_filter: Option<&'static str>,
 }
 
-fn spec(name: impl Into<String>, description: impl Into<String>, value: ValueKind) -> ParamSpec {
+pub fn spec(
+    name: impl Into<String>,
+    description: impl Into<String>,
+    value: ValueKind,
+) -> ParamSpec {
     ParamSpec {
         name: name.into(),
         description: description.into(),

@@ -19,6 +19,7 @@ mod hub;
 mod layers;
 mod leaderboard;
 mod load;
+mod measurements;
 mod metrics;
 mod models;
 mod openapi;
