@@ -122,7 +122,7 @@ fn filter_of(
         return Ok(Some(match c.ty {
             t if t.is_numeric() => Filter::NumOneOf {
                 field: c.name.into(),
-                values: values.iter().map(|v| number(v)).collect::<Result<_, _>>()?,
+                values: value.split(',').map(number).collect::<Result<_, _>>()?,
             },
             ColType::Bool => {
                 if let Some(bad) = values
@@ -543,11 +543,17 @@ fn metric_param(pairs: &[(String, String)]) -> Result<String, AppError> {
 fn trim_param(pairs: &[(String, String)]) -> Result<f64, AppError> {
     match single(pairs, "trim")? {
         None => Ok(0.0),
-        Some(v) => v.parse::<f64>().ok().filter(|t| (0.0..0.5).contains(t)).ok_or_else(|| AppError::InvalidParameter {
-            parameter: "trim".into(),
-            detail: format!("'trim' is the fraction dropped from each end, from 0 up to (not including) 0.5, not '{v}'"),
-            allowed: None,
-        }),
+        Some(v) => v
+            .parse::<f64>()
+            .ok()
+            .filter(|t| (0.0..=0.5).contains(t))
+            .ok_or_else(|| AppError::InvalidParameter {
+                parameter: "trim".into(),
+                detail: format!(
+                    "'trim' is the fraction dropped from each end, from 0 to 0.5, not '{v}'"
+                ),
+                allowed: None,
+            }),
     }
 }
 
@@ -716,7 +722,7 @@ pub async fn repeat_stats(
 }
 
 /// Compare two groups of runs: `a.<filter>=...` and `b.<filter>=...` select them (filters as for
-/// `/v1/measurements/runs`, prefixed). Answers both groups' statistics of `metric`, the difference
+/// `/v1/measurements/runs`, prefixed; a group without a filter is every run). Answers both groups' statistics of `metric`, the difference
 /// a − b with Welch's 95% interval (Welch–Satterthwaite degrees of freedom, exact t), the
 /// two-sided p-value, Cohen's d and Hedges' g, and `warnings` when the groups mix energy scopes,
 /// windows, attributions or batch semantics (`strict=true` refuses such a comparison with 400).
@@ -741,29 +747,8 @@ pub async fn compare(
 ) -> Result<Response, AppError> {
     let cols = schema::RUN_COLUMNS;
     let pairs = pairs(query.as_deref());
-    if let Some(f) = single(&pairs, "format")?
-        && f != "json"
-    {
-        return Err(AppError::InvalidParameter {
-            parameter: "format".into(),
-            detail: format!("compare answers json only, not '{f}'"),
-            allowed: Some(vec!["json".into()]),
-        });
-    }
-    let mut fs = filters(
-        &pairs,
-        cols,
-        &["metric", "trim", "strict", "format"],
-        &["a.", "b."],
-    )?;
+    let mut fs = filters(&pairs, cols, &["metric", "trim", "strict"], &["a.", "b."])?;
     let (b, a) = (fs.pop().unwrap_or_default(), fs.pop().unwrap_or_default());
-    if a.is_empty() || b.is_empty() {
-        return Err(AppError::InvalidParameter {
-            parameter: if a.is_empty() { "a" } else { "b" }.into(),
-            detail: "compare needs both groups: at least one 'a.<filter>' and one 'b.<filter>' parameter, e.g. a.source_kind=lem_v1&b.source_kind=mlenergy_v3".into(),
-            allowed: Some(filter_names(cols, "a.").into_iter().chain(filter_names(cols, "b.")).collect()),
-        });
-    }
     let metric = metric_param(&pairs)?;
     let trim = trim_param(&pairs)?;
     let strict = strict_param(&pairs)?;
@@ -781,7 +766,7 @@ pub async fn compare(
         o["missing"] = s.missing.into();
         o
     };
-    let mut doc = serde_json::json!({"metric": metric, "trim": trim, "a": side(&c.a), "b": side(&c.b), "warnings": c.warnings});
+    let mut doc = serde_json::json!({"metric": metric, "trim": trim, "a": side(&c.a), "b": side(&c.b), "warnings": c.warnings, "overlap": c.overlap});
     if let Some(w) = &c.welch {
         for (k, v) in [
             ("difference", Some(w.difference)),

@@ -691,6 +691,14 @@ fn value_schema(kind: &ValueKind) -> (Schema, Option<bool>) {
                 .into(),
             None,
         ),
+        ValueKind::Fraction => (
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .minimum(Some(0.0))
+                .maximum(Some(0.5))
+                .into(),
+            None,
+        ),
         ValueKind::CountOrAll => (
             string_schema()
                 .pattern(Some("^(?:all|[1-9][0-9]{0,8})$"))
@@ -1086,7 +1094,7 @@ fn measurement_specs(path: &str, table: Option<&str>) -> Option<Vec<ParamSpec>> 
             ),
             spec(
                 "trim",
-                "Fraction dropped from each end of a group of 4 or more (below 0.5)",
+                "Fraction dropped from each end of a group of 4 or more (at most 0.5; at least two values stay)",
                 ValueKind::NonNegative,
             ),
             spec(
@@ -1133,11 +1141,6 @@ fn measurement_specs(path: &str, table: Option<&str>) -> Option<Vec<ParamSpec>> 
         }
         "/v1/measurements/compare" => {
             let mut v = stats();
-            v.push(spec(
-                "format",
-                "compare answers JSON",
-                ValueKind::Choice(vec!["json".into()]),
-            ));
             v.extend(col_specs(schema::RUN_COLUMNS, "a."));
             v.extend(col_specs(schema::RUN_COLUMNS, "b."));
             v

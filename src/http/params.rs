@@ -127,6 +127,8 @@ pub enum ValueKind {
     NumericField(Vec<String>),
     /// A number of 0 or more.
     NonNegative,
+    /// A number from 0 to 0.5: the share trimmed from each end.
+    Fraction,
 }
 
 /// One query parameter an endpoint accepts.

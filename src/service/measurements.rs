@@ -300,6 +300,8 @@ pub struct Comparison {
     pub b: Side,
     pub welch: Option<Welch>,
     pub warnings: Vec<String>,
+    /// Runs in both groups (the samples are then not independent).
+    pub overlap: usize,
 }
 
 pub fn compare(
@@ -324,11 +326,8 @@ pub fn compare(
     let (sa, sb) = (side(&ra), side(&rb));
     let mut both = ra.clone();
     both.extend(&rb);
-    let mut warnings = comparability(runs, &both, metric);
+    let warnings = comparability(runs, &both, metric);
     let overlap = ra.iter().filter(|r| rb.contains(r)).count();
-    if overlap > 0 {
-        warnings.push(format!("{overlap} runs are in both groups"));
-    }
     let welch = match (&sa.stats, &sb.stats) {
         (Some(x), Some(y)) => Some(stats::welch(x, y)),
         _ => None,
@@ -338,6 +337,7 @@ pub fn compare(
         b: sb,
         welch,
         warnings,
+        overlap,
     })
 }
 

@@ -13,15 +13,16 @@ use std::path::Path;
 fn allowed(layer: &str) -> Option<&'static [&'static str]> {
     Some(match layer {
         "config" => &[
-            "http", "pg", "flight", "service", "engine", "rawtree", "rawfile", "store", "pycompat",
-            "chart",
+            "http", "pg", "flight", "service", "engine", "rawtree", "peer", "rawfile", "store",
+            "pycompat", "chart",
         ],
         "http" => &[
-            "service", "engine", "rawtree", "rawfile", "store", "pycompat", "chart",
+            "service", "engine", "rawtree", "peer", "rawfile", "store", "pycompat", "chart",
         ],
         "pg" => &["service", "engine"],
         "flight" => &["service", "engine"],
-        "service" => &["engine", "rawtree", "rawfile", "store", "pycompat"],
+        "service" => &["engine", "rawtree", "peer", "rawfile", "store", "pycompat"],
+        "peer" => &["engine", "store", "pycompat"],
         "rawtree" => &["engine", "rawfile", "store", "pycompat"],
         "engine" => &["pycompat"],
         "rawfile" => &["pycompat"],

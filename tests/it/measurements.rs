@@ -208,15 +208,20 @@ async fn bad_parameters_are_named() {
         .problem(400, "invalid_parameter");
     assert_eq!(p["parameter"], "metric");
     let p = app
-        .get("/v1/measurements/repeat-stats?trim=0.5")
+        .get("/v1/measurements/repeat-stats?trim=0.6")
         .await
         .problem(400, "invalid_parameter");
     assert_eq!(p["parameter"], "trim");
     let p = app
-        .get("/v1/measurements/compare?a.source_kind=mlenergy_v3")
+        .get("/v1/measurements/compare?a.num_gpus=1,")
         .await
         .problem(400, "invalid_parameter");
-    assert_eq!(p["parameter"], "b");
+    assert_eq!(p["parameter"], "a.num_gpus");
+    let p = app
+        .get("/v1/measurements/requests?ttft_s=")
+        .await
+        .problem(400, "invalid_parameter");
+    assert_eq!(p["parameter"], "ttft_s");
     app.get("/v1/measurements/runs/nope~1")
         .await
         .problem(404, "unknown_run");
