@@ -546,11 +546,11 @@ fn trim_param(pairs: &[(String, String)]) -> Result<f64, AppError> {
         Some(v) => v
             .parse::<f64>()
             .ok()
-            .filter(|t| (0.0..=0.5).contains(t))
+            .filter(|t| t.is_finite() && *t >= 0.0)
             .ok_or_else(|| AppError::InvalidParameter {
                 parameter: "trim".into(),
                 detail: format!(
-                    "'trim' is the fraction dropped from each end, from 0 to 0.5, not '{v}'"
+                    "'trim' is the fraction dropped from each end, 0 or more (at least two values of a group always stay), not '{v}'"
                 ),
                 allowed: None,
             }),

@@ -208,7 +208,7 @@ async fn bad_parameters_are_named() {
         .problem(400, "invalid_parameter");
     assert_eq!(p["parameter"], "metric");
     let p = app
-        .get("/v1/measurements/repeat-stats?trim=0.6")
+        .get("/v1/measurements/repeat-stats?trim=-1")
         .await
         .problem(400, "invalid_parameter");
     assert_eq!(p["parameter"], "trim");
