@@ -98,16 +98,18 @@ fn filter_of(
     raw: &str,
     value: &str,
 ) -> Result<Option<Filter>, AppError> {
-    let number = |v: &str| {
-        v.trim()
-            .parse::<f64>()
+    let refuse = |v: &str| AppError::InvalidParameter {
+        parameter: raw.into(),
+        detail: format!("'{raw}' takes numbers, not '{v}'"),
+        allowed: None,
+    };
+    // Exact values are written as the document's number grammar; a range bound is any finite number.
+    let number = |v: &str| super::params::documented_number(v).ok_or_else(|| refuse(v));
+    let bound = |v: &str| {
+        v.parse::<f64>()
             .ok()
             .filter(|x| x.is_finite())
-            .ok_or_else(|| AppError::InvalidParameter {
-                parameter: raw.into(),
-                detail: format!("'{raw}' takes numbers, not '{v}'"),
-                allowed: None,
-            })
+            .ok_or_else(|| refuse(v))
     };
     let values: Vec<String> = value
         .split(',')
@@ -150,7 +152,7 @@ fn filter_of(
         if let Some(base) = param.strip_suffix(suffix)
             && let Some(c) = cols.iter().find(|c| c.name == base && c.ty.is_numeric())
         {
-            let x = number(value)?;
+            let x = bound(value)?;
             return Ok(Some(Filter::Range {
                 field: c.name.into(),
                 min: is_min.then_some(x),
@@ -277,12 +279,7 @@ fn list(
         let out = page(frame, &rows, offset, limit, fields.as_deref(), key_col)?;
         let next = match limit {
             Some(l) if offset.saturating_add(l) < total => {
-                let mut ser = form_urlencoded::Serializer::new(String::new());
-                for (k, v) in pairs.iter().filter(|(k, _)| k != "offset") {
-                    ser.append_pair(k, v);
-                }
-                ser.append_pair("offset", &(offset + l).to_string());
-                Some(format!("{path}?{}", ser.finish()))
+                Some(super::runs::page_link(&path, query, offset + l))
             }
             _ => None,
         };
@@ -327,23 +324,6 @@ fn list(
     get,
     path = "/v1/measurements/runs",
     tag = "measurements",
-    params(
-        ("source_kind" = Option<String>, Query, description = "mlenergy_v3, lem_v1, lem_v2, ipw_profile, ipw_agentic (comma-separated: any of)"),
-        ("model" = Option<String>, Query, description = "Model(s) as the sources name them"),
-        ("hardware" = Option<String>, Query, description = "Accelerator(s): H100, B200, ..."),
-        ("task" = Option<String>, Query, description = "Task or dataset"),
-        ("energy_scope" = Option<String>, Query, description = "gpu, gpu_cpu_ram, soc, ..."),
-        ("window" = Option<String>, Query, description = "steady_state, inference_only, per_query_sum"),
-        ("attribution" = Option<String>, Query, description = "measured, shared_by_concurrency"),
-        ("batch_semantics" = Option<String>, Query, description = "max_num_seqs, static_batch_size, client_concurrency"),
-        ("energy_per_output_token_j_min" = Option<f64>, Query, description = "Range filter (every numeric column takes `_min`/`_max`)"),
-        ("energy_per_output_token_j_max" = Option<f64>, Query, description = "Range filter"),
-        ("limit" = Option<usize>, Query, description = "Rows per page (at most --max-rows)"),
-        ("offset" = Option<usize>, Query, description = "Rows to skip"),
-        ("sort" = Option<String>, Query, description = "Comma-separated columns, `-` for descending"),
-        ("fields" = Option<String>, Query, description = "Comma-separated columns to return"),
-        ("format" = Option<String>, Query, description = "json, csv, ndjson, arrow or parquet (else the Accept header)"),
-    ),
     responses(
         (status = 200, description = "Matching runs (JSON envelope with `runs`; other formats carry the rows)",
             headers(("X-Total-Count" = usize, description = "Matching rows before paging")),
@@ -372,8 +352,6 @@ pub async fn list_runs(
     tag = "measurements",
     params(
         ("run_id" = String, Path, description = "Run id, e.g. lem_v1-1a2b3c4d~0042_c1 or mlenergy_v3~gpqa~Qwen--Qwen3-14B~B200~g1~b8"),
-        ("fields" = Option<String>, Query, description = "Comma-separated columns to return"),
-        ("format" = Option<String>, Query, description = "json, csv, ndjson, arrow or parquet"),
     ),
     responses(
         (status = 200, description = "The run (a JSON object; other formats hold one row)",
@@ -450,12 +428,6 @@ pub async fn get_run(
     tag = "measurements",
     params(
         ("table" = String, Path, description = "sources, requests, turns, tool_calls, timeseries, latency_samples, evaluations, run_metrics or reported_stats"),
-        ("run_id" = Option<String>, Query, description = "Rows of these runs (every column of the table filters likewise)"),
-        ("limit" = Option<usize>, Query, description = "Rows per page (at most --max-rows)"),
-        ("offset" = Option<usize>, Query, description = "Rows to skip"),
-        ("sort" = Option<String>, Query, description = "Comma-separated columns, `-` for descending"),
-        ("fields" = Option<String>, Query, description = "Comma-separated columns to return"),
-        ("format" = Option<String>, Query, description = "json, csv, ndjson, arrow or parquet (else the Accept header)"),
     ),
     responses(
         (status = 200, description = "Matching rows (JSON envelope with the rows under the table's name)",
@@ -601,23 +573,6 @@ fn describe_json(d: &crate::engine::stats::Describe) -> serde_json::Value {
     get,
     path = "/v1/measurements/repeat-stats",
     tag = "measurements",
-    params(
-        ("by" = Option<String>, Query, description = "Comma-separated run columns to group by (default source_id,experiment_id)"),
-        ("metric" = Option<String>, Query, description = "Numeric run column (default energy_per_output_token_j)"),
-        ("trim" = Option<f64>, Query, description = "Fraction trimmed from each end, 0 <= trim < 0.5"),
-        ("strict" = Option<bool>, Query, description = "Refuse groups that are not comparable"),
-        ("source_kind" = Option<String>, Query, description = "mlenergy_v3, lem_v1, lem_v2, ipw_profile, ipw_agentic (comma-separated: any of)"),
-        ("model" = Option<String>, Query, description = "Model(s) as the sources name them"),
-        ("hardware" = Option<String>, Query, description = "Accelerator(s): H100, B200, ..."),
-        ("task" = Option<String>, Query, description = "Task or dataset"),
-        ("energy_scope" = Option<String>, Query, description = "gpu, gpu_cpu_ram, soc, ..."),
-        ("window" = Option<String>, Query, description = "steady_state, inference_only, per_query_sum"),
-        ("attribution" = Option<String>, Query, description = "measured, shared_by_concurrency"),
-        ("batch_semantics" = Option<String>, Query, description = "max_num_seqs, static_batch_size, client_concurrency"),
-        ("energy_per_output_token_j_min" = Option<f64>, Query, description = "Range filter (every numeric column takes `_min`/`_max`)"),
-        ("energy_per_output_token_j_max" = Option<f64>, Query, description = "Range filter"),
-        ("format" = Option<String>, Query, description = "json, csv, ndjson, arrow or parquet"),
-    ),
     responses(
         (status = 200, description = "`{metric, by, groups: [{key, n, mean, std, sem, t, ci95_lo, ci95_hi, cv, min, max, trimmed, missing, reported, warnings}], warnings}`; other formats carry one row per group",
             content(
@@ -648,21 +603,16 @@ pub async fn repeat_stats(
     let metric = metric_param(&pairs)?;
     let trim = trim_param(&pairs)?;
     let strict = strict_param(&pairs)?;
-    let by: Vec<String> = match single(&pairs, "by")? {
-        None => vec!["source_id".into(), "experiment_id".into()],
-        Some(v) => v
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-            .collect(),
-    };
+    // Without `by` (or with it empty): the repeats of one experiment of one source.
+    let mut by: Vec<String> = single(&pairs, "by")?
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
     if by.is_empty() {
-        return Err(AppError::InvalidParameter {
-            parameter: "by".into(),
-            detail: "'by' names at least one run column".into(),
-            allowed: Some(names(cols)),
-        });
+        by = vec!["source_id".into(), "experiment_id".into()];
     }
     for b in &by {
         if !cols.iter().any(|c| c.name == b && c.ty != ColType::Json) {
@@ -730,15 +680,6 @@ pub async fn repeat_stats(
     get,
     path = "/v1/measurements/compare",
     tag = "measurements",
-    params(
-        ("metric" = Option<String>, Query, description = "Numeric run column (default energy_per_output_token_j)"),
-        ("a.source_kind" = Option<String>, Query, description = "Group A's filter (every run filter works with the a. prefix)"),
-        ("a.model" = Option<String>, Query, description = "Group A's models"),
-        ("b.source_kind" = Option<String>, Query, description = "Group B's filter (every run filter works with the b. prefix)"),
-        ("b.model" = Option<String>, Query, description = "Group B's models"),
-        ("trim" = Option<f64>, Query, description = "Fraction trimmed from each end of each group"),
-        ("strict" = Option<bool>, Query, description = "Refuse a comparison of incomparable runs"),
-    ),
     responses((status = 200, description = "`{metric, a: {runs, n, mean, ...}, b: {...}, difference, ratio, se, df, t_statistic, p_value, ci95_lo, ci95_hi, cohens_d, hedges_g, warnings}`", body = serde_json::Value))
 )]
 pub async fn compare(

@@ -169,6 +169,43 @@ fn string_filter_doc(param: &str) -> &'static str {
     }
 }
 
+/// A number written as the OpenAPI document allows (`[+-]?d{1,15}(.d{1,15})?([eE][+-]?d{1,2})?`),
+/// finite; `None` otherwise. The measurement filters read their values with it, so that what the
+/// document calls invalid is refused.
+pub fn documented_number(v: &str) -> Option<f64> {
+    let b = v.as_bytes();
+    let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
+    let digits = |i: &mut usize, max: usize| {
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        (1..=max).contains(&(*i - start))
+    };
+    if !digits(&mut i, 15) {
+        return None;
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if !digits(&mut i, 15) {
+            return None;
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if !digits(&mut i, 2) {
+            return None;
+        }
+    }
+    if i != b.len() {
+        return None;
+    }
+    v.parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
 /// The largest `offset`: the largest integer a JSON number holds exactly (clients in JavaScript
 /// cannot write a larger one faithfully).
 pub const MAX_OFFSET: u64 = (1 << 53) - 1;

@@ -12,7 +12,7 @@ use super::params::Endpoint;
 use super::state::{ApiPath, AppState, Prepared, prepare};
 
 /// The same request with `offset` replaced.
-fn page_link(path: &str, query: Option<&str>, offset: usize) -> String {
+pub(super) fn page_link(path: &str, query: Option<&str>, offset: usize) -> String {
     let mut ser = form_urlencoded::Serializer::new(String::new());
     for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         if k != "offset" {

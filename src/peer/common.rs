@@ -205,3 +205,41 @@ impl SourceCtx {
         hex::encode(self.hasher.clone().finalize())
     }
 }
+
+/// The entries of a directory for which `keep` holds, sorted by path (none when it cannot be read).
+pub fn entries(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| keep(p))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Whether a path's file name satisfies `f`.
+pub fn name_is(p: &Path, f: impl Fn(&str) -> bool) -> bool {
+    p.file_name().and_then(|s| s.to_str()).is_some_and(f)
+}
+
+/// A directory's own name (the local id of a run directory), or `default`.
+pub fn dir_name(dir: &Path, default: &str) -> String {
+    dir.file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or(default)
+        .to_string()
+}
+
+impl SourceCtx {
+    /// `dir/name` parsed when the file exists (a failure is recorded), else `None`.
+    pub fn read_json_if_present(&mut self, dir: &Path, name: &str) -> Option<serde_json::Value> {
+        let path = dir.join(name);
+        if path.is_file() {
+            self.read_json(&path)
+        } else {
+            None
+        }
+    }
+}

@@ -2,7 +2,6 @@
 //! shards whose `model_metrics` struct is keyed by the model id, `summary.json`,
 //! `analysis/accuracy.json`) and agentic runs (`traces.jsonl`, `summary.json`).
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use arrow::array::{Array, ArrayRef, AsArray, StructArray};
@@ -12,7 +11,7 @@ use arrow::datatypes::{
 use serde_json::Value;
 
 use super::Tables;
-use super::common::{SourceCtx, accelerator, derive, json_list};
+use super::common::{SourceCtx, accelerator, derive, dir_name, entries, json_list, name_is};
 use super::json::{J, Warnings};
 use super::schema::{EvaluationRow, RequestRow, RunMetricRow, RunRow, ToolCallRow, TurnRow};
 use crate::pycompat::numpy::{np_mean, np_percentiles};
@@ -138,19 +137,14 @@ fn shards(ctx: &mut SourceCtx, dir: &Path) -> Vec<PathBuf> {
             return out;
         }
     }
-    let mut v: Vec<PathBuf> = fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|s| s.to_str())
-                .is_some_and(|n| n.starts_with("data-") && n.ends_with(".arrow"))
-        })
-        .collect();
-    v.sort();
-    v
+    shard_files(dir)
+}
+
+/// The `data-*.arrow` files of a directory.
+fn shard_files(dir: &Path) -> Vec<PathBuf> {
+    entries(dir, |p| {
+        name_is(p, |n| n.starts_with("data-") && n.ends_with(".arrow"))
+    })
 }
 
 /// Per-query figures of a single-turn row.
@@ -255,17 +249,9 @@ fn ttft_stats(run: &mut RunRow, ttfts: &[f64]) {
 
 /// A single-turn profile directory.
 pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
-    let local = dir
-        .file_name()
-        .and_then(|s| s.to_str())
-        .unwrap_or("profile")
-        .to_string();
+    let local = dir_name(dir, "profile");
     let w = Warnings::default();
-    let summary = if dir.join("summary.json").is_file() {
-        ctx.read_json(&dir.join("summary.json"))
-    } else {
-        None
-    };
+    let summary = ctx.read_json_if_present(dir, "summary.json");
     let null = Value::Null;
     let s = J::root(summary.as_ref().unwrap_or(&null), &w);
     if ctx.tool_version.is_none() {
@@ -584,17 +570,9 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
 
 /// An agentic run directory (`traces.jsonl`, `summary.json`).
 pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
-    let local = dir
-        .file_name()
-        .and_then(|s| s.to_str())
-        .unwrap_or("run")
-        .to_string();
+    let local = dir_name(dir, "run");
     let w = Warnings::default();
-    let summary = if dir.join("summary.json").is_file() {
-        ctx.read_json(&dir.join("summary.json"))
-    } else {
-        None
-    };
+    let summary = ctx.read_json_if_present(dir, "summary.json");
     let null = Value::Null;
     let s = J::root(summary.as_ref().unwrap_or(&null), &w);
     let cfg = s.at("config");
@@ -811,10 +789,5 @@ pub fn is_agentic(dir: &Path) -> bool {
 
 /// Whether a directory is an IPW single-turn profile.
 pub fn is_profile(dir: &Path) -> bool {
-    dir.join("state.json").is_file()
-        || fs::read_dir(dir).into_iter().flatten().flatten().any(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.starts_with("data-") && n.ends_with(".arrow"))
-        })
+    dir.join("state.json").is_file() || !shard_files(dir).is_empty()
 }

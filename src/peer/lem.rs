@@ -3,13 +3,14 @@
 //! and v2 result directories (`result.json`, `timeseries.parquet`).
 
 use std::collections::BTreeSet;
-use std::fs;
 use std::path::Path;
 
 use serde_json::Value;
 
 use super::Tables;
-use super::common::{SourceCtx, accelerator, derive, iso_micros, json_list, span_s};
+use super::common::{
+    SourceCtx, accelerator, derive, dir_name, entries, iso_micros, json_list, name_is, span_s,
+};
 use super::json::{J, Warnings};
 use super::schema::{LatencySampleRow, RepeatStatRow, RunMetricRow, RunRow, TimeseriesRow};
 use crate::pycompat::numpy::{np_mean, np_percentiles};
@@ -499,15 +500,9 @@ fn experiment(
 }
 
 fn json_files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut v: Vec<_> = fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
-        .collect();
-    v.sort();
-    v
+    entries(dir, |p| {
+        p.extension().is_some_and(|e| e == "json") && p.is_file()
+    })
 }
 
 /// A LEM v1 results directory.
@@ -542,15 +537,7 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
         experiment(ctx, out, &id, Some(&doc), &procs, Vec::new(), &w);
     }
     // Raw-only experiments: aggregated here.
-    let mut raw_dirs: Vec<_> = fs::read_dir(root.join("raw"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    raw_dirs.sort();
-    for dir in raw_dirs {
+    for dir in entries(&root.join("raw"), Path::is_dir) {
         let Some(id) = dir.file_name().and_then(|s| s.to_str()).map(str::to_string) else {
             continue;
         };
@@ -617,18 +604,7 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
         experiment(ctx, out, &id, None, &procs, warnings, &w);
     }
     // Multi-cycle files: the reported statistics, and cycles found nowhere else.
-    let mut multi: Vec<_> = fs::read_dir(&root)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|s| s.to_str())
-                .is_some_and(|n| n.ends_with("_multi_cycle.json"))
-        })
-        .collect();
-    multi.sort();
+    let multi = entries(&root, |p| name_is(p, |n| n.ends_with("_multi_cycle.json")));
     for path in multi {
         let Some(doc) = ctx.read_json(&path) else {
             continue;
@@ -667,24 +643,13 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
 /// A LEM v2 result directory (`result.json`, optional `timeseries.parquet`).
 pub fn read_v2(ctx: &mut SourceCtx, out: &mut Tables) {
     let root = ctx.root.clone();
-    let mut dirs: Vec<std::path::PathBuf> = if root.join("result.json").is_file() {
+    let dirs = if root.join("result.json").is_file() {
         vec![root.clone()]
     } else {
-        fs::read_dir(&root)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.join("result.json").is_file())
-            .collect()
+        entries(&root, |p| p.join("result.json").is_file())
     };
-    dirs.sort();
     for dir in dirs {
-        let local = dir
-            .file_name()
-            .and_then(|s| s.to_str())
-            .unwrap_or("result")
-            .to_string();
+        let local = dir_name(&dir, "result");
         let Some(doc) = ctx.read_json(&dir.join("result.json")) else {
             continue;
         };
@@ -798,19 +763,11 @@ fn read_timeseries(ctx: &mut SourceCtx, out: &mut Tables, path: &Path, run_id: &
 pub fn is_v1(dir: &Path) -> bool {
     dir.join("aggregated").is_dir()
         || dir.join("raw").is_dir()
-        || fs::read_dir(dir).into_iter().flatten().flatten().any(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.ends_with("_multi_cycle.json"))
-        })
+        || !entries(dir, |p| name_is(p, |n| n.ends_with("_multi_cycle.json"))).is_empty()
 }
 
 /// Whether a directory is a LEM v2 result directory, or holds some.
 pub fn is_v2(dir: &Path) -> bool {
     dir.join("result.json").is_file()
-        || fs::read_dir(dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|e| e.path().join("result.json").is_file())
+        || !entries(dir, |p| p.join("result.json").is_file()).is_empty()
 }

@@ -133,15 +133,10 @@ pub fn discover(spec: &ImportSpec) -> Result<Vec<(Kind, PathBuf)>, String> {
     for _ in 0..2 {
         let mut next = Vec::new();
         for dir in level {
-            let mut children: Vec<PathBuf> = std::fs::read_dir(&dir)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| e.path())
-                // Symlinked directories are not followed out of the named root.
-                .filter(|p| p.is_dir() && crate::store::confine::inside(root, p).is_ok())
-                .collect();
-            children.sort();
+            // Symlinked directories are not followed out of the named root.
+            let children = common::entries(&dir, |p| {
+                p.is_dir() && crate::store::confine::inside(root, p).is_ok()
+            });
             for c in children {
                 match detect(&c, spec.tool) {
                     Some(k) => found.push((k, c)),

@@ -327,7 +327,8 @@ pub fn compare(
     let mut both = ra.clone();
     both.extend(&rb);
     let warnings = comparability(runs, &both, metric);
-    let overlap = ra.iter().filter(|r| rb.contains(r)).count();
+    // Both row lists are in frame order (ascending).
+    let overlap = ra.iter().filter(|r| rb.binary_search(r).is_ok()).count();
     let welch = match (&sa.stats, &sb.stats) {
         (Some(x), Some(y)) => Some(stats::welch(x, y)),
         _ => None,

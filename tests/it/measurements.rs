@@ -222,6 +222,16 @@ async fn bad_parameters_are_named() {
         .await
         .problem(400, "invalid_parameter");
     assert_eq!(p["parameter"], "ttft_s");
+    // Numbers as the document writes them: at most 15 digits before the point.
+    let p = app
+        .get("/v1/measurements/latency_samples?process_index=9999999999999999")
+        .await
+        .problem(400, "invalid_parameter");
+    assert_eq!(p["parameter"], "process_index");
+    assert_eq!(
+        app.get("/v1/measurements/repeat-stats?by=").await.status,
+        200
+    );
     app.get("/v1/measurements/runs/nope~1")
         .await
         .problem(404, "unknown_run");
