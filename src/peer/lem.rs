@@ -533,8 +533,8 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
         if !seen.insert(id.clone()) {
             continue;
         }
-        let procs = J::root(&doc, &w).at("process_results").array().to_vec();
-        experiment(ctx, out, &id, Some(&doc), &procs, Vec::new(), &w);
+        let procs = J::root(&doc, &w).at("process_results").array();
+        experiment(ctx, out, &id, Some(&doc), procs, Vec::new(), &w);
     }
     // Raw-only experiments: aggregated here.
     for dir in entries(&root.join("raw"), Path::is_dir) {
@@ -633,8 +633,8 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
                 continue;
             };
             if seen.insert(id.clone()) {
-                let procs = J::root(cyc, &w).at("process_results").array().to_vec();
-                experiment(ctx, out, &id, Some(cyc), &procs, Vec::new(), &w);
+                let procs = J::root(cyc, &w).at("process_results").array();
+                experiment(ctx, out, &id, Some(cyc), procs, Vec::new(), &w);
             }
         }
     }
@@ -658,8 +658,8 @@ pub fn read_v2(ctx: &mut SourceCtx, out: &mut Tables) {
         if ctx.tool_version.is_none() {
             ctx.tool_version = d.at("schema_version").text();
         }
-        let procs = d.at("process_results").array().to_vec();
-        experiment(ctx, out, &local, Some(&doc), &procs, Vec::new(), &w);
+        let procs = d.at("process_results").array();
+        experiment(ctx, out, &local, Some(&doc), procs, Vec::new(), &w);
         let run = out.runs.last_mut().expect("pushed");
         // v2: GPU energy by default (NVML), not CodeCarbon; the experiment is the config hash.
         run.experiment_id = d

@@ -18,8 +18,24 @@ use super::Snapshot;
 
 /// The imported tables, and the combined view for the snapshot last asked about.
 pub struct Measurements {
-    imported: Frames,
-    view: Mutex<Option<(u64, Arc<Frames>)>>,
+    imported: Arc<Frames>,
+    view: Mutex<Option<(u64, Arc<View>)>>,
+}
+
+/// What the endpoints read: the run and source tables led by the snapshot's LLM runs, every other
+/// table as imported (shared, not copied: the per-request and per-sample tables are the large ones).
+pub struct View {
+    combined: Frames,
+    imported: Arc<Frames>,
+}
+
+impl View {
+    pub fn table(&self, name: &str) -> &Frame {
+        match self.combined.0.get(name) {
+            Some(f) => f,
+            None => self.imported.table(name),
+        }
+    }
 }
 
 impl Default for Measurements {
@@ -31,7 +47,7 @@ impl Default for Measurements {
 impl Measurements {
     pub fn new(imported: Frames) -> Self {
         Measurements {
-            imported,
+            imported: Arc::new(imported),
             view: Mutex::new(None),
         }
     }
@@ -41,8 +57,8 @@ impl Measurements {
         self.imported.table("runs").num_rows()
     }
 
-    /// Every table, the run and source tables led by the snapshot's LLM runs.
-    pub fn view(&self, snapshot: &Snapshot) -> Arc<Frames> {
+    /// The tables for this snapshot (made once per snapshot).
+    pub fn view(&self, snapshot: &Snapshot) -> Arc<View> {
         let mut guard = self.view.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((generation, v)) = guard.as_ref()
             && *generation == snapshot.generation
@@ -56,7 +72,18 @@ impl Measurements {
             runs,
             ..Default::default()
         });
-        let v = Arc::new(ours.append(self.imported.clone()));
+        let mut combined = Frames(Default::default());
+        for name in ["runs", "sources"] {
+            let mut f = ours.table(name).clone();
+            for (a, b) in f.columns.iter_mut().zip(&self.imported.table(name).columns) {
+                a.data.extend(b.data.clone());
+            }
+            combined.0.insert(name, f);
+        }
+        let v = Arc::new(View {
+            combined,
+            imported: self.imported.clone(),
+        });
         *guard = Some((snapshot.generation, v.clone()));
         v
     }
@@ -176,7 +203,7 @@ fn values(runs: &Frame, metric: &str, rows: &[usize]) -> (Vec<f64>, usize) {
 
 /// LEM's reported CycleStatistics for (source, experiment) and one of the two metrics it covers.
 fn reported(
-    frames: &Frames,
+    frames: &View,
     source: &str,
     experiment: &str,
     metric: &str,
@@ -224,7 +251,7 @@ fn reported(
 
 /// Repeat statistics of `metric` per group of `by` over the runs passing `filters`.
 pub fn repeat_stats(
-    frames: &Frames,
+    frames: &View,
     filters: &[Filter],
     by: &[String],
     metric: &str,
@@ -305,7 +332,7 @@ pub struct Comparison {
 }
 
 pub fn compare(
-    frames: &Frames,
+    frames: &View,
     a: &[Filter],
     b: &[Filter],
     metric: &str,
