@@ -18,18 +18,7 @@ use crate::engine::query::{Filter, SortKey};
 use crate::peer::schema::{self, Col, ColType};
 use crate::service::measurements::{self, Group};
 
-/// Tables listed under `/v1/measurements/{table}` (the run table has its own routes).
-pub const LIST_TABLES: &[&str] = &[
-    "sources",
-    "requests",
-    "turns",
-    "tool_calls",
-    "timeseries",
-    "latency_samples",
-    "evaluations",
-    "run_metrics",
-    "reported_stats",
-];
+use crate::peer::schema::LIST_TABLES;
 
 /// The largest `offset` (as for the run lists).
 const MAX_OFFSET: usize = super::params::MAX_OFFSET as usize;

@@ -1155,7 +1155,7 @@ fn concrete_measurement_tables(doc: &mut utoipa::openapi::OpenApi) {
         return;
     };
     let Some(base) = item.get else { return };
-    for table in super::measurements::LIST_TABLES {
+    for table in crate::peer::schema::LIST_TABLES {
         let mut op = base.clone();
         op.parameters = op.parameters.map(|ps| {
             ps.into_iter()

@@ -336,6 +336,19 @@ pub const TABLES: &[(&str, &[Col])] = &[
     ("reported_stats", REPORTED_STATS_COLUMNS),
 ];
 
+/// Tables served as lists under `/v1/measurements/{table}` (the run table has routes of its own).
+pub const LIST_TABLES: &[&str] = &[
+    "sources",
+    "requests",
+    "turns",
+    "tool_calls",
+    "timeseries",
+    "latency_samples",
+    "evaluations",
+    "run_metrics",
+    "reported_stats",
+];
+
 /// The catalog of a table by name.
 pub fn columns(table: &str) -> Option<&'static [Col]> {
     TABLES.iter().find(|(n, _)| *n == table).map(|(_, c)| *c)
