@@ -195,13 +195,15 @@ fn import_command(args: &ImportArgs) -> Result<(), String> {
         }
     }
     eprintln!(
-        "wrote {}: {} runs from {} sources ({} unchanged since the last import), {} earlier sources kept, in {:.1} s",
+        "wrote {}: {} runs from {} sources ({} unchanged since the last import), {} earlier sources kept, in {:.2} s (read {:.2} s, merged and written {:.2} s)",
         args.out.display(),
         report.runs,
         report.sources.len(),
         report.unchanged,
         report.kept,
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        report.read_s,
+        report.write_s
     );
     Ok(())
 }

@@ -6,11 +6,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, NullBufferBuilder, RecordBatch,
-    StringArray, StructArray,
+    Array, ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, Int64Array,
+    NullBufferBuilder, RecordBatch, StringArray, StructArray,
 };
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Int32Type, Schema, SchemaRef};
 
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
@@ -199,6 +199,62 @@ pub fn frame_to_batch(
     Ok(RecordBatch::try_new(schema, arrays)?)
 }
 
+/// [`frame_to_batch`] with the text columns (not JSON) as dictionaries of Int32 keys over Utf8
+/// values: for files whose text repeats on many rows (a run id on each of its samples), which
+/// then hold each distinct value once in memory, and read back into shared strings.
+pub fn frame_to_dictionary_batch(
+    frame: &Frame,
+    nullable: &(dyn Fn(&str) -> bool + Sync),
+) -> Result<RecordBatch, EngineError> {
+    use rayon::prelude::*;
+    let dictionary = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+    let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = frame
+        .columns
+        .par_iter()
+        .map(|c| match &c.data {
+            ColumnData::Str(v) => (
+                Field::new(&c.name, dictionary.clone(), nullable(&c.name)),
+                dictionary_array(v),
+            ),
+            data => (field_of(c, nullable(&c.name)), to_array(data)),
+        })
+        .unzip();
+    let schema = Arc::new(Schema::new(fields));
+    if arrays.is_empty() {
+        return Ok(RecordBatch::new_empty(schema));
+    }
+    Ok(RecordBatch::try_new(schema, arrays)?)
+}
+
+/// Text as a dictionary array: each distinct value once, a key per row. Rows that share one `Arc`
+/// (consecutive rows of one run) are recognised by pointer, without hashing the text.
+fn dictionary_array(v: &[Option<Arc<str>>]) -> ArrayRef {
+    let mut values: Vec<&str> = Vec::new();
+    let mut index: std::collections::HashMap<&str, i32> = Default::default();
+    let mut last: Option<(&Arc<str>, i32)> = None;
+    let keys: Int32Array = v
+        .iter()
+        .map(|s| {
+            let s = s.as_ref()?;
+            if let Some((p, k)) = last
+                && Arc::ptr_eq(p, s)
+            {
+                return Some(k);
+            }
+            let k = *index.entry(&**s).or_insert_with(|| {
+                values.push(s);
+                values.len() as i32 - 1
+            });
+            last = Some((s, k));
+            Some(k)
+        })
+        .collect();
+    Arc::new(
+        DictionaryArray::<Int32Type>::try_new(keys, Arc::new(StringArray::from(values)))
+            .expect("every key indexes the values"),
+    )
+}
+
 /// A frame written by `frame_to_batch` read back: Utf8 (JSON text where the field carries the
 /// `arrow.json` extension type), Int64, Float64 and Boolean columns, and structs of them.
 pub fn frame_from_batch(batch: &RecordBatch) -> Result<Frame, EngineError> {
@@ -242,6 +298,27 @@ fn column_of(field: &Field, array: &ArrayRef) -> Result<ColumnData, EngineError>
             } else {
                 ColumnData::Str(v)
             }
+        }
+        DataType::Dictionary(key, value)
+            if **key == DataType::Int32 && **value == DataType::Utf8 =>
+        {
+            // Each distinct value becomes one shared string.
+            let d = array
+                .as_any()
+                .downcast_ref::<DictionaryArray<Int32Type>>()
+                .ok_or_else(unsupported)?;
+            let values = d
+                .values()
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .ok_or_else(unsupported)?;
+            let shared: Vec<Option<Arc<str>>> = values.iter().map(|s| s.map(Arc::from)).collect();
+            ColumnData::Str(
+                d.keys()
+                    .iter()
+                    .map(|k| k.and_then(|k| shared.get(k as usize).cloned().flatten()))
+                    .collect(),
+            )
         }
         DataType::Int64 => ColumnData::Int(
             array
@@ -307,16 +384,72 @@ pub fn write_parquet_with(
     nullable: &dyn Fn(&str) -> bool,
     metadata: &[(&str, String)],
 ) -> Result<(), EngineError> {
-    let batch = frame_to_batch(frame, nullable)?;
     let kv = metadata
         .iter()
         .map(|(k, v)| parquet::file::metadata::KeyValue::new(k.to_string(), v.clone()))
         .collect::<Vec<_>>();
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .set_created_by("mlenergy-server".to_string())
+    let props = parquet_properties()
         .set_key_value_metadata((!kv.is_empty()).then_some(kv))
         .build();
+    write_parquet_props(path, frame_to_batch(frame, nullable)?, props)
+}
+
+/// The writer settings every parquet file of ours starts from (snappy, our name as the writer).
+pub fn parquet_properties() -> parquet::file::properties::WriterPropertiesBuilder {
+    WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_created_by("mlenergy-server".to_string())
+}
+
+/// [`write_parquet_props`] with the columns encoded on every core, as one row group (for a large
+/// table written once: an import's million latency samples).
+pub fn write_parquet_parallel(
+    path: &Path,
+    batch: RecordBatch,
+    props: WriterProperties,
+) -> Result<(), EngineError> {
+    use parquet::arrow::arrow_writer::{ArrowColumnChunk, compute_leaves};
+    use rayon::prelude::*;
+    let schema = batch.schema();
+    let mut buf = Vec::new();
+    // The Arrow writer's own set-up embeds the Arrow schema (dictionaries, JSON columns) in the
+    // file; its lower-level writers then take the columns one core each.
+    let (mut file, factory) =
+        ArrowWriter::try_new(&mut buf, schema.clone(), Some(props))?.into_serialized_writer()?;
+    if batch.num_rows() > 0 {
+        let mut leaves = Vec::new();
+        for (field, array) in schema.fields().iter().zip(batch.columns()) {
+            leaves.extend(compute_leaves(field, array)?);
+        }
+        let chunks: Vec<ArrowColumnChunk> = factory
+            .create_column_writers(0)?
+            .into_par_iter()
+            .zip(leaves.into_par_iter())
+            .map(|(mut w, leaf)| {
+                w.write(&leaf)?;
+                w.close()
+            })
+            .collect::<Result<_, _>>()?;
+        let mut group = file.next_row_group()?;
+        for chunk in chunks {
+            chunk.append_to_row_group(&mut group)?;
+        }
+        group.close()?;
+    }
+    file.close()?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, buf)?;
+    Ok(())
+}
+
+/// `write_parquet` of a record batch, with the writer settings given.
+pub fn write_parquet_props(
+    path: &Path,
+    batch: RecordBatch,
+    props: WriterProperties,
+) -> Result<(), EngineError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }

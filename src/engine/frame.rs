@@ -52,6 +52,17 @@ impl ColumnData {
         }
     }
 
+    /// Whether any value is null.
+    pub fn has_null(&self) -> bool {
+        match self {
+            ColumnData::Str(v) | ColumnData::Json(v) => v.iter().any(Option::is_none),
+            ColumnData::Int(v) => v.iter().any(Option::is_none),
+            ColumnData::Float(v) => v.iter().any(Option::is_none),
+            ColumnData::Bool(v) => v.iter().any(Option::is_none),
+            ColumnData::Struct { valid, .. } => valid.iter().any(|v| !v),
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             ColumnData::Str(v) | ColumnData::Json(v) => v.len(),
@@ -117,12 +128,20 @@ impl ColumnData {
 
     /// Append every cell of `other` (same variant) to `self`.
     pub fn extend(&mut self, other: ColumnData) {
+        /// An empty column takes the other's vector as it is instead of copying it.
+        fn join<T>(a: &mut Vec<T>, b: Vec<T>) {
+            if a.is_empty() {
+                *a = b;
+            } else {
+                a.extend(b);
+            }
+        }
         match (self, other) {
             (ColumnData::Str(a), ColumnData::Str(b))
-            | (ColumnData::Json(a), ColumnData::Json(b)) => a.extend(b),
-            (ColumnData::Int(a), ColumnData::Int(b)) => a.extend(b),
-            (ColumnData::Float(a), ColumnData::Float(b)) => a.extend(b),
-            (ColumnData::Bool(a), ColumnData::Bool(b)) => a.extend(b),
+            | (ColumnData::Json(a), ColumnData::Json(b)) => join(a, b),
+            (ColumnData::Int(a), ColumnData::Int(b)) => join(a, b),
+            (ColumnData::Float(a), ColumnData::Float(b)) => join(a, b),
+            (ColumnData::Bool(a), ColumnData::Bool(b)) => join(a, b),
             (a, b) => unreachable!("extend between {a:?} and {b:?}"),
         }
     }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::schema::RunRow;
+use super::schema::{RunRow, Text};
 
 /// Normalised accelerator model from a reported name ("NVIDIA H100 80GB HBM3" → "H100").
 pub fn accelerator(name: &str) -> String {
@@ -111,15 +111,33 @@ pub fn derive(run: &mut RunRow, peak_name: Option<&str>) {
 }
 
 /// A JSON list of strings.
-pub fn json_list(items: &[String]) -> Option<String> {
-    Some(serde_json::Value::from(items.to_vec()).to_string())
+pub fn json_list(items: &[String]) -> Option<Text> {
+    Some(serde_json::Value::from(items.to_vec()).to_string().into())
+}
+
+/// SHA-256 of one file's bytes.
+type FileDigest = [u8; 32];
+
+/// The ids of one source's runs: `{source_id}~{local id}`.
+#[derive(Debug, Clone)]
+pub struct RunIds {
+    pub kind: &'static str,
+    pub source_id: Text,
+}
+
+impl RunIds {
+    /// `{source_id}~{local}`.
+    pub fn run_id(&self, local: &str) -> Text {
+        format!("{}~{local}", self.source_id).into()
+    }
 }
 
 /// One source being imported: its id, the files read (for the content hash) and those that failed.
 pub struct SourceCtx {
-    pub kind: &'static str,
-    pub source_id: String,
+    pub ids: RunIds,
     pub root: PathBuf,
+    /// The root with its symlinks resolved, when it exists (what every read is checked against).
+    resolved_root: Option<PathBuf>,
     hasher: Sha256,
     pub files_read: i64,
     pub failed: Vec<(String, String)>,
@@ -129,12 +147,16 @@ pub struct SourceCtx {
 
 impl SourceCtx {
     pub fn new(kind: &'static str, root: &Path) -> Self {
-        let canonical = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let resolved_root = root.canonicalize().ok();
+        let canonical = resolved_root.clone().unwrap_or_else(|| root.to_path_buf());
         let digest = Sha256::digest(canonical.to_string_lossy().as_bytes());
         SourceCtx {
-            kind,
-            source_id: format!("{kind}-{}", &hex::encode(digest)[..8]),
+            ids: RunIds {
+                kind,
+                source_id: format!("{kind}-{}", &hex::encode(digest)[..8]).into(),
+            },
             root: root.to_path_buf(),
+            resolved_root,
             hasher: Sha256::new(),
             files_read: 0,
             failed: Vec::new(),
@@ -144,8 +166,8 @@ impl SourceCtx {
     }
 
     /// `{source_id}~{local}`.
-    pub fn run_id(&self, local: &str) -> String {
-        format!("{}~{local}", self.source_id)
+    pub fn run_id(&self, local: &str) -> Text {
+        self.ids.run_id(local)
     }
 
     fn rel(&self, path: &Path) -> String {
@@ -159,16 +181,13 @@ impl SourceCtx {
     /// counting it into the content hash; a failure is recorded and answered with `None`.
     pub fn read(&mut self, path: &Path) -> Option<Vec<u8>> {
         let rel = self.rel(path);
-        if let Err(e) = crate::store::confine::inside(&self.root, path) {
+        if let Err(e) = self.confined(path) {
             self.fail(&rel, format!("refused: {e}"));
             return None;
         }
         match std::fs::read(path) {
             Ok(bytes) => {
-                self.hasher.update(rel.as_bytes());
-                self.hasher.update([0]);
-                self.hasher.update(&bytes);
-                self.files_read += 1;
+                self.count(&rel, &Sha256::digest(&bytes).into());
                 Some(bytes)
             }
             Err(e) => {
@@ -176,6 +195,62 @@ impl SourceCtx {
                 None
             }
         }
+    }
+
+    /// Read JSON files and hand each parsed document to `f`, on every core (a document is
+    /// dropped as soon as `f` is done with it); then count the files into the content hash and
+    /// record the failures in path order, as reading them one by one would.
+    pub fn read_json_all<T: Send>(
+        &mut self,
+        paths: &[PathBuf],
+        f: impl Fn(&Path, serde_json::Value) -> T + Sync,
+    ) -> Vec<Option<T>> {
+        use rayon::prelude::*;
+        let this = &*self;
+        let loaded: Vec<Result<(FileDigest, Result<T, String>), String>> = paths
+            .par_iter()
+            .map(|path| {
+                this.confined(path).map_err(|e| format!("refused: {e}"))?;
+                let bytes = std::fs::read(path).map_err(|e| format!("unreadable: {e}"))?;
+                let digest = Sha256::digest(&bytes).into();
+                let done = super::json::parse(&bytes).map(|doc| f(path, doc));
+                Ok((digest, done))
+            })
+            .collect();
+        paths
+            .iter()
+            .zip(loaded)
+            .map(|(path, r)| {
+                let rel = self.rel(path);
+                match r {
+                    Ok((digest, done)) => {
+                        self.count(&rel, &digest);
+                        done.map_err(|e| self.fail(&rel, e)).ok()
+                    }
+                    Err(e) => {
+                        self.fail(&rel, e);
+                        None
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Whether `path` (symlinks resolved) is inside the source's root.
+    fn confined(&self, path: &Path) -> Result<(), crate::store::confine::Escape> {
+        match &self.resolved_root {
+            Some(root) => crate::store::confine::inside_resolved(root, path),
+            None => Ok(()),
+        }
+    }
+
+    /// A file read, into the content hash: its path and the SHA-256 of its bytes (hashed where it
+    /// was read, on any core).
+    fn count(&mut self, rel: &str, digest: &FileDigest) {
+        self.hasher.update(rel.as_bytes());
+        self.hasher.update([0]);
+        self.hasher.update(digest);
+        self.files_read += 1;
     }
 
     /// Read and parse a JSON file; a failure is recorded.

@@ -7,9 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::Tables;
-use super::schema::{self, Col, ColType};
+use super::schema::{self, Col};
 use crate::engine::EngineError;
-use crate::engine::arrow_conv::{frame_from_batch, write_parquet};
+use crate::engine::arrow_conv::{
+    frame_from_batch, frame_to_dictionary_batch, parquet_properties, write_parquet_parallel,
+};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
 
 /// The tables of an import, as frames (every table present, possibly empty).
@@ -22,36 +24,26 @@ fn empty(cols: &[Col]) -> Frame {
             .iter()
             .map(|c| FrameColumn {
                 name: c.name.to_string(),
-                data: match c.ty {
-                    ColType::Str => ColumnData::Str(Vec::new()),
-                    ColType::Json => ColumnData::Json(Vec::new()),
-                    ColType::Int => ColumnData::Int(Vec::new()),
-                    ColType::Float => ColumnData::Float(Vec::new()),
-                    ColType::Bool => ColumnData::Bool(Vec::new()),
-                },
+                data: c.ty.column(0),
             })
             .collect(),
     }
 }
 
 impl Frames {
-    pub fn from_tables(t: &Tables) -> Frames {
-        use schema::*;
-        let mut m = BTreeMap::new();
-        m.insert("sources", SourceRow::frame(&t.sources));
-        m.insert("runs", RunRow::frame(&t.runs));
-        m.insert("run_metrics", RunMetricRow::frame(&t.run_metrics));
-        m.insert("requests", RequestRow::frame(&t.requests));
-        m.insert("turns", TurnRow::frame(&t.turns));
-        m.insert("tool_calls", ToolCallRow::frame(&t.tool_calls));
-        m.insert("timeseries", TimeseriesRow::frame(&t.timeseries));
-        m.insert(
-            "latency_samples",
-            LatencySampleRow::frame(&t.latency_samples),
-        );
-        m.insert("evaluations", EvaluationRow::frame(&t.evaluations));
-        m.insert("reported_stats", RepeatStatRow::frame(&t.reported_stats));
-        Frames(m)
+    pub fn from_tables(t: Tables) -> Frames {
+        Frames(BTreeMap::from([
+            ("sources", t.sources.into_frame()),
+            ("runs", t.runs.into_frame()),
+            ("run_metrics", t.run_metrics.into_frame()),
+            ("requests", t.requests.into_frame()),
+            ("turns", t.turns.into_frame()),
+            ("tool_calls", t.tool_calls.into_frame()),
+            ("timeseries", t.timeseries.into_frame()),
+            ("latency_samples", t.latency_samples.into_frame()),
+            ("evaluations", t.evaluations.into_frame()),
+            ("reported_stats", t.reported_stats.into_frame()),
+        ]))
     }
 
     pub fn table(&self, name: &str) -> &Frame {
@@ -116,12 +108,33 @@ impl Frames {
         self
     }
 
-    /// Write every table to `dir/<table>.parquet`.
+    /// Write every table to `dir/<table>.parquet`, the tables and their columns on every core.
+    /// Text and integer columns are dictionary-encoded (run ids, kinds, units and indices repeat);
+    /// floats are not (a dictionary of a million distinct samples is only work).
     pub fn write(&self, dir: &Path) -> Result<(), EngineError> {
-        for (name, f) in &self.0 {
-            write_parquet(&dir.join(format!("{name}.parquet")), f, &|_| true)?;
-        }
-        Ok(())
+        use rayon::prelude::*;
+        self.0
+            .par_iter()
+            .map(|(name, f)| {
+                let mut props = parquet_properties().set_dictionary_enabled(false);
+                for c in &f.columns {
+                    if matches!(c.data, ColumnData::Str(_) | ColumnData::Int(_)) {
+                        props = props.set_column_dictionary_enabled(
+                            parquet::schema::types::ColumnPath::from(c.name.as_str()),
+                            true,
+                        );
+                    }
+                }
+                // A column without nulls is written as required: no definition levels to
+                // compute or store (a later import with nulls writes it as optional).
+                let nullable = |c: &str| f.column(c).is_some_and(|c| c.data.has_null());
+                write_parquet_parallel(
+                    &dir.join(format!("{name}.parquet")),
+                    frame_to_dictionary_batch(f, &nullable)?,
+                    props.build(),
+                )
+            })
+            .collect()
     }
 
     /// Read an import directory. A table file that is missing reads as empty; a malformed one, or

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::Tables;
 use super::common::{SourceCtx, accelerator, derive, dir_name, entries, json_list, name_is};
 use super::json::{J, Warnings};
-use super::schema::{EvaluationRow, RequestRow, RunMetricRow, RunRow, ToolCallRow, TurnRow};
+use super::schema::{EvaluationRow, RequestRow, RunMetricRow, RunRow, Text, ToolCallRow, TurnRow};
 use crate::pycompat::numpy::{np_mean, np_percentiles};
 
 /// A column reached through nested structs: the arrays from the top-level column down to the leaf
@@ -59,14 +59,14 @@ impl Leaf {
         }
     }
 
-    fn str(&self, i: usize) -> Option<String> {
+    fn str(&self, i: usize) -> Option<&str> {
         if !self.valid(i) {
             return None;
         }
         let a = self.0.last()?;
         match a.data_type() {
-            DataType::Utf8 => Some(a.as_string::<i32>().value(i).to_string()),
-            DataType::LargeUtf8 => Some(a.as_string::<i64>().value(i).to_string()),
+            DataType::Utf8 => Some(a.as_string::<i32>().value(i)),
+            DataType::LargeUtf8 => Some(a.as_string::<i64>().value(i)),
             _ => None,
         }
     }
@@ -168,7 +168,7 @@ struct Query {
     evaluation: Option<String>,
     start: Option<f64>,
     end: Option<f64>,
-    basis: Option<String>,
+    basis: Option<Text>,
 }
 
 /// IPJ/IPW per §2.7(a) over the scored records: accuracy, mean energy (with imputation), mean power.
@@ -259,6 +259,7 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
     }
     let mut model = s.at("model").text();
     let mut queries: Vec<Query> = Vec::new();
+    let (gpu_basis, soc_basis): (Text, Text) = ("gpu".into(), "soc".into());
     for shard in shards(ctx, dir) {
         let Some(bytes) = ctx.read(&shard) else {
             continue;
@@ -329,17 +330,17 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
             let (rs, re) = (top("request_start_time"), top("request_end_time"));
             let f = |l: &Option<Leaf>, i| l.as_ref().and_then(|l| l.f64(i));
             for i in 0..batch.num_rows() {
-                let b = basis
-                    .as_ref()
-                    .and_then(|l| l.str(i))
-                    .unwrap_or_else(|| "gpu".into());
-                let soc = b == "soc";
+                // The basis is one of two words on every row: shared, not allocated per query.
+                let b: Text = match basis.as_ref().and_then(|l| l.str(i)) {
+                    None | Some("gpu") => gpu_basis.clone(),
+                    Some("soc") => soc_basis.clone(),
+                    Some(other) => other.into(),
+                };
+                let soc = &*b == "soc";
                 let energy = if soc { f(&e_soc, i) } else { f(&e, i) }.filter(|x| *x >= 0.0);
                 let powers = if soc { &pw_soc } else { &pw };
                 let metadata = meta.as_ref().and_then(|l| l.str(i));
-                let parsed = metadata
-                    .as_deref()
-                    .and_then(|t| serde_json::from_str::<Value>(t).ok());
+                let parsed = metadata.and_then(|t| serde_json::from_str::<Value>(t).ok());
                 let failed = parsed
                     .as_ref()
                     .and_then(|v| v.get("evaluation_failed"))
@@ -364,7 +365,9 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
                         .and_then(|l| l.bool(i))
                         .or_else(|| lmc.as_ref().and_then(|l| l.bool(i))),
                     failed,
-                    evaluation: parsed.map(|v| v.to_string()).or(metadata),
+                    evaluation: parsed
+                        .map(|v| v.to_string())
+                        .or(metadata.map(str::to_string)),
                     start: f(&rs, i),
                     end: f(&re, i),
                     basis: Some(b),
@@ -375,6 +378,12 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
     let run_id = ctx.run_id(&local);
     let conc = s.path("profiler_config.max_concurrency").i64().unwrap_or(1);
     let shared = conc > 1;
+    let attribution: Text = if shared {
+        "shared_by_concurrency"
+    } else {
+        "measured"
+    }
+    .into();
     let hw_raw = s
         .path("gpu_info.name")
         .text()
@@ -406,32 +415,26 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
     };
     let mut run = RunRow {
         run_id: Some(run_id.clone()),
-        source_id: Some(ctx.source_id.clone()),
-        source_kind: Some(ctx.kind.into()),
-        local_id: Some(local.clone()),
-        model: model.clone(),
-        hardware: hw_raw.as_deref().map(accelerator),
-        hardware_raw: hw_raw.clone(),
-        task: task.clone(),
+        source_id: Some(ctx.ids.source_id.clone()),
+        source_kind: Some(ctx.ids.kind.into()),
+        local_id: Some(local.as_str().into()),
+        model: model.as_deref().map(Into::into),
+        hardware: hw_raw.as_deref().map(|h| accelerator(h).into()),
+        hardware_raw: hw_raw.as_deref().map(Into::into),
+        task: task.as_deref().map(Into::into),
         workload_kind: Some("single_turn".into()),
         engine: s
             .path("profiler_config.client_id")
             .text()
-            .or_else(|| s.at("client").text()),
+            .or_else(|| s.at("client").text())
+            .map(Into::into),
         batch_value: Some(conc),
         batch_semantics: Some("client_concurrency".into()),
         energy_j: (!energies.is_empty()).then(|| energies.iter().sum()),
-        energy_scope: scope,
+        energy_scope: scope.map(Into::into),
         window: Some("per_query_sum".into()),
         window_s: (!window_s.is_empty()).then(|| window_s.iter().sum()),
-        attribution: Some(
-            if shared {
-                "shared_by_concurrency"
-            } else {
-                "measured"
-            }
-            .into(),
-        ),
+        attribution: Some(attribution.clone()),
         requests: Some(queries.len() as i64),
         requests_completed: Some(
             queries
@@ -443,12 +446,15 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
         output_tokens: sum_i(|q| q.output),
         ..Default::default()
     };
-    run.experiment_id = Some(format!(
-        "ipw:{}|{}|{}|c{conc}",
-        model.as_deref().unwrap_or(""),
-        hw_raw.as_deref().unwrap_or(""),
-        task.as_deref().unwrap_or("")
-    ));
+    run.experiment_id = Some(
+        format!(
+            "ipw:{}|{}|{}|c{conc}",
+            model.as_deref().unwrap_or(""),
+            hw_raw.as_deref().unwrap_or(""),
+            task.as_deref().unwrap_or("")
+        )
+        .into(),
+    );
     if matches!(run.energy_scope.as_deref(), Some("gpu")) {
         run.gpu_energy_j = run.energy_j;
     } else if matches!(run.energy_scope.as_deref(), Some("soc")) {
@@ -509,7 +515,7 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
             accuracy: a.at("accuracy").f64(),
             ipj_reported: a.at("intelligence_per_joule").f64(),
             ipw_reported: a.at("intelligence_per_watt").f64(),
-            energy_basis: a.at("energy_basis").text(),
+            energy_basis: a.at("energy_basis").text().map(Into::into),
             ..Default::default()
         });
     }
@@ -524,14 +530,7 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
             latency_s: q.latency_s,
             energy_j: q.energy,
             energy_scope: q.basis.clone(),
-            attribution: Some(
-                if shared {
-                    "shared_by_concurrency"
-                } else {
-                    "measured"
-                }
-                .into(),
-            ),
+            attribution: Some(attribution.clone()),
             total_energy_j: q.total_energy,
             prefill_energy_j: q.prefill,
             decode_energy_j: q.decode,
@@ -540,7 +539,7 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
             mfu: q.mfu,
             cost_usd: q.cost,
             is_correct: q.is_correct,
-            evaluation: q.evaluation.clone(),
+            evaluation: q.evaluation.as_deref().map(Into::into),
             ..Default::default()
         });
     }
@@ -555,7 +554,7 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
                     metric: Some(k.into()),
                     value: Some(v),
                     unit: None,
-                    source_field: Some(format!("summary.json:{field}")),
+                    source_field: Some(format!("summary.json:{field}").into()),
                 });
             }
         }
@@ -622,7 +621,7 @@ pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
         out.requests.push(RequestRow {
             run_id: Some(run_id.clone()),
             request_index: Some(qi as i64),
-            query_id: q.at("query_id").text(),
+            query_id: q.at("query_id").text().map(Into::into),
             input_tokens: input,
             output_tokens: output,
             success: q.at("completed").bool(),
@@ -667,7 +666,7 @@ pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
                     latency_s: name
                         .as_deref()
                         .and_then(|n| lat.object().and_then(|m| m.get(n)).and_then(Value::as_f64)),
-                    tool_name: name,
+                    tool_name: name.map(Into::into),
                 });
             }
             out.turns.push(TurnRow {
@@ -683,8 +682,8 @@ pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
                 gpu_power_avg_w: u.at("gpu_power_avg_watts").f64(),
                 cpu_power_avg_w: u.at("cpu_power_avg_watts").f64(),
                 cost_usd: u.at("cost_usd").f64(),
-                error: u.at("error").text(),
-                attribution: energy.map(|_| attribution.to_string()),
+                error: u.at("error").text().map(Into::into),
+                attribution: energy.map(|_| attribution.into()),
                 tools: Some(tools.len() as i64),
             });
         }
@@ -702,19 +701,22 @@ pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
     let output = (!tout.is_empty()).then(|| tout.iter().sum::<i64>());
     let mut run = RunRow {
         run_id: Some(run_id.clone()),
-        source_id: Some(ctx.source_id.clone()),
-        source_kind: Some(ctx.kind.into()),
-        local_id: Some(local.clone()),
-        experiment_id: Some(format!(
-            "ipw-agentic:{}|{}|{}|c{conc}",
-            cfg.at("agent").text().unwrap_or_default(),
-            model.as_deref().unwrap_or(""),
-            task.as_deref().unwrap_or("")
-        )),
-        model,
-        task,
+        source_id: Some(ctx.ids.source_id.clone()),
+        source_kind: Some(ctx.ids.kind.into()),
+        local_id: Some(local.as_str().into()),
+        experiment_id: Some(
+            format!(
+                "ipw-agentic:{}|{}|{}|c{conc}",
+                cfg.at("agent").text().unwrap_or_default(),
+                model.as_deref().unwrap_or(""),
+                task.as_deref().unwrap_or("")
+            )
+            .into(),
+        ),
+        model: model.map(Into::into),
+        task: task.map(Into::into),
         workload_kind: Some("agentic".into()),
-        engine: cfg.at("agent").text(),
+        engine: cfg.at("agent").text().map(Into::into),
         batch_value: Some(conc),
         batch_semantics: Some("client_concurrency".into()),
         energy_j: energy,
@@ -742,8 +744,8 @@ pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
         ..Default::default()
     };
     let hw = s.path("gpu_info.name").text();
-    run.hardware = hw.as_deref().map(accelerator);
-    run.hardware_raw = hw.clone();
+    run.hardware = hw.as_deref().map(|h| accelerator(h).into());
+    run.hardware_raw = hw.as_deref().map(Into::into);
     let eff = s.at("efficiency");
     out.evaluations.push(EvaluationRow {
         run_id: Some(run_id.clone()),
@@ -772,7 +774,7 @@ pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
                 metric: Some(metric.into()),
                 value: Some(v),
                 unit: None,
-                source_field: Some(format!("summary.json:{field}")),
+                source_field: Some(format!("summary.json:{field}").into()),
             });
         }
     }

@@ -9,10 +9,11 @@ use serde_json::Value;
 
 use super::Tables;
 use super::common::{
-    SourceCtx, accelerator, derive, dir_name, entries, iso_micros, json_list, name_is, span_s,
+    RunIds, SourceCtx, accelerator, derive, dir_name, entries, iso_micros, json_list, name_is,
+    span_s,
 };
 use super::json::{J, Warnings};
-use super::schema::{LatencySampleRow, RepeatStatRow, RunMetricRow, RunRow, TimeseriesRow};
+use super::schema::{LatencySampleRow, RepeatStatRow, RunMetricRow, RunRow, Text, TimeseriesRow};
 use crate::pycompat::numpy::{np_mean, np_percentiles};
 
 /// One process's figures (a `RawProcessResult`).
@@ -134,10 +135,10 @@ fn aggregate(run: &mut RunRow, procs: &[Process], warnings: &mut Vec<String>) {
     }
     let gpus: BTreeSet<&str> = procs.iter().filter_map(|p| p.gpu_id.as_deref()).collect();
     run.num_gpus = (!gpus.is_empty()).then_some(gpus.len() as i64);
-    run.hardware_raw = procs[0].gpu_name.clone();
-    run.hardware = run.hardware_raw.as_deref().map(accelerator);
+    run.hardware_raw = procs[0].gpu_name.as_deref().map(Into::into);
+    run.hardware = run.hardware_raw.as_deref().map(|h| accelerator(h).into());
     if run.model.is_none() {
-        run.model = procs[0].model_name.clone();
+        run.model = procs[0].model_name.as_deref().map(Into::into);
     }
     // Times: earliest start, latest end (compared as instants, written as the source wrote them).
     let first = procs
@@ -148,8 +149,8 @@ fn aggregate(run: &mut RunRow, procs: &[Process], warnings: &mut Vec<String>) {
         .iter()
         .filter(|p| p.end_us.is_some())
         .max_by_key(|p| p.end_us);
-    run.started_at = first.and_then(|p| p.start.clone());
-    run.ended_at = last.and_then(|p| p.end.clone());
+    run.started_at = first.and_then(|p| p.start.as_deref()).map(Into::into);
+    run.ended_at = last.and_then(|p| p.end.as_deref()).map(Into::into);
     run.wall_s = match (first.and_then(|p| p.start_us), last.and_then(|p| p.end_us)) {
         (Some(a), Some(b)) => Some(span_s(a, b)),
         _ => None,
@@ -319,12 +320,13 @@ const REPORTED: &[(&str, &str, &str)] = &[
 /// The configuration facts of a run from `effective_config`.
 fn config(run: &mut RunRow, doc: J<'_>, backend: Option<&str>) {
     let cfg = doc.at("effective_config");
-    run.model = cfg.at("model_name").text();
-    run.task = cfg.path("dataset.name").text();
+    run.model = cfg.at("model_name").text().map(Into::into);
+    run.task = cfg.path("dataset.name").text().map(Into::into);
     run.workload_kind = Some("single_turn".into());
     run.engine = backend
         .map(str::to_string)
-        .or_else(|| cfg.at("backend").text());
+        .or_else(|| cfg.at("backend").text())
+        .map(Into::into);
     let vllm_seqs = cfg.path("vllm.max_num_seqs").i64();
     (run.batch_value, run.batch_semantics) = match (run.engine.as_deref(), vllm_seqs) {
         (Some("vllm"), Some(n)) => (Some(n), Some("max_num_seqs".into())),
@@ -344,16 +346,60 @@ fn configured_requests(doc: J<'_>) -> Option<i64> {
         .or_else(|| cfg.at("num_input_prompts").i64())
 }
 
+/// One experiment read: its run row, the reported metrics, and the processes whose latency
+/// samples become sample rows when it is pushed into the tables.
+struct Experiment {
+    run: RunRow,
+    metrics: Vec<RunMetricRow>,
+    procs: Vec<Process>,
+}
+
+impl Experiment {
+    /// Its rows, appended to the tables (the sample columns grown once).
+    fn push(self, out: &mut Tables) {
+        let run_id = self.run.run_id.clone();
+        let count = |p: &Process| {
+            [&p.ttft_ms, &p.itl_full_ms, &p.itl_trimmed_ms]
+                .iter()
+                .map(|s| s.as_ref().map_or(0, Vec::len))
+                .sum::<usize>()
+        };
+        out.latency_samples
+            .reserve(self.procs.iter().map(count).sum());
+        let kinds: [Text; 3] = ["ttft".into(), "itl_raw".into(), "itl_trimmed".into()];
+        for (k, p) in self.procs.iter().enumerate() {
+            let pi = p.index.unwrap_or(k as i64);
+            for (kind, samples) in kinds
+                .iter()
+                .zip([&p.ttft_ms, &p.itl_full_ms, &p.itl_trimmed_ms])
+            {
+                for (seq, ms) in samples.iter().flatten().enumerate() {
+                    out.latency_samples.push(LatencySampleRow {
+                        run_id: run_id.clone(),
+                        process_index: Some(pi),
+                        kind: Some(kind.clone()),
+                        seq: Some(seq as i64),
+                        value_s: Some(ms / 1000.0),
+                    });
+                }
+            }
+        }
+        for m in self.metrics {
+            out.run_metrics.push(m);
+        }
+        out.runs.push(self.run);
+    }
+}
+
 /// Turn one experiment (aggregated document or raw processes) into its rows.
 fn experiment(
-    ctx: &SourceCtx,
-    out: &mut Tables,
+    ctx: &RunIds,
     local_id: &str,
     doc: Option<&Value>,
     procs_json: &[Value],
     mut warnings: Vec<String>,
     w: &Warnings,
-) {
+) -> Experiment {
     let empty = Value::Null;
     let d = J::root(doc.unwrap_or(&empty), w);
     let procs: Vec<Process> = procs_json.iter().map(|p| process(J::root(p, w))).collect();
@@ -367,7 +413,7 @@ fn experiment(
         ..Default::default()
     };
     let (base, cycle) = cycle_of(local_id);
-    run.experiment_id = Some(base);
+    run.experiment_id = Some(base.into());
     run.repeat_index = cycle;
     let backend = d.at("backend").text();
     config(&mut run, d, backend.as_deref());
@@ -376,7 +422,7 @@ fn experiment(
         if let Some(p0) = procs_json.first() {
             config(&mut run, J::root(p0, w), None);
             if run.engine.is_none() {
-                run.engine = J::root(p0, w).at("backend").text();
+                run.engine = J::root(p0, w).at("backend").text().map(Into::into);
             }
         }
     }
@@ -460,9 +506,10 @@ fn experiment(
             warnings.push(s.to_string());
         }
     }
+    let mut metrics = Vec::new();
     for (metric, field, unit) in REPORTED {
         if let Some(v) = d.path(field).f64() {
-            out.run_metrics.push(RunMetricRow {
+            metrics.push(RunMetricRow {
                 run_id: Some(run_id.clone()),
                 metric: Some((*metric).into()),
                 value: Some(v),
@@ -471,32 +518,18 @@ fn experiment(
             });
         }
     }
-    for (k, p) in procs.iter().enumerate() {
-        let pi = p.index.unwrap_or(k as i64);
-        for (kind, samples) in [
-            ("ttft", &p.ttft_ms),
-            ("itl_raw", &p.itl_full_ms),
-            ("itl_trimmed", &p.itl_trimmed_ms),
-        ] {
-            for (seq, ms) in samples.iter().flatten().enumerate() {
-                out.latency_samples.push(LatencySampleRow {
-                    run_id: Some(run_id.clone()),
-                    process_index: Some(pi),
-                    kind: Some(kind.into()),
-                    seq: Some(seq as i64),
-                    value_s: Some(ms / 1000.0),
-                });
-            }
-        }
-    }
     let hw = run.hardware_raw.clone();
     derive(&mut run, hw.as_deref());
     warnings.extend(w.take());
     run.warnings = json_list(&warnings);
     run.extra = d
         .unknown(AGGREGATED_KEYS)
-        .map(|m| Value::Object(m).to_string());
-    out.runs.push(run);
+        .map(|m| Value::Object(m).to_string().into());
+    Experiment {
+        run,
+        metrics,
+        procs,
+    }
 }
 
 fn json_files(dir: &Path) -> Vec<std::path::PathBuf> {
@@ -509,32 +542,34 @@ fn json_files(dir: &Path) -> Vec<std::path::PathBuf> {
 pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
     let root = ctx.root.clone();
     let mut seen = BTreeSet::new();
-    // Aggregated experiments.
-    for path in json_files(&root.join("aggregated")) {
-        let Some(id) = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .map(str::to_string)
-        else {
-            continue;
-        };
-        let Some(doc) = ctx.read_json(&path) else {
-            continue;
-        };
+    // Aggregated experiments: each file read and turned into rows on any core, then kept in file
+    // order (an experiment id seen before is dropped, as it would not have been read).
+    let paths = json_files(&root.join("aggregated"));
+    let ids = ctx.ids.clone();
+    let docs = ctx.read_json_all(&paths, |path, doc| {
         let w = Warnings::default();
-        if ctx.tool_version.is_none() {
-            ctx.tool_version = J::root(&doc, &w).at("schema_version").text();
-        }
-        let id = J::root(&doc, &w)
+        let d = J::root(&doc, &w);
+        let version = d.at("schema_version").text();
+        let id = d
             .at("experiment_id")
             .text()
             .filter(|s| !s.is_empty())
-            .unwrap_or(id);
-        if !seen.insert(id.clone()) {
-            continue;
+            .or_else(|| {
+                path.file_stem()
+                    .and_then(|s| s.to_str())
+                    .map(str::to_string)
+            })?;
+        let procs = d.at("process_results").array();
+        let e = experiment(&ids, &id, Some(&doc), procs, Vec::new(), &w);
+        Some((id, version, e))
+    });
+    for (id, version, e) in docs.into_iter().flatten().flatten() {
+        if ctx.tool_version.is_none() {
+            ctx.tool_version = version;
         }
-        let procs = J::root(&doc, &w).at("process_results").array();
-        experiment(ctx, out, &id, Some(&doc), procs, Vec::new(), &w);
+        if seen.insert(id) {
+            e.push(out);
+        }
     }
     // Raw-only experiments: aggregated here.
     for dir in entries(&root.join("raw"), Path::is_dir) {
@@ -601,7 +636,7 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
             ctx.tool_version = J::root(&procs[0], &w).at("schema_version").text();
         }
         seen.insert(id.clone());
-        experiment(ctx, out, &id, None, &procs, warnings, &w);
+        experiment(&ctx.ids, &id, None, &procs, warnings, &w).push(out);
     }
     // Multi-cycle files: the reported statistics, and cycles found nowhere else.
     let multi = entries(&root, |p| name_is(p, |n| n.ends_with("_multi_cycle.json")));
@@ -620,9 +655,9 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
             for (k, v) in stats {
                 if let Some(x) = v.as_f64() {
                     out.reported_stats.push(RepeatStatRow {
-                        experiment_id: Some(base.clone()),
-                        source_id: Some(ctx.source_id.clone()),
-                        statistic: Some(k.clone()),
+                        experiment_id: Some(base.as_str().into()),
+                        source_id: Some(ctx.ids.source_id.clone()),
+                        statistic: Some(k.as_str().into()),
                         value: Some(x),
                     });
                 }
@@ -634,7 +669,7 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
             };
             if seen.insert(id.clone()) {
                 let procs = J::root(cyc, &w).at("process_results").array();
-                experiment(ctx, out, &id, Some(cyc), procs, Vec::new(), &w);
+                experiment(&ctx.ids, &id, Some(cyc), procs, Vec::new(), &w).push(out);
             }
         }
     }
@@ -659,13 +694,14 @@ pub fn read_v2(ctx: &mut SourceCtx, out: &mut Tables) {
             ctx.tool_version = d.at("schema_version").text();
         }
         let procs = d.at("process_results").array();
-        experiment(ctx, out, &local, Some(&doc), procs, Vec::new(), &w);
-        let run = out.runs.last_mut().expect("pushed");
+        let mut e = experiment(&ctx.ids, &local, Some(&doc), procs, Vec::new(), &w);
+        let run = &mut e.run;
         // v2: GPU energy by default (NVML), not CodeCarbon; the experiment is the config hash.
         run.experiment_id = d
             .at("measurement_config_hash")
             .text()
-            .or_else(|| Some(local.clone()));
+            .or_else(|| Some(local.clone()))
+            .map(Into::into);
         run.repeat_index = None;
         run.energy_j = d.at("total_energy_j").f64();
         run.gpu_energy_j = run.energy_j;
@@ -682,16 +718,17 @@ pub fn read_v2(ctx: &mut SourceCtx, out: &mut Tables) {
         run.mfu = None;
         let hw = run.hardware_raw.clone();
         derive(run, hw.as_deref());
-        let run_id = run.run_id.clone();
+        let run_id = run.run_id.clone().unwrap_or_else(|| "".into());
+        e.push(out);
         let ts = dir.join(d.at("timeseries").str().unwrap_or("timeseries.parquet"));
         if ts.is_file() {
-            read_timeseries(ctx, out, &ts, run_id.as_deref().unwrap_or(""));
+            read_timeseries(ctx, out, &ts, &run_id);
         }
     }
 }
 
 /// LEM v2's `timeseries.parquet` (locked columns) into the timeseries table.
-fn read_timeseries(ctx: &mut SourceCtx, out: &mut Tables, path: &Path, run_id: &str) {
+fn read_timeseries(ctx: &mut SourceCtx, out: &mut Tables, path: &Path, run_id: &Text) {
     use arrow::array::{Array, AsArray};
     use arrow::datatypes::{DataType, Float32Type, Float64Type, Int32Type, Int64Type};
     let Some(bytes) = ctx.read(path) else { return };
@@ -748,7 +785,7 @@ fn read_timeseries(ctx: &mut SourceCtx, out: &mut Tables, path: &Path, run_id: &
                     continue;
                 };
                 out.timeseries.push(TimeseriesRow {
-                    run_id: Some(run_id.to_string()),
+                    run_id: Some(run_id.clone()),
                     device_index: gpu.and_then(|g| num(g.as_ref(), i)).map(|x| x as i64),
                     metric: Some(metric.into()),
                     t: num(t.as_ref(), i),

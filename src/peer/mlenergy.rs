@@ -22,7 +22,7 @@ pub fn runs(table: &RunTable, origin: &str) -> (SourceRow, Vec<RunRow>) {
         col("seed"),
     );
     let s = |c: Option<&crate::engine::frame::ColumnData>, r: usize| match c.map(|c| c.get(r)) {
-        Some(Value::Str(x)) => Some(x.to_string()),
+        Some(Value::Str(x)) => Some(super::schema::Text::from(x)),
         _ => None,
     };
     let i = |c: Option<&crate::engine::frame::ColumnData>, r: usize| match c.map(|c| c.get(r)) {
@@ -32,21 +32,21 @@ pub fn runs(table: &RunTable, origin: &str) -> (SourceRow, Vec<RunRow>) {
     let f = |name: &str, r: usize| col(name).and_then(|c| c.get(r).as_f64());
     let mut rows = Vec::with_capacity(table.len());
     for r in 0..table.len() {
-        let local = s(id, r).unwrap_or_default();
+        let local = s(id, r).unwrap_or_else(|| "".into());
         let hw = s(gpu, r);
         let mut run = RunRow {
-            run_id: Some(format!("{SOURCE_ID}~{local}")),
+            run_id: Some(format!("{SOURCE_ID}~{local}").into()),
             source_id: Some(SOURCE_ID.into()),
             source_kind: Some("mlenergy_v3".into()),
             // The experiment: the run's natural key without its seed.
             experiment_id: Some(match i(seed, r) {
-                Some(sd) => local.trim_end_matches(&format!("~seed{sd}")).to_string(),
+                Some(sd) => local.trim_end_matches(&format!("~seed{sd}")).into(),
                 None => local.clone(),
             }),
             local_id: Some(local),
             repeat_index: i(seed, r),
             model: s(model, r),
-            hardware: hw.as_deref().map(accelerator),
+            hardware: hw.as_deref().map(|h| accelerator(h).into()),
             hardware_raw: hw.clone(),
             num_gpus: i(ngpu, r),
             task: s(task, r),
@@ -86,8 +86,16 @@ pub fn runs(table: &RunTable, origin: &str) -> (SourceRow, Vec<RunRow>) {
             run.flops = Some(2.0 * p * 1e9 * tps * w);
         }
         let reason = s(col("unstable_reason"), r).filter(|x| !x.is_empty());
-        run.warnings =
-            Some(serde_json::Value::from(reason.into_iter().collect::<Vec<_>>()).to_string());
+        run.warnings = Some(
+            serde_json::Value::from(
+                reason
+                    .into_iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .to_string()
+            .into(),
+        );
         derive(&mut run, hw.as_deref());
         rows.push(run);
     }

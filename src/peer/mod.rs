@@ -46,34 +46,19 @@ impl Kind {
     }
 }
 
-/// Every table of an import, as rows.
+/// Every table of an import.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Tables {
-    pub sources: Vec<SourceRow>,
-    pub runs: Vec<RunRow>,
-    pub run_metrics: Vec<RunMetricRow>,
-    pub requests: Vec<RequestRow>,
-    pub turns: Vec<TurnRow>,
-    pub tool_calls: Vec<ToolCallRow>,
-    pub timeseries: Vec<TimeseriesRow>,
-    pub latency_samples: Vec<LatencySampleRow>,
-    pub evaluations: Vec<EvaluationRow>,
-    pub reported_stats: Vec<RepeatStatRow>,
-}
-
-impl Tables {
-    pub fn extend(&mut self, o: Tables) {
-        self.sources.extend(o.sources);
-        self.runs.extend(o.runs);
-        self.run_metrics.extend(o.run_metrics);
-        self.requests.extend(o.requests);
-        self.turns.extend(o.turns);
-        self.tool_calls.extend(o.tool_calls);
-        self.timeseries.extend(o.timeseries);
-        self.latency_samples.extend(o.latency_samples);
-        self.evaluations.extend(o.evaluations);
-        self.reported_stats.extend(o.reported_stats);
-    }
+    pub sources: SourceRows,
+    pub runs: RunRows,
+    pub run_metrics: RunMetricRows,
+    pub requests: RequestRows,
+    pub turns: TurnRows,
+    pub tool_calls: ToolCallRows,
+    pub timeseries: TimeseriesRows,
+    pub latency_samples: LatencySampleRows,
+    pub evaluations: EvaluationRows,
+    pub reported_stats: RepeatStatRows,
 }
 
 /// What the user named: a path, with an optional `lem:` or `ipw:` prefix that restricts detection
@@ -171,16 +156,16 @@ pub fn read_source(kind: Kind, dir: &Path, ingested_at: &str) -> Tables {
         .map(|(p, r)| serde_json::json!({"path": p, "reason": r}))
         .collect();
     out.sources.push(SourceRow {
-        source_id: Some(ctx.source_id.clone()),
+        source_id: Some(ctx.ids.source_id.clone()),
         kind: Some(kind.as_str().into()),
-        origin: Some(dir.display().to_string()),
-        tool_version: ctx.tool_version.clone(),
-        content_hash: Some(ctx.content_hash()),
+        origin: Some(dir.display().to_string().into()),
+        tool_version: ctx.tool_version.as_deref().map(Into::into),
+        content_hash: Some(ctx.content_hash().into()),
         ingested_at: Some(ingested_at.into()),
         parser_version: Some(PARSER_VERSION),
         runs: Some(out.runs.len() as i64),
         files_read: Some(ctx.files_read),
-        files_failed: Some(serde_json::Value::from(failed).to_string()),
+        files_failed: Some(serde_json::Value::from(failed).to_string().into()),
         warnings: json_list(&ctx.warnings),
     });
     out
@@ -196,6 +181,9 @@ pub struct ImportReport {
     /// Sources of an earlier import kept as they were.
     pub kept: usize,
     pub runs: usize,
+    /// Seconds spent reading the sources into tables, and writing the tables.
+    pub read_s: f64,
+    pub write_s: f64,
 }
 
 /// The current time as RFC 3339 (UTC, seconds).
@@ -211,15 +199,15 @@ pub fn read_specs(specs: &[ImportSpec]) -> Result<(files::Frames, Vec<(Kind, Pat
         found.extend(discover(spec)?);
     }
     let at = now_rfc3339();
-    let tables: Vec<Tables> = found
+    let frames: Vec<files::Frames> = found
         .par_iter()
-        .map(|(k, p)| read_source(*k, p, &at))
+        .map(|(k, p)| files::Frames::from_tables(read_source(*k, p, &at)))
         .collect();
-    let mut all = Tables::default();
-    for t in tables {
-        all.extend(t);
-    }
-    Ok((files::Frames::from_tables(&all), found))
+    let all = frames.into_iter().fold(
+        files::Frames::from_tables(Tables::default()),
+        files::Frames::append,
+    );
+    Ok((all, found))
 }
 
 /// `mlenergy-server import SOURCE... --out DIR`: read the sources and write the tables to `out`,
@@ -228,9 +216,11 @@ pub fn import(specs: &[ImportSpec], out: &Path) -> Result<ImportReport, String> 
     let previous = if out.join("sources.parquet").is_file() {
         files::Frames::read(out).map_err(|e| e.to_string())?
     } else {
-        files::Frames::from_tables(&Tables::default())
+        files::Frames::from_tables(Tables::default())
     };
+    let started = std::time::Instant::now();
     let (mut fresh, found) = read_specs(specs)?;
+    let read = started.elapsed();
     let new_ids = fresh.source_ids();
     let mut report = ImportReport::default();
     // A source whose content and parser are unchanged keeps its earlier import time.
@@ -279,12 +269,14 @@ pub fn import(specs: &[ImportSpec], out: &Path) -> Result<ImportReport, String> 
     }
     let kept = previous.retain_sources(|id| !new_ids.contains(id));
     report.kept = kept.source_ids().len();
-    let merged = kept.append(fresh.clone());
+    report.runs = fresh.table("runs").num_rows();
+    let sources = fresh.table("sources").clone();
+    let merged = kept.append(fresh);
     merged
         .write(out)
         .map_err(|e| format!("{}: {e}", out.display()))?;
-    report.runs = fresh.table("runs").num_rows();
-    let sources = fresh.table("sources");
+    report.read_s = read.as_secs_f64();
+    report.write_s = (started.elapsed() - read).as_secs_f64();
     for (i, (kind, path)) in found.into_iter().enumerate() {
         let runs = match sources.column("runs").map(|c| c.data.get(i)) {
             Some(crate::engine::frame::Value::Int(n)) => n as usize,
@@ -313,7 +305,7 @@ pub fn import(specs: &[ImportSpec], out: &Path) -> Result<ImportReport, String> 
 /// The tables `serve --import PATH` adds: an import directory (written by `import`) is read as it
 /// is; any other path is imported in memory at start.
 pub fn load(specs: &[ImportSpec]) -> Result<files::Frames, String> {
-    let mut frames = files::Frames::from_tables(&Tables::default());
+    let mut frames = files::Frames::from_tables(Tables::default());
     let mut raw = Vec::new();
     for spec in specs {
         if spec.tool.is_none() && spec.path.join("sources.parquet").is_file() {

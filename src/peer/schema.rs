@@ -31,13 +31,14 @@ impl ColType {
         matches!(self, ColType::Int | ColType::Float)
     }
 
-    fn empty(self) -> ColumnData {
+    /// An empty column of this type with room for `n` values.
+    pub fn column(self, n: usize) -> ColumnData {
         match self {
-            ColType::Str => ColumnData::Str(Vec::new()),
-            ColType::Json => ColumnData::Json(Vec::new()),
-            ColType::Int => ColumnData::Int(Vec::new()),
-            ColType::Float => ColumnData::Float(Vec::new()),
-            ColType::Bool => ColumnData::Bool(Vec::new()),
+            ColType::Str => ColumnData::Str(Vec::with_capacity(n)),
+            ColType::Json => ColumnData::Json(Vec::with_capacity(n)),
+            ColType::Int => ColumnData::Int(Vec::with_capacity(n)),
+            ColType::Float => ColumnData::Float(Vec::with_capacity(n)),
+            ColType::Bool => ColumnData::Bool(Vec::with_capacity(n)),
         }
     }
 }
@@ -53,50 +54,29 @@ pub struct Col {
     pub derived: Option<&'static str>,
 }
 
-/// A cell value a row struct holds.
-pub trait Cell {
-    fn push(&self, col: &mut ColumnData);
-}
+/// Text cells are shared: a run id repeated on a million sample rows is one allocation, and the
+/// columns become a frame's without copying any text.
+pub type Text = std::sync::Arc<str>;
 
-impl Cell for Option<String> {
-    fn push(&self, col: &mut ColumnData) {
-        match col {
-            ColumnData::Str(v) | ColumnData::Json(v) => v.push(self.as_deref().map(Into::into)),
-            _ => unreachable!("string cell in a non-string column"),
-        }
+/// A cell as a column keeps it: non-finite floats are stored as null, everything else as given.
+pub trait Cell: Sized {
+    fn clean(self) -> Self {
+        self
     }
 }
 
-impl Cell for Option<i64> {
-    fn push(&self, col: &mut ColumnData) {
-        match col {
-            ColumnData::Int(v) => v.push(*self),
-            _ => unreachable!("int cell in a non-int column"),
-        }
-    }
-}
-
+impl Cell for Option<Text> {}
+impl Cell for Option<i64> {}
+impl Cell for Option<bool> {}
 impl Cell for Option<f64> {
-    fn push(&self, col: &mut ColumnData) {
-        match col {
-            ColumnData::Float(v) => v.push(self.filter(|x| x.is_finite())),
-            _ => unreachable!("float cell in a non-float column"),
-        }
-    }
-}
-
-impl Cell for Option<bool> {
-    fn push(&self, col: &mut ColumnData) {
-        match col {
-            ColumnData::Bool(v) => v.push(*self),
-            _ => unreachable!("bool cell in a non-bool column"),
-        }
+    fn clean(self) -> Self {
+        self.filter(|x| x.is_finite())
     }
 }
 
 macro_rules! cell_type {
-    (Str) => { Option<String> };
-    (Json) => { Option<String> };
+    (Str) => { Option<Text> };
+    (Json) => { Option<Text> };
     (Int) => { Option<i64> };
     (Float) => { Option<f64> };
     (Bool) => { Option<bool> };
@@ -111,37 +91,77 @@ macro_rules! opt {
     };
 }
 
-/// `table!(Row, COLUMNS, "table name", { field: Type, unit, "description" [, derived "formula"]; ... })`
+/// `table!(Row, Rows, COLUMNS, { field: Type, unit, "description" [, "formula"]; ... })`: the row
+/// struct a reader fills, the table that stores pushed rows column by column (so that a million
+/// sample rows are five vectors, handed to the frame as they are), and the column catalog.
 macro_rules! table {
-    ($row:ident, $cols:ident, { $( $field:ident : $ty:ident, $unit:expr, $desc:expr $(, $formula:expr)? ; )* }) => {
+    ($row:ident, $rows:ident, $cols:ident, { $( $field:ident : $ty:ident, $unit:expr, $desc:expr $(, $formula:expr)? ; )* }) => {
         #[derive(Debug, Clone, Default, PartialEq)]
         pub struct $row {
             $( pub $field: cell_type!($ty), )*
+        }
+
+        #[derive(Debug, Clone, Default, PartialEq)]
+        pub struct $rows {
+            len: usize,
+            $( $field: Vec<cell_type!($ty)>, )*
         }
 
         pub const $cols: &[Col] = &[
             $( Col { name: stringify!($field), ty: ColType::$ty, unit: $unit, description: $desc, derived: opt!($($formula)?) }, )*
         ];
 
-        impl $row {
-            /// The rows as a frame with every column of the table, in catalog order.
-            pub fn frame(rows: &[$row]) -> Frame {
-                let mut data: Vec<ColumnData> = $cols.iter().map(|c| c.ty.empty()).collect();
-                for r in rows {
-                    let mut i = 0;
-                    $( r.$field.push(&mut data[i]); i += 1; )*
-                    let _ = i;
-                }
+        impl $rows {
+            pub fn push(&mut self, r: $row) {
+                $( self.$field.push(r.$field.clean()); )*
+                self.len += 1;
+            }
+
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// Room for `n` more rows.
+            pub fn reserve(&mut self, n: usize) {
+                $( self.$field.reserve(n); )*
+            }
+
+            /// Move `other`'s rows to the end of these.
+            pub fn append(&mut self, other: &mut $rows) {
+                $( self.$field.append(&mut other.$field); )*
+                self.len += std::mem::take(&mut other.len);
+            }
+
+            /// The table as a frame with every column, in catalog order (the vectors move).
+            pub fn into_frame(self) -> Frame {
                 Frame {
-                    columns: $cols
-                        .iter()
-                        .zip(data)
-                        .map(|(c, data)| FrameColumn { name: c.name.to_string(), data })
-                        .collect(),
+                    columns: vec![
+                        $( FrameColumn { name: stringify!($field).to_string(), data: table!(@data $ty, self.$field) }, )*
+                    ],
                 }
             }
         }
+
+        impl From<Vec<$row>> for $rows {
+            fn from(rows: Vec<$row>) -> $rows {
+                let mut t = $rows::default();
+                t.reserve(rows.len());
+                for r in rows {
+                    t.push(r);
+                }
+                t
+            }
+        }
     };
+    (@data Str, $v:expr) => { ColumnData::Str($v) };
+    (@data Json, $v:expr) => { ColumnData::Json($v) };
+    (@data Int, $v:expr) => { ColumnData::Int($v) };
+    (@data Float, $v:expr) => { ColumnData::Float($v) };
+    (@data Bool, $v:expr) => { ColumnData::Bool($v) };
 }
 
 const J: Option<&str> = Some("J");
@@ -150,12 +170,12 @@ const S: Option<&str> = Some("s");
 const TOK: Option<&str> = Some("tokens");
 const N: Option<&str> = None;
 
-table!(SourceRow, SOURCE_COLUMNS, {
+table!(SourceRow, SourceRows, SOURCE_COLUMNS, {
     source_id: Str, N, "Import source id: `{kind}-{8 hex}`, the kind and a hash of the imported path; every run id of the source starts with it.";
     kind: Str, N, "Source kind: mlenergy_v3, lem_v1, lem_v2, ipw_profile or ipw_agentic.";
     origin: Str, N, "Where it was imported from (the path given to `import`; for ML.ENERGY the served dataset).";
     tool_version: Str, N, "The tool's version or schema version as the source states it (LEM schema_version, IPW versions.ipw).";
-    content_hash: Str, N, "SHA-256 of the bytes of every file read, in path order (changes when any file changes).";
+    content_hash: Str, N, "SHA-256 over every file read, in path order: its path, a zero byte and the SHA-256 of its bytes (changes when any file changes).";
     ingested_at: Str, N, "When the import ran (RFC 3339, UTC).";
     parser_version: Int, N, "Version of this importer's rules; a newer importer re-reads the source.";
     runs: Int, N, "Runs imported from the source.";
@@ -164,7 +184,7 @@ table!(SourceRow, SOURCE_COLUMNS, {
     warnings: Json, N, "Warnings about the source as a whole.";
 });
 
-table!(RunRow, RUN_COLUMNS, {
+table!(RunRow, RunRows, RUN_COLUMNS, {
     run_id: Str, N, "`{source_id}~{local_id}`: unique across sources (LEM's 4-digit ids collide across machines).";
     source_id: Str, N, "The import source (see /v1/measurements/sources).";
     source_kind: Str, N, "mlenergy_v3, lem_v1, lem_v2, ipw_profile or ipw_agentic.";
@@ -225,7 +245,7 @@ table!(RunRow, RUN_COLUMNS, {
     extra: Json, N, "Fields of the source's run document this importer does not read, kept as they were.";
 });
 
-table!(RunMetricRow, RUN_METRIC_COLUMNS, {
+table!(RunMetricRow, RunMetricRows, RUN_METRIC_COLUMNS, {
     run_id: Str, N, "The run.";
     metric: Str, N, "Metric name as the source spells it, e.g. avg_energy_per_token_j.";
     value: Float, N, "The value as reported.";
@@ -233,7 +253,7 @@ table!(RunMetricRow, RUN_METRIC_COLUMNS, {
     source_field: Str, N, "Dotted path of the field in the source document.";
 });
 
-table!(RequestRow, REQUEST_COLUMNS, {
+table!(RequestRow, RequestRows, REQUEST_COLUMNS, {
     run_id: Str, N, "The run.";
     request_index: Int, N, "0-based, in the source's order.";
     query_id: Str, N, "The source's query id (IPW agentic q0000...).";
@@ -256,7 +276,7 @@ table!(RequestRow, REQUEST_COLUMNS, {
     evaluation: Json, N, "IPW evaluation.metadata parsed (it is JSON text in the source).";
 });
 
-table!(TurnRow, TURN_COLUMNS, {
+table!(TurnRow, TurnRows, TURN_COLUMNS, {
     run_id: Str, N, "The run.";
     request_index: Int, N, "The query (0-based line of traces.jsonl).";
     turn_index: Int, N, "The turn in the query.";
@@ -274,7 +294,7 @@ table!(TurnRow, TURN_COLUMNS, {
     tools: Int, N, "Tool calls in the turn.";
 });
 
-table!(ToolCallRow, TOOL_CALL_COLUMNS, {
+table!(ToolCallRow, ToolCallRows, TOOL_CALL_COLUMNS, {
     run_id: Str, N, "The run.";
     request_index: Int, N, "The query.";
     turn_index: Int, N, "The turn.";
@@ -283,7 +303,7 @@ table!(ToolCallRow, TOOL_CALL_COLUMNS, {
     latency_s: Float, S, "Latency IPW recorded for the tool in this turn (keyed by name in the source: repeated calls of one tool share it).";
 });
 
-table!(TimeseriesRow, TIMESERIES_COLUMNS, {
+table!(TimeseriesRow, TimeseriesRows, TIMESERIES_COLUMNS, {
     run_id: Str, N, "The run.";
     device_index: Int, N, "GPU index.";
     metric: Str, N, "power.device_instant (W), temperature (°C), sm_util_pct, mem_used_bytes, mem_total_bytes, throttle_reasons.";
@@ -291,7 +311,7 @@ table!(TimeseriesRow, TIMESERIES_COLUMNS, {
     value: Float, N, "Value in the metric's unit.";
 });
 
-table!(LatencySampleRow, LATENCY_SAMPLE_COLUMNS, {
+table!(LatencySampleRow, LatencySampleRows, LATENCY_SAMPLE_COLUMNS, {
     run_id: Str, N, "The run.";
     process_index: Int, N, "LEM process rank the sample came from.";
     kind: Str, N, "ttft, itl_raw (LEM itl_full_ms) or itl_trimmed.";
@@ -299,7 +319,7 @@ table!(LatencySampleRow, LATENCY_SAMPLE_COLUMNS, {
     value_s: Float, S, "The sample.";
 });
 
-table!(EvaluationRow, EVALUATION_COLUMNS, {
+table!(EvaluationRow, EvaluationRows, EVALUATION_COLUMNS, {
     run_id: Str, N, "The run.";
     evaluator: Str, N, "accuracy.json (ipw analyze), summary.json (IPW agentic) or rows (recomputed from the per-query records).";
     correct: Int, N, "Correct records.";
@@ -315,7 +335,7 @@ table!(EvaluationRow, EVALUATION_COLUMNS, {
     imputed_count: Int, N, "Records whose energy was imputed as power × latency.";
 });
 
-table!(RepeatStatRow, REPORTED_STATS_COLUMNS, {
+table!(RepeatStatRow, RepeatStatRows, REPORTED_STATS_COLUMNS, {
     experiment_id: Str, N, "The experiment (LEM base id).";
     source_id: Str, N, "Its source.";
     statistic: Str, N, "CycleStatistics field, e.g. energy_ci_95_lower.";

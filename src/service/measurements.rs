@@ -40,7 +40,7 @@ impl View {
 
 impl Default for Measurements {
     fn default() -> Self {
-        Measurements::new(Frames::from_tables(&Tables::default()))
+        Measurements::new(Frames::from_tables(Tables::default()))
     }
 }
 
@@ -67,9 +67,9 @@ impl Measurements {
         }
         let (source, runs): (SourceRow, Vec<RunRow>) =
             mlenergy::runs(snapshot.table(Domain::Llm), &snapshot.source.location);
-        let ours = Frames::from_tables(&Tables {
-            sources: vec![source],
-            runs,
+        let ours = Frames::from_tables(Tables {
+            sources: vec![source].into(),
+            runs: runs.into(),
             ..Default::default()
         });
         let mut combined = Frames(Default::default());

@@ -85,10 +85,16 @@ fn drive(part: &str) -> bool {
 /// Whether `path`, with every symlink resolved, lies inside `root` (also resolved). A path that
 /// does not exist yet is judged by its deepest existing ancestor (what it would be created in).
 pub fn inside(root: &Path, path: &Path) -> Result<(), Escape> {
-    let Ok(root) = root.canonicalize() else {
+    match root.canonicalize() {
+        Ok(root) => inside_resolved(&root, path),
         // No root to be inside of: nothing under it exists either.
-        return Ok(());
-    };
+        Err(_) => Ok(()),
+    }
+}
+
+/// [`inside`] for a root already resolved (`root.canonicalize()`), for callers that check many
+/// paths under one root.
+pub fn inside_resolved(root: &Path, path: &Path) -> Result<(), Escape> {
     let mut probe = path;
     let resolved = loop {
         match probe.canonicalize() {
@@ -99,7 +105,7 @@ pub fn inside(root: &Path, path: &Path) -> Result<(), Escape> {
             },
         }
     };
-    if resolved.starts_with(&root) {
+    if resolved.starts_with(root) {
         Ok(())
     } else {
         Err(Escape::Symlink { resolved })
