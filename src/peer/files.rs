@@ -5,6 +5,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::compute::concat_batches;
+use arrow::datatypes::{DataType, Field, Schema};
 
 use super::Tables;
 use super::schema::{self, Col};
@@ -12,13 +17,13 @@ use crate::engine::EngineError;
 use crate::engine::arrow_conv::{
     frame_from_batch, frame_to_dictionary_batch, parquet_properties, write_parquet_parallel,
 };
-use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
+use crate::engine::frame::{Frame, FrameColumn, Value};
 
 /// The tables of an import, as frames (every table present, possibly empty).
 #[derive(Debug, Clone, Default)]
 pub struct Frames(pub BTreeMap<&'static str, Frame>);
 
-fn empty(cols: &[Col]) -> Frame {
+pub fn empty(cols: &[Col]) -> Frame {
     Frame {
         columns: cols
             .iter()
@@ -28,6 +33,97 @@ fn empty(cols: &[Col]) -> Frame {
             })
             .collect(),
     }
+}
+
+/// The source ids of a sources table.
+pub fn source_ids(f: &Frame) -> BTreeSet<String> {
+    let c = &f.column("source_id").expect("source_id").data;
+    (0..f.num_rows())
+        .filter_map(|r| match c.get(r) {
+            Value::Str(s) => Some(s.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Write an import directory: each table's file holds the rows kept from an earlier import, then
+/// the new `sources` rows and the new sources' tables (`parts`, written from their Arrow columns
+/// as they are). The tables and their columns are encoded on every core. Text is written as
+/// parquet dictionaries, and so are integers (run ids, kinds, units and indices repeat); floats
+/// are not (a dictionary of a million distinct samples is only work). A column without nulls is
+/// written as required (no definition levels).
+pub fn write_import(
+    dir: &Path,
+    kept: &Frames,
+    sources: &Frame,
+    parts: Vec<Tables>,
+) -> Result<(), EngineError> {
+    use rayon::prelude::*;
+    let mut batches: BTreeMap<&'static str, Vec<RecordBatch>> = BTreeMap::new();
+    for (name, f) in &kept.0 {
+        batches.insert(name, vec![frame_to_dictionary_batch(f, &nulls(f))?]);
+    }
+    batches
+        .entry("sources")
+        .or_default()
+        .push(frame_to_dictionary_batch(sources, &nulls(sources))?);
+    for part in parts {
+        for (name, batch) in part.into_batches() {
+            if name != "sources" {
+                batches.entry(name).or_default().push(batch);
+            }
+        }
+    }
+    batches
+        .into_par_iter()
+        .map(|(name, parts)| {
+            let batch = concat(parts)?;
+            let mut props = parquet_properties().set_dictionary_enabled(false);
+            for f in batch.schema().fields() {
+                if matches!(f.data_type(), DataType::Dictionary(..) | DataType::Int64) {
+                    props = props.set_column_dictionary_enabled(
+                        parquet::schema::types::ColumnPath::from(f.name().as_str()),
+                        true,
+                    );
+                }
+            }
+            write_parquet_parallel(&dir.join(format!("{name}.parquet")), batch, props.build())
+        })
+        .collect()
+}
+
+/// Whether a frame's column holds a null (a column that does not is written as required).
+fn nulls(f: &Frame) -> impl Fn(&str) -> bool + Sync + '_ {
+    move |c| f.column(c).is_some_and(|c| c.data.has_null())
+}
+
+/// One batch of a table's parts (the first gives the column types), each column nullable when a
+/// part holds a null there; a single part with rows is taken as it is.
+fn concat(parts: Vec<RecordBatch>) -> Result<RecordBatch, EngineError> {
+    let first = parts
+        .first()
+        .expect("the kept rows' batch comes first")
+        .schema();
+    let fields: Vec<Field> = first
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let nullable = parts.iter().any(|b| b.column(i).null_count() > 0);
+            f.as_ref().clone().with_nullable(nullable)
+        })
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    let mut rows: Vec<RecordBatch> = parts
+        .into_iter()
+        .filter(|b| b.num_rows() > 0)
+        .map(|b| RecordBatch::try_new(schema.clone(), b.columns().to_vec()))
+        .collect::<Result<_, _>>()?;
+    Ok(match rows.len() {
+        0 => RecordBatch::new_empty(schema),
+        1 => rows.pop().expect("one"),
+        _ => concat_batches(&schema, &rows)?,
+    })
 }
 
 impl Frames {
@@ -52,14 +148,7 @@ impl Frames {
 
     /// The source ids present.
     pub fn source_ids(&self) -> BTreeSet<String> {
-        let f = self.table("sources");
-        let c = &f.column("source_id").expect("source_id").data;
-        (0..f.num_rows())
-            .filter_map(|r| match c.get(r) {
-                Value::Str(s) => Some(s.to_string()),
-                _ => None,
-            })
-            .collect()
+        source_ids(self.table("sources"))
     }
 
     /// Rows of every table that belong to a source for which `keep` holds.
@@ -108,33 +197,9 @@ impl Frames {
         self
     }
 
-    /// Write every table to `dir/<table>.parquet`, the tables and their columns on every core.
-    /// Text and integer columns are dictionary-encoded (run ids, kinds, units and indices repeat);
-    /// floats are not (a dictionary of a million distinct samples is only work).
+    /// Write every table to `dir/<table>.parquet` (see [`write_import`]).
     pub fn write(&self, dir: &Path) -> Result<(), EngineError> {
-        use rayon::prelude::*;
-        self.0
-            .par_iter()
-            .map(|(name, f)| {
-                let mut props = parquet_properties().set_dictionary_enabled(false);
-                for c in &f.columns {
-                    if matches!(c.data, ColumnData::Str(_) | ColumnData::Int(_)) {
-                        props = props.set_column_dictionary_enabled(
-                            parquet::schema::types::ColumnPath::from(c.name.as_str()),
-                            true,
-                        );
-                    }
-                }
-                // A column without nulls is written as required: no definition levels to
-                // compute or store (a later import with nulls writes it as optional).
-                let nullable = |c: &str| f.column(c).is_some_and(|c| c.data.has_null());
-                write_parquet_parallel(
-                    &dir.join(format!("{name}.parquet")),
-                    frame_to_dictionary_batch(f, &nullable)?,
-                    props.build(),
-                )
-            })
-            .collect()
+        write_import(dir, self, &empty(schema::SOURCE_COLUMNS), Vec::new())
     }
 
     /// Read an import directory. A table file that is missing reads as empty; a malformed one, or

@@ -47,7 +47,7 @@ impl Kind {
 }
 
 /// Every table of an import.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Default)]
 pub struct Tables {
     pub sources: SourceRows,
     pub runs: RunRows,
@@ -59,6 +59,24 @@ pub struct Tables {
     pub latency_samples: LatencySampleRows,
     pub evaluations: EvaluationRows,
     pub reported_stats: RepeatStatRows,
+}
+
+impl Tables {
+    /// Every table as a record batch, by table name.
+    pub fn into_batches(self) -> [(&'static str, arrow::array::RecordBatch); 10] {
+        [
+            ("sources", self.sources.into_batch()),
+            ("runs", self.runs.into_batch()),
+            ("run_metrics", self.run_metrics.into_batch()),
+            ("requests", self.requests.into_batch()),
+            ("turns", self.turns.into_batch()),
+            ("tool_calls", self.tool_calls.into_batch()),
+            ("timeseries", self.timeseries.into_batch()),
+            ("latency_samples", self.latency_samples.into_batch()),
+            ("evaluations", self.evaluations.into_batch()),
+            ("reported_stats", self.reported_stats.into_batch()),
+        ]
+    }
 }
 
 /// What the user named: a path, with an optional `lem:` or `ipw:` prefix that restricts detection
@@ -191,22 +209,29 @@ fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// Read every source the specs name (in parallel), as frames.
-pub fn read_specs(specs: &[ImportSpec]) -> Result<(files::Frames, Vec<(Kind, PathBuf)>), String> {
+/// Read every source the specs name (in parallel), as tables, one per source.
+fn read_parts(specs: &[ImportSpec]) -> Result<(Vec<Tables>, Vec<(Kind, PathBuf)>), String> {
     use rayon::prelude::*;
     let mut found = Vec::new();
     for spec in specs {
         found.extend(discover(spec)?);
     }
     let at = now_rfc3339();
-    let frames: Vec<files::Frames> = found
+    let parts = found
         .par_iter()
-        .map(|(k, p)| files::Frames::from_tables(read_source(*k, p, &at)))
+        .map(|(k, p)| read_source(*k, p, &at))
         .collect();
-    let all = frames.into_iter().fold(
-        files::Frames::from_tables(Tables::default()),
-        files::Frames::append,
-    );
+    Ok((parts, found))
+}
+
+/// Read every source the specs name (in parallel), as frames.
+pub fn read_specs(specs: &[ImportSpec]) -> Result<(files::Frames, Vec<(Kind, PathBuf)>), String> {
+    let (parts, found) = read_parts(specs)?;
+    let all = parts
+        .into_iter()
+        .fold(files::Frames::from_tables(Tables::default()), |all, t| {
+            all.append(files::Frames::from_tables(t))
+        });
     Ok((all, found))
 }
 
@@ -219,9 +244,18 @@ pub fn import(specs: &[ImportSpec], out: &Path) -> Result<ImportReport, String> 
         files::Frames::from_tables(Tables::default())
     };
     let started = std::time::Instant::now();
-    let (mut fresh, found) = read_specs(specs)?;
+    let (mut parts, found) = read_parts(specs)?;
     let read = started.elapsed();
-    let new_ids = fresh.source_ids();
+    // The new sources as one frame (the bookkeeping below reads it); every other table is
+    // written from the parts' columns as they are.
+    let mut sources = files::empty(SOURCE_COLUMNS);
+    for part in &mut parts {
+        let f = std::mem::take(&mut part.sources).into_frame();
+        for (a, b) in sources.columns.iter_mut().zip(f.columns) {
+            a.data.extend(b.data);
+        }
+    }
+    let new_ids = files::source_ids(&sources);
     let mut report = ImportReport::default();
     // A source whose content and parser are unchanged keeps its earlier import time.
     let prev_sources = previous.table("sources");
@@ -249,14 +283,14 @@ pub fn import(specs: &[ImportSpec], out: &Path) -> Result<ImportReport, String> 
             );
         }
     }
-    if let Some(sources) = fresh.0.get_mut("sources") {
+    {
         let n = sources.num_rows();
         let mut at: Vec<Option<std::sync::Arc<str>>> = Vec::with_capacity(n);
         for r in 0..n {
-            let id = col(sources, "source_id", r).unwrap_or_default();
-            let now = col(sources, "ingested_at", r);
+            let id = col(&sources, "source_id", r).unwrap_or_default();
+            let now = col(&sources, "ingested_at", r);
             let same = earlier.get(&id).filter(|(h, v, _)| {
-                *h == col(sources, "content_hash", r) && *v == col(sources, "parser_version", r)
+                *h == col(&sources, "content_hash", r) && *v == col(&sources, "parser_version", r)
             });
             if same.is_some() {
                 report.unchanged += 1;
@@ -269,11 +303,8 @@ pub fn import(specs: &[ImportSpec], out: &Path) -> Result<ImportReport, String> 
     }
     let kept = previous.retain_sources(|id| !new_ids.contains(id));
     report.kept = kept.source_ids().len();
-    report.runs = fresh.table("runs").num_rows();
-    let sources = fresh.table("sources").clone();
-    let merged = kept.append(fresh);
-    merged
-        .write(out)
+    report.runs = parts.iter().map(|p| p.runs.len()).sum();
+    files::write_import(out, &kept, &sources, parts)
         .map_err(|e| format!("{}: {e}", out.display()))?;
     report.read_s = read.as_secs_f64();
     report.write_s = (started.elapsed() - read).as_secs_f64();

@@ -3,6 +3,16 @@
 //! row struct the readers fill, the column catalog (`GET /v1/measurements/fields`, OpenAPI) and
 //! the conversion of rows into a [`Frame`].
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayRef, ArrowPrimitiveType, BooleanArray, DictionaryArray, NullBufferBuilder, PrimitiveArray,
+    RecordBatch, StringArray,
+};
+use arrow::buffer::ScalarBuffer;
+use arrow::datatypes::{Field, Float64Type, Int32Type, Int64Type, Schema};
+
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 
 /// A column's type as served: JSON-valued columns are lists or objects in JSON answers, text
@@ -54,23 +64,174 @@ pub struct Col {
     pub derived: Option<&'static str>,
 }
 
-/// Text cells are shared: a run id repeated on a million sample rows is one allocation, and the
-/// columns become a frame's without copying any text.
-pub type Text = std::sync::Arc<str>;
+/// Text cells are shared: a run id repeated on a million sample rows is one allocation.
+pub type Text = Arc<str>;
 
-/// A cell as a column keeps it: non-finite floats are stored as null, everything else as given.
-pub trait Cell: Sized {
-    fn clean(self) -> Self {
-        self
+/// A column being filled row by row, kept in Arrow's layout: an import writes it to parquet
+/// without converting it, and `serve --import` turns it into a frame column.
+pub trait Column: Default {
+    type Cell;
+    fn put(&mut self, v: Self::Cell);
+    fn reserve(&mut self, n: usize);
+    fn into_data(self) -> ColumnData;
+    fn into_array(self) -> ArrayRef;
+}
+
+/// Values and their validity in Arrow's layout (no validity is kept until a null arrives); the
+/// vector becomes the array's buffer without a copy.
+#[derive(Debug)]
+pub struct Prim<T: ArrowPrimitiveType> {
+    values: Vec<T::Native>,
+    nulls: NullBufferBuilder,
+}
+
+impl<T: ArrowPrimitiveType> Default for Prim<T> {
+    fn default() -> Self {
+        Prim {
+            values: Vec::new(),
+            nulls: NullBufferBuilder::new(0),
+        }
     }
 }
 
-impl Cell for Option<Text> {}
-impl Cell for Option<i64> {}
-impl Cell for Option<bool> {}
-impl Cell for Option<f64> {
-    fn clean(self) -> Self {
-        self.filter(|x| x.is_finite())
+impl<T: ArrowPrimitiveType> Prim<T> {
+    fn put(&mut self, v: Option<T::Native>) {
+        match v {
+            Some(x) => {
+                self.values.push(x);
+                self.nulls.append_non_null();
+            }
+            None => {
+                self.values.push(T::Native::default());
+                self.nulls.append_null();
+            }
+        }
+    }
+
+    fn finish(mut self) -> PrimitiveArray<T> {
+        PrimitiveArray::new(ScalarBuffer::from(self.values), self.nulls.finish())
+    }
+}
+
+/// Text: each distinct value once, a key per row (an Arrow dictionary). Rows that share one `Arc`
+/// (consecutive rows of one run) find their key by pointer, without hashing the text.
+#[derive(Debug, Default)]
+pub struct TextColumn {
+    keys: Prim<Int32Type>,
+    values: Vec<Text>,
+    index: HashMap<Text, i32>,
+    last: Option<(Text, i32)>,
+}
+
+impl Column for TextColumn {
+    type Cell = Option<Text>;
+    fn put(&mut self, v: Option<Text>) {
+        let Some(s) = v else {
+            self.keys.put(None);
+            return;
+        };
+        if let Some((last, k)) = &self.last
+            && Arc::ptr_eq(last, &s)
+        {
+            self.keys.put(Some(*k));
+            return;
+        }
+        let next = self.values.len() as i32;
+        let k = *self.index.entry(s.clone()).or_insert(next);
+        if k == next {
+            self.values.push(s.clone());
+        }
+        self.keys.put(Some(k));
+        self.last = Some((s, k));
+    }
+    fn reserve(&mut self, n: usize) {
+        self.keys.values.reserve(n);
+    }
+    fn into_data(self) -> ColumnData {
+        let values = self.values;
+        ColumnData::Str(
+            self.keys
+                .finish()
+                .iter()
+                .map(|k| k.map(|k| values[k as usize].clone()))
+                .collect(),
+        )
+    }
+    fn into_array(self) -> ArrayRef {
+        let values = StringArray::from_iter_values(self.values.iter().map(|v| &**v));
+        Arc::new(
+            DictionaryArray::<Int32Type>::try_new(self.keys.finish(), Arc::new(values))
+                .expect("every key indexes the values"),
+        )
+    }
+}
+
+/// JSON text (one document per row, rarely repeated).
+#[derive(Debug, Default)]
+pub struct JsonColumn(Vec<Option<Text>>);
+
+impl Column for JsonColumn {
+    type Cell = Option<Text>;
+    fn put(&mut self, v: Option<Text>) {
+        self.0.push(v);
+    }
+    fn reserve(&mut self, n: usize) {
+        self.0.reserve(n);
+    }
+    fn into_data(self) -> ColumnData {
+        ColumnData::Json(self.0)
+    }
+    fn into_array(self) -> ArrayRef {
+        Arc::new(self.0.iter().map(|v| v.as_deref()).collect::<StringArray>())
+    }
+}
+
+macro_rules! number_column {
+    ($name:ident, $arrow:ty, $cell:ty, $data:ident, $clean:expr) => {
+        #[derive(Debug, Default)]
+        pub struct $name(Prim<$arrow>);
+
+        impl Column for $name {
+            type Cell = Option<$cell>;
+            fn put(&mut self, v: Option<$cell>) {
+                let clean: fn(Option<$cell>) -> Option<$cell> = $clean;
+                self.0.put(clean(v));
+            }
+            fn reserve(&mut self, n: usize) {
+                self.0.values.reserve(n);
+            }
+            fn into_data(self) -> ColumnData {
+                ColumnData::$data(self.0.finish().iter().collect())
+            }
+            fn into_array(self) -> ArrayRef {
+                Arc::new(self.0.finish())
+            }
+        }
+    };
+}
+
+number_column!(IntColumn, Int64Type, i64, Int, |v| v);
+// Non-finite floats are stored as null.
+number_column!(FloatColumn, Float64Type, f64, Float, |v| v
+    .filter(|x| x.is_finite()));
+
+/// Booleans (few: one per run or request).
+#[derive(Debug, Default)]
+pub struct BoolColumn(Vec<Option<bool>>);
+
+impl Column for BoolColumn {
+    type Cell = Option<bool>;
+    fn put(&mut self, v: Option<bool>) {
+        self.0.push(v);
+    }
+    fn reserve(&mut self, n: usize) {
+        self.0.reserve(n);
+    }
+    fn into_data(self) -> ColumnData {
+        ColumnData::Bool(self.0)
+    }
+    fn into_array(self) -> ArrayRef {
+        Arc::new(self.0.into_iter().collect::<BooleanArray>())
     }
 }
 
@@ -82,6 +243,24 @@ macro_rules! cell_type {
     (Bool) => { Option<bool> };
 }
 
+macro_rules! column_type {
+    (Str) => {
+        TextColumn
+    };
+    (Json) => {
+        JsonColumn
+    };
+    (Int) => {
+        IntColumn
+    };
+    (Float) => {
+        FloatColumn
+    };
+    (Bool) => {
+        BoolColumn
+    };
+}
+
 macro_rules! opt {
     () => {
         None
@@ -91,9 +270,23 @@ macro_rules! opt {
     };
 }
 
+/// The Arrow field of a catalog column holding `array` (nullable when it holds a null; JSON
+/// columns carry the `arrow.json` extension type, as the frames' batches do).
+fn field(c: &Col, array: &ArrayRef) -> Field {
+    let f = Field::new(c.name, array.data_type().clone(), array.null_count() > 0);
+    match c.ty {
+        ColType::Json => f.with_metadata(
+            [("ARROW:extension:name".to_string(), "arrow.json".to_string())]
+                .into_iter()
+                .collect(),
+        ),
+        _ => f,
+    }
+}
+
 /// `table!(Row, Rows, COLUMNS, { field: Type, unit, "description" [, "formula"]; ... })`: the row
-/// struct a reader fills, the table that stores pushed rows column by column (so that a million
-/// sample rows are five vectors, handed to the frame as they are), and the column catalog.
+/// struct a reader fills, the table that keeps pushed rows column by column in Arrow's layout, and
+/// the column catalog.
 macro_rules! table {
     ($row:ident, $rows:ident, $cols:ident, { $( $field:ident : $ty:ident, $unit:expr, $desc:expr $(, $formula:expr)? ; )* }) => {
         #[derive(Debug, Clone, Default, PartialEq)]
@@ -101,10 +294,10 @@ macro_rules! table {
             $( pub $field: cell_type!($ty), )*
         }
 
-        #[derive(Debug, Clone, Default, PartialEq)]
+        #[derive(Debug, Default)]
         pub struct $rows {
             len: usize,
-            $( $field: Vec<cell_type!($ty)>, )*
+            $( $field: column_type!($ty), )*
         }
 
         pub const $cols: &[Col] = &[
@@ -113,7 +306,7 @@ macro_rules! table {
 
         impl $rows {
             pub fn push(&mut self, r: $row) {
-                $( self.$field.push(r.$field.clean()); )*
+                $( self.$field.put(r.$field); )*
                 self.len += 1;
             }
 
@@ -130,19 +323,22 @@ macro_rules! table {
                 $( self.$field.reserve(n); )*
             }
 
-            /// Move `other`'s rows to the end of these.
-            pub fn append(&mut self, other: &mut $rows) {
-                $( self.$field.append(&mut other.$field); )*
-                self.len += std::mem::take(&mut other.len);
-            }
-
-            /// The table as a frame with every column, in catalog order (the vectors move).
+            /// The table as a frame with every column, in catalog order.
             pub fn into_frame(self) -> Frame {
                 Frame {
                     columns: vec![
-                        $( FrameColumn { name: stringify!($field).to_string(), data: table!(@data $ty, self.$field) }, )*
+                        $( FrameColumn { name: stringify!($field).to_string(), data: self.$field.into_data() }, )*
                     ],
                 }
+            }
+
+            /// The table as a record batch with every column, in catalog order (text as
+            /// dictionaries), as an import writes it.
+            pub fn into_batch(self) -> RecordBatch {
+                let arrays: Vec<ArrayRef> = vec![ $( self.$field.into_array(), )* ];
+                let fields: Vec<Field> = $cols.iter().zip(&arrays).map(|(c, a)| field(c, a)).collect();
+                RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
+                    .expect("every column has the table's length")
             }
         }
 
@@ -157,11 +353,6 @@ macro_rules! table {
             }
         }
     };
-    (@data Str, $v:expr) => { ColumnData::Str($v) };
-    (@data Json, $v:expr) => { ColumnData::Json($v) };
-    (@data Int, $v:expr) => { ColumnData::Int($v) };
-    (@data Float, $v:expr) => { ColumnData::Float($v) };
-    (@data Bool, $v:expr) => { ColumnData::Bool($v) };
 }
 
 const J: Option<&str> = Some("J");
