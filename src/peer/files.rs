@@ -80,7 +80,7 @@ pub fn write_import(
             let batch = concat(parts)?;
             let mut props = parquet_properties().set_dictionary_enabled(false);
             for f in batch.schema().fields() {
-                if matches!(f.data_type(), DataType::Dictionary(..) | DataType::Int64) {
+                if matches!(f.data_type(), DataType::Dictionary(..)) {
                     props = props.set_column_dictionary_enabled(
                         parquet::schema::types::ColumnPath::from(f.name().as_str()),
                         true,
