@@ -564,3 +564,104 @@ pub const LIST_TABLES: &[&str] = &[
 pub fn columns(table: &str) -> Option<&'static [Col]> {
     TABLES.iter().find(|(n, _)| *n == table).map(|(_, c)| *c)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Array, AsArray};
+
+    fn sample(run: &Text, kind: &Text, seq: i64, v: Option<f64>) -> LatencySampleRow {
+        LatencySampleRow {
+            run_id: Some(run.clone()),
+            process_index: Some(0),
+            kind: Some(kind.clone()),
+            seq: Some(seq),
+            value_s: v,
+        }
+    }
+
+    /// The Arrow columns and the frame columns of one table hold the same cells: text once per
+    /// distinct value (equal text from different allocations shares a key), nulls where a cell is
+    /// absent, and non-finite floats as nulls.
+    #[test]
+    fn arrow_columns_and_frames_agree() {
+        let (a, b, a_again): (Text, Text, Text) = ("run-a".into(), "run-b".into(), "run-a".into());
+        let ttft: Text = "ttft".into();
+        let rows = vec![
+            sample(&a, &ttft, 0, Some(0.5)),
+            sample(&a, &ttft, 1, Some(f64::NAN)),
+            sample(&b, &ttft, 0, None),
+            sample(&a_again, &ttft, 2, Some(1.25)),
+            LatencySampleRow::default(),
+        ];
+        let frame = LatencySampleRows::from(rows.clone()).into_frame();
+        let batch = LatencySampleRows::from(rows).into_batch();
+        assert_eq!(batch.num_rows(), 5);
+        let run = batch.column(0).as_dictionary::<Int32Type>();
+        assert_eq!(run.values().len(), 2, "run-a is stored once");
+        let keys: Vec<Option<i32>> = run.keys().iter().collect();
+        assert_eq!(keys, [Some(0), Some(0), Some(1), Some(0), None]);
+        assert!(batch.schema().field(0).is_nullable());
+        let values = batch.column(4).as_primitive::<Float64Type>();
+        let values: Vec<Option<f64>> = values.iter().collect();
+        assert_eq!(values, [Some(0.5), None, None, Some(1.25), None]);
+        match &frame.column("run_id").expect("run_id").data {
+            ColumnData::Str(v) => {
+                let v: Vec<Option<&str>> = v.iter().map(|s| s.as_deref()).collect();
+                assert_eq!(
+                    v,
+                    [
+                        Some("run-a"),
+                        Some("run-a"),
+                        Some("run-b"),
+                        Some("run-a"),
+                        None
+                    ]
+                );
+            }
+            other => panic!("run_id is {other:?}"),
+        }
+        assert_eq!(
+            frame.column("value_s").expect("value_s").data,
+            ColumnData::Float(vec![Some(0.5), None, None, Some(1.25), None])
+        );
+        assert_eq!(
+            frame.column("seq").expect("seq").data,
+            ColumnData::Int(vec![Some(0), Some(1), Some(0), Some(2), None])
+        );
+    }
+
+    /// A column without nulls is marked required; JSON columns carry the `arrow.json` type.
+    #[test]
+    fn fields_say_nullability_and_json() {
+        let batch = RunMetricRows::from(vec![RunMetricRow {
+            run_id: Some("r".into()),
+            metric: Some("m".into()),
+            value: Some(1.0),
+            unit: None,
+            source_field: Some("f".into()),
+        }])
+        .into_batch();
+        let schema = batch.schema();
+        assert!(
+            !schema
+                .field_with_name("run_id")
+                .expect("run_id")
+                .is_nullable()
+        );
+        assert!(schema.field_with_name("unit").expect("unit").is_nullable());
+        let runs = RunRows::from(vec![RunRow::default()]).into_batch();
+        let warnings = runs
+            .schema()
+            .field_with_name("warnings")
+            .expect("warnings")
+            .clone();
+        assert_eq!(
+            warnings
+                .metadata()
+                .get("ARROW:extension:name")
+                .map(String::as_str),
+            Some("arrow.json")
+        );
+    }
+}

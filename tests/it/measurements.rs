@@ -180,6 +180,39 @@ async fn an_import_is_served_with_its_aggregation_and_warnings() {
     .unwrap();
     assert_eq!(again.unchanged, 1);
     assert_eq!(std::fs::read(out.join("sources.parquet")).unwrap(), before);
+    // A second source imported into the same directory: the first one's rows are kept (read back
+    // from the files, text dictionaries included) ahead of the new ones, in every table.
+    let other = tempfile::tempdir().unwrap();
+    lem_dir(other.path());
+    let third = peer::import(
+        &[ImportSpec::parse(&format!(
+            "lem:{}",
+            other.path().display()
+        ))],
+        &out,
+    )
+    .unwrap();
+    assert_eq!((third.runs, third.kept, third.unchanged), (1, 1, 0));
+    let frames = peer::load(&[ImportSpec::parse(&out.display().to_string())]).unwrap();
+    let app = TestApp::with_service(|s| s.measurements = Measurements::new(frames)).await;
+    let runs = app
+        .get("/v1/measurements/runs?source_kind=lem_v1&fields=run_id,source_id,energy_j")
+        .await
+        .json();
+    let runs = runs["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_ne!(runs[0]["source_id"], runs[1]["source_id"]);
+    assert!(runs.iter().all(|r| r["energy_j"] == 800.0));
+    for r in runs {
+        let id = r["run_id"].as_str().unwrap();
+        let samples = app
+            .get(&format!(
+                "/v1/measurements/latency_samples?run_id={id}&format=csv"
+            ))
+            .await
+            .text();
+        assert_eq!(samples.lines().count(), 1 + 10, "{id}");
+    }
 }
 
 #[tokio::test]
