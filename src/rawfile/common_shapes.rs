@@ -281,6 +281,11 @@ impl<'a> Cursor<'a> {
             options,
         )
         .ok()?;
+        // lexical reads no digits, or a lone sign, as the number 0 (fuzzing found
+        // `"output_len":,` read as 0): a number has a digit.
+        if !self.b[self.i..self.i + n].iter().any(u8::is_ascii_digit) {
+            return None;
+        }
         self.i += n;
         Some(v)
     }
@@ -325,6 +330,20 @@ mod tests {
             .trim_ascii()
             .is_empty()
             .then_some((f, itl))
+    }
+
+    /// A member without a value is not JSON: never read (fuzzing found `"output_len":,` read).
+    #[test]
+    fn a_missing_value_is_refused() {
+        for s in [
+            r#"{"success": true, "output_len":, "prompt": "x"}"#,
+            r#"{"success": true, "output_len": }"#,
+            r#"{"success":, "output_len": 3}"#,
+            r#"{"itl":, "output_len": 3}"#,
+            r#"{"output_len": -}"#,
+        ] {
+            assert_eq!(read_all(s), None, "{s}");
+        }
     }
 
     #[test]

@@ -1351,4 +1351,16 @@ mod tests {
         assert!(read(r#"{"timeline":,"timeline": {}}"#).is_err());
         assert!(read(r#"{"timeline": [1,], "timeline": {}}"#).is_err());
     }
+
+    /// Fuzzing's find (CI, seed 1): a request member without a value was read as 0 by the fast
+    /// readers while serde refuses the document.
+    #[test]
+    fn a_member_without_a_value_is_refused_by_every_reader() {
+        let doc = "{\n  \"model_id\": \"a/b\",\n  \"results\": [\n    {\n      \"success\": true,\n      \"output_len\":,\n      \"prompt\": \"}]{\\\"x\\\"\"\n    }\n  ]\n}";
+        for llm in [true, false] {
+            assert!(read_run(doc.as_bytes(), "fuzz", llm).is_err());
+            assert!(read_run_fast(doc.as_bytes(), llm).is_err());
+            assert!(read_run_at(&doc.as_bytes(), llm).is_err());
+        }
+    }
 }
