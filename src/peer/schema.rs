@@ -166,23 +166,54 @@ impl Column for TextColumn {
     }
 }
 
-/// JSON text (one document per row, rarely repeated).
-#[derive(Debug, Default)]
-pub struct JsonColumn(Vec<Option<Text>>);
+/// Cells kept as they are: JSON text (one document per row, rarely repeated) and booleans (one per
+/// run or request).
+#[derive(Debug)]
+pub struct Cells<T>(Vec<Option<T>>);
 
-impl Column for JsonColumn {
-    type Cell = Option<Text>;
-    fn put(&mut self, v: Option<Text>) {
+impl<T> Default for Cells<T> {
+    fn default() -> Self {
+        Cells(Vec::new())
+    }
+}
+
+/// How kept cells become a frame column and an Arrow array.
+pub trait Kept: Sized {
+    fn data(v: Vec<Option<Self>>) -> ColumnData;
+    fn array(v: Vec<Option<Self>>) -> ArrayRef;
+}
+
+impl Kept for Text {
+    fn data(v: Vec<Option<Text>>) -> ColumnData {
+        ColumnData::Json(v)
+    }
+    fn array(v: Vec<Option<Text>>) -> ArrayRef {
+        Arc::new(v.iter().map(|v| v.as_deref()).collect::<StringArray>())
+    }
+}
+
+impl Kept for bool {
+    fn data(v: Vec<Option<bool>>) -> ColumnData {
+        ColumnData::Bool(v)
+    }
+    fn array(v: Vec<Option<bool>>) -> ArrayRef {
+        Arc::new(v.into_iter().collect::<BooleanArray>())
+    }
+}
+
+impl<T: Kept> Column for Cells<T> {
+    type Cell = Option<T>;
+    fn put(&mut self, v: Option<T>) {
         self.0.push(v);
     }
     fn reserve(&mut self, n: usize) {
         self.0.reserve(n);
     }
     fn into_data(self) -> ColumnData {
-        ColumnData::Json(self.0)
+        T::data(self.0)
     }
     fn into_array(self) -> ArrayRef {
-        Arc::new(self.0.iter().map(|v| v.as_deref()).collect::<StringArray>())
+        T::array(self.0)
     }
 }
 
@@ -215,26 +246,6 @@ number_column!(IntColumn, Int64Type, i64, Int, |v| v);
 number_column!(FloatColumn, Float64Type, f64, Float, |v| v
     .filter(|x| x.is_finite()));
 
-/// Booleans (few: one per run or request).
-#[derive(Debug, Default)]
-pub struct BoolColumn(Vec<Option<bool>>);
-
-impl Column for BoolColumn {
-    type Cell = Option<bool>;
-    fn put(&mut self, v: Option<bool>) {
-        self.0.push(v);
-    }
-    fn reserve(&mut self, n: usize) {
-        self.0.reserve(n);
-    }
-    fn into_data(self) -> ColumnData {
-        ColumnData::Bool(self.0)
-    }
-    fn into_array(self) -> ArrayRef {
-        Arc::new(self.0.into_iter().collect::<BooleanArray>())
-    }
-}
-
 macro_rules! cell_type {
     (Str) => { Option<Text> };
     (Json) => { Option<Text> };
@@ -248,7 +259,7 @@ macro_rules! column_type {
         TextColumn
     };
     (Json) => {
-        JsonColumn
+        Cells<Text>
     };
     (Int) => {
         IntColumn
@@ -257,7 +268,7 @@ macro_rules! column_type {
         FloatColumn
     };
     (Bool) => {
-        BoolColumn
+        Cells<bool>
     };
 }
 

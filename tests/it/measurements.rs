@@ -115,6 +115,12 @@ fn lem_dir(root: &std::path::Path) {
     // process 1's marker is missing: imported, with a warning.
 }
 
+/// The sample dataset served with the import directory `out` (as `serve --import out`).
+async fn serve_import(out: &std::path::Path) -> TestApp {
+    let frames = peer::load(&[ImportSpec::parse(&out.display().to_string())]).unwrap();
+    TestApp::with_service(|s| s.measurements = Measurements::new(frames)).await
+}
+
 #[tokio::test]
 async fn an_import_is_served_with_its_aggregation_and_warnings() {
     let dir = tempfile::tempdir().unwrap();
@@ -126,8 +132,7 @@ async fn an_import_is_served_with_its_aggregation_and_warnings() {
     )
     .unwrap();
     assert_eq!(report.runs, 1);
-    let frames = peer::load(&[ImportSpec::parse(&out.display().to_string())]).unwrap();
-    let app = TestApp::with_service(|s| s.measurements = Measurements::new(frames)).await;
+    let app = serve_import(&out).await;
     let body = app
         .get("/v1/measurements/runs?source_kind=lem_v1")
         .await
@@ -193,8 +198,7 @@ async fn an_import_is_served_with_its_aggregation_and_warnings() {
     )
     .unwrap();
     assert_eq!((third.runs, third.kept, third.unchanged), (1, 1, 0));
-    let frames = peer::load(&[ImportSpec::parse(&out.display().to_string())]).unwrap();
-    let app = TestApp::with_service(|s| s.measurements = Measurements::new(frames)).await;
+    let app = serve_import(&out).await;
     let runs = app
         .get("/v1/measurements/runs?source_kind=lem_v1&fields=run_id,source_id,energy_j")
         .await
