@@ -401,8 +401,12 @@ pub fn parquet_properties() -> parquet::file::properties::WriterPropertiesBuilde
         .set_created_by("mlenergy-server".to_string())
 }
 
-/// [`write_parquet_props`] with the columns encoded on every core, as one row group (for a large
-/// table written once: an import's million latency samples).
+/// [`write_parquet_props`] with the columns encoded on every core: the rows are cut into row
+/// groups of at most the properties' `max_row_group_row_count`, and every column of every row
+/// group is one task (a large table written once, such as an import's million latency samples,
+/// keeps both cores busy). A task feeds its column to the writer in slices, so the writer's
+/// per-row level buffers stay small and are reused. The file is written as the chunks are
+/// appended (the caller names a temporary path when it wants the old file kept until the end).
 pub fn write_parquet_parallel(
     path: &Path,
     batch: RecordBatch,
@@ -410,37 +414,65 @@ pub fn write_parquet_parallel(
 ) -> Result<(), EngineError> {
     use parquet::arrow::arrow_writer::{ArrowColumnChunk, compute_leaves};
     use rayon::prelude::*;
+    const SLICE: usize = 64 * 1024;
     let schema = batch.schema();
-    let mut buf = Vec::new();
+    let group_rows = props.max_row_group_row_count().unwrap_or(usize::MAX).max(1);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
     // The Arrow writer's own set-up embeds the Arrow schema (dictionaries, JSON columns) in the
-    // file; its lower-level writers then take the columns one core each.
+    // file; its lower-level writers then take the columns.
     let (mut file, factory) =
-        ArrowWriter::try_new(&mut buf, schema.clone(), Some(props))?.into_serialized_writer()?;
-    if batch.num_rows() > 0 {
-        let mut leaves = Vec::new();
-        for (field, array) in schema.fields().iter().zip(batch.columns()) {
-            leaves.extend(compute_leaves(field, array)?);
+        ArrowWriter::try_new(out, schema.clone(), Some(props))?.into_serialized_writer()?;
+    let rows = batch.num_rows();
+    let groups: Vec<(usize, usize)> = (0..rows.div_ceil(group_rows))
+        .map(|g| (g * group_rows, group_rows.min(rows - g * group_rows)))
+        .collect();
+    // One writer per (row group, column); a nested column would have several leaves, and every
+    // column here has one.
+    let mut tasks = Vec::new();
+    for (g, &(offset, len)) in groups.iter().enumerate() {
+        let writers = factory.create_column_writers(g)?;
+        if writers.len() != schema.fields().len() {
+            return Err(parquet::errors::ParquetError::General(
+                "a nested column cannot be written in parallel".into(),
+            )
+            .into());
         }
-        let chunks: Vec<ArrowColumnChunk> = factory
-            .create_column_writers(0)?
-            .into_par_iter()
-            .zip(leaves.into_par_iter())
-            .map(|(mut w, leaf)| {
-                w.write(&leaf)?;
-                w.close()
-            })
-            .collect::<Result<_, _>>()?;
+        for ((w, field), array) in writers
+            .into_iter()
+            .zip(schema.fields())
+            .zip(batch.columns())
+        {
+            tasks.push((g, w, field.clone(), array.slice(offset, len)));
+        }
+    }
+    let chunks: Vec<(usize, ArrowColumnChunk)> = tasks
+        .into_par_iter()
+        .map(|(g, mut w, field, array)| {
+            let mut at = 0;
+            while at < array.len() {
+                let n = SLICE.min(array.len() - at);
+                for leaf in compute_leaves(&field, &array.slice(at, n))? {
+                    w.write(&leaf)?;
+                }
+                at += n;
+            }
+            Ok((g, w.close()?))
+        })
+        .collect::<Result<_, EngineError>>()?;
+    let mut chunks = chunks.into_iter().peekable();
+    for g in 0..groups.len() {
         let mut group = file.next_row_group()?;
-        for chunk in chunks {
+        while let Some((_, chunk)) = chunks.next_if(|(cg, _)| *cg == g) {
             chunk.append_to_row_group(&mut group)?;
         }
         group.close()?;
     }
-    file.close()?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(path, buf)?;
+    file.into_inner()?
+        .into_inner()
+        .map_err(|e| e.into_error())?;
     Ok(())
 }
 

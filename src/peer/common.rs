@@ -115,7 +115,7 @@ pub fn json_list(items: &[String]) -> Option<Text> {
     Some(serde_json::Value::from(items.to_vec()).to_string().into())
 }
 
-/// SHA-256 of one file's bytes.
+/// BLAKE3 of one file's bytes.
 type FileDigest = [u8; 32];
 
 /// The ids of one source's runs: `{source_id}~{local id}`.
@@ -138,7 +138,7 @@ pub struct SourceCtx {
     pub root: PathBuf,
     /// The root with its symlinks resolved, when it exists (what every read is checked against).
     resolved_root: Option<PathBuf>,
-    hasher: Sha256,
+    hasher: blake3::Hasher,
     pub files_read: i64,
     pub failed: Vec<(String, String)>,
     pub warnings: Vec<String>,
@@ -157,7 +157,7 @@ impl SourceCtx {
             },
             root: root.to_path_buf(),
             resolved_root,
-            hasher: Sha256::new(),
+            hasher: blake3::Hasher::new(),
             files_read: 0,
             failed: Vec::new(),
             warnings: Vec::new(),
@@ -187,7 +187,7 @@ impl SourceCtx {
         }
         match std::fs::read(path) {
             Ok(bytes) => {
-                self.count(&rel, &Sha256::digest(&bytes).into());
+                self.count(&rel, blake3::hash(&bytes).as_bytes());
                 Some(bytes)
             }
             Err(e) => {
@@ -212,7 +212,7 @@ impl SourceCtx {
             .map(|path| {
                 this.confined(path).map_err(|e| format!("refused: {e}"))?;
                 let bytes = std::fs::read(path).map_err(|e| format!("unreadable: {e}"))?;
-                let digest = Sha256::digest(&bytes).into();
+                let digest = *blake3::hash(&bytes).as_bytes();
                 let done = super::json::parse(&bytes).map(|doc| f(path, doc));
                 Ok((digest, done))
             })
@@ -244,11 +244,11 @@ impl SourceCtx {
         }
     }
 
-    /// A file read, into the content hash: its path and the SHA-256 of its bytes (hashed where it
+    /// A file read, into the content hash: its path and the BLAKE3 of its bytes (hashed where it
     /// was read, on any core).
     fn count(&mut self, rel: &str, digest: &FileDigest) {
         self.hasher.update(rel.as_bytes());
-        self.hasher.update([0]);
+        self.hasher.update(&[0]);
         self.hasher.update(digest);
         self.files_read += 1;
     }
@@ -277,7 +277,7 @@ impl SourceCtx {
 
     /// The content hash of every file read so far.
     pub fn content_hash(&self) -> String {
-        hex::encode(self.hasher.clone().finalize())
+        self.hasher.finalize().to_hex().to_string()
     }
 }
 

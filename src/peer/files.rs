@@ -10,6 +10,7 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Field, Schema};
+use parquet::file::properties::EnabledStatistics;
 
 use super::Tables;
 use super::schema::{self, Col};
@@ -48,10 +49,13 @@ pub fn source_ids(f: &Frame) -> BTreeSet<String> {
 
 /// Write an import directory: each table's file holds the rows kept from an earlier import, then
 /// the new `sources` rows and the new sources' tables (`parts`, written from their Arrow columns
-/// as they are). The tables and their columns are encoded on every core. Text is written as
-/// parquet dictionaries, and so are integers (run ids, kinds, units and indices repeat); floats
-/// are not (a dictionary of a million distinct samples is only work). A column without nulls is
-/// written as required (no definition levels).
+/// as they are). The parts become batches, and the tables and their columns are encoded, on every
+/// core. Text is written as parquet dictionaries, without statistics (a run id's minimum and
+/// maximum over a row group prune nothing, and comparing every row's text costs more than the
+/// dictionary); numbers are written plain, with statistics. A column without nulls is written as
+/// required (no definition levels). Every table is written to a temporary file first and the
+/// files replace the old ones only once all are written, so a failed import leaves the directory
+/// as it was.
 pub fn write_import(
     dir: &Path,
     kept: &Frames,
@@ -67,29 +71,45 @@ pub fn write_import(
         .entry("sources")
         .or_default()
         .push(frame_to_dictionary_batch(sources, &nulls(sources))?);
+    let parts: Vec<_> = parts.into_par_iter().map(Tables::into_batches).collect();
     for part in parts {
-        for (name, batch) in part.into_batches() {
+        for (name, batch) in part {
             if name != "sources" {
                 batches.entry(name).or_default().push(batch);
             }
         }
     }
-    batches
+    let temp = |name: &str| dir.join(format!(".{name}.parquet.tmp"));
+    let written: Vec<(&'static str, Result<(), EngineError>)> = batches
         .into_par_iter()
         .map(|(name, parts)| {
-            let batch = concat(parts)?;
-            let mut props = parquet_properties().set_dictionary_enabled(false);
-            for f in batch.schema().fields() {
-                if matches!(f.data_type(), DataType::Dictionary(..)) {
-                    props = props.set_column_dictionary_enabled(
-                        parquet::schema::types::ColumnPath::from(f.name().as_str()),
-                        true,
-                    );
+            let write = || {
+                let batch = concat(parts)?;
+                let mut props = parquet_properties().set_dictionary_enabled(false);
+                for f in batch.schema().fields() {
+                    if matches!(f.data_type(), DataType::Dictionary(..)) {
+                        let path = parquet::schema::types::ColumnPath::from(f.name().as_str());
+                        props = props
+                            .set_column_dictionary_enabled(path.clone(), true)
+                            .set_column_statistics_enabled(path, EnabledStatistics::None);
+                    }
                 }
-            }
-            write_parquet_parallel(&dir.join(format!("{name}.parquet")), batch, props.build())
+                write_parquet_parallel(&temp(name), batch, props.build())
+            };
+            (name, write())
         })
-        .collect()
+        .collect();
+    let names: Vec<&str> = written.iter().map(|(name, _)| *name).collect();
+    if let Some(e) = written.into_iter().find_map(|(_, r)| r.err()) {
+        for name in names {
+            let _ = std::fs::remove_file(temp(name));
+        }
+        return Err(e);
+    }
+    for name in names {
+        std::fs::rename(temp(name), dir.join(format!("{name}.parquet")))?;
+    }
+    Ok(())
 }
 
 /// Whether a frame's column holds a null (a column that does not is written as required).

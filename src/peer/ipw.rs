@@ -605,13 +605,13 @@ pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
         let e = q.at("query_gpu_energy_joules").f64();
         let wall = q.at("total_wall_clock_s").f64();
         let p = q.at("query_gpu_power_avg_watts").f64();
-        e.map(|x| q_energy.push(x));
-        p.map(|x| q_power.push(x));
-        wall.map(|x| q_wall.push(x));
+        q_energy.extend(e);
+        q_power.extend(p);
+        q_wall.extend(wall);
         let input = q.at("total_input_tokens").i64();
         let output = q.at("total_output_tokens").i64();
-        input.map(|x| tin.push(x));
-        output.map(|x| tout.push(x));
+        tin.extend(input);
+        tout.extend(output);
         let is_resolved = q.at("is_resolved").bool();
         match is_resolved {
             Some(true) => resolved += 1,

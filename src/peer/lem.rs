@@ -13,7 +13,7 @@ use super::common::{
     span_s,
 };
 use super::json::{J, Warnings};
-use super::schema::{LatencySampleRow, RepeatStatRow, RunMetricRow, RunRow, Text, TimeseriesRow};
+use super::schema::{RepeatStatRow, RunMetricRow, RunRow, SampleSeries, Text, TimeseriesRow};
 use crate::pycompat::numpy::{np_mean, np_percentiles};
 
 /// One process's figures (a `RawProcessResult`).
@@ -354,40 +354,46 @@ struct Experiment {
     procs: Vec<Process>,
 }
 
+/// The kinds of LEM's latency series, in the order [`Experiment::series`] gives them.
+const SAMPLE_KINDS: [&str; 3] = ["ttft", "itl_raw", "itl_trimmed"];
+
 impl Experiment {
-    /// Its rows, appended to the tables (the sample columns grown once).
-    fn push(self, out: &mut Tables) {
-        let run_id = self.run.run_id.clone();
-        let count = |p: &Process| {
-            [&p.ttft_ms, &p.itl_full_ms, &p.itl_trimmed_ms]
-                .iter()
-                .map(|s| s.as_ref().map_or(0, Vec::len))
-                .sum::<usize>()
-        };
-        out.latency_samples
-            .reserve(self.procs.iter().map(count).sum());
-        let kinds: [Text; 3] = ["ttft".into(), "itl_raw".into(), "itl_trimmed".into()];
-        for (k, p) in self.procs.iter().enumerate() {
+    /// Its latency series (`kinds` names them in [`SAMPLE_KINDS`] order).
+    fn series<'a>(&'a self, kinds: &'a [Text; 3]) -> impl Iterator<Item = SampleSeries<'a>> {
+        self.procs.iter().enumerate().flat_map(move |(k, p)| {
             let pi = p.index.unwrap_or(k as i64);
-            for (kind, samples) in kinds
+            kinds
                 .iter()
                 .zip([&p.ttft_ms, &p.itl_full_ms, &p.itl_trimmed_ms])
-            {
-                for (seq, ms) in samples.iter().flatten().enumerate() {
-                    out.latency_samples.push(LatencySampleRow {
-                        run_id: run_id.clone(),
+                .filter_map(move |(kind, ms)| {
+                    ms.as_deref().map(|ms| SampleSeries {
+                        run_id: self.run.run_id.as_ref(),
                         process_index: Some(pi),
-                        kind: Some(kind.clone()),
-                        seq: Some(seq as i64),
-                        value_s: Some(ms / 1000.0),
-                    });
-                }
+                        kind,
+                        ms,
+                    })
+                })
+        })
+    }
+
+    /// Experiments' rows, appended to the tables in order (the samples of all of them at once).
+    fn push_all(experiments: Vec<Experiment>, out: &mut Tables) {
+        let kinds = SAMPLE_KINDS.map(Text::from);
+        let series: Vec<SampleSeries<'_>> =
+            experiments.iter().flat_map(|e| e.series(&kinds)).collect();
+        out.latency_samples.push_series(&series);
+        drop(series);
+        for e in experiments {
+            for m in e.metrics {
+                out.run_metrics.push(m);
             }
+            out.runs.push(e.run);
         }
-        for m in self.metrics {
-            out.run_metrics.push(m);
-        }
-        out.runs.push(self.run);
+    }
+
+    /// Its rows, appended to the tables.
+    fn push(self, out: &mut Tables) {
+        Experiment::push_all(vec![self], out);
     }
 }
 
@@ -563,14 +569,16 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
         let e = experiment(&ids, &id, Some(&doc), procs, Vec::new(), &w);
         Some((id, version, e))
     });
+    let mut kept = Vec::with_capacity(docs.len());
     for (id, version, e) in docs.into_iter().flatten().flatten() {
         if ctx.tool_version.is_none() {
             ctx.tool_version = version;
         }
         if seen.insert(id) {
-            e.push(out);
+            kept.push(e);
         }
     }
+    Experiment::push_all(kept, out);
     // Raw-only experiments: aggregated here.
     for dir in entries(&root.join("raw"), Path::is_dir) {
         let Some(id) = dir.file_name().and_then(|s| s.to_str()).map(str::to_string) else {

@@ -108,6 +108,23 @@ impl<T: ArrowPrimitiveType> Prim<T> {
         }
     }
 
+    /// `n` copies of one cell.
+    fn put_n(&mut self, v: Option<T::Native>, n: usize) {
+        self.values
+            .extend(std::iter::repeat_n(v.unwrap_or_default(), n));
+        match v {
+            Some(_) => self.nulls.append_n_non_nulls(n),
+            None => self.nulls.append_n_nulls(n),
+        }
+    }
+
+    /// Every value of an iterator, none null.
+    fn extend(&mut self, values: impl ExactSizeIterator<Item = T::Native>) {
+        let n = values.len();
+        self.values.extend(values);
+        self.nulls.append_n_non_nulls(n);
+    }
+
     fn finish(mut self) -> PrimitiveArray<T> {
         PrimitiveArray::new(ScalarBuffer::from(self.values), self.nulls.finish())
     }
@@ -123,26 +140,35 @@ pub struct TextColumn {
     last: Option<(Text, i32)>,
 }
 
-impl Column for TextColumn {
-    type Cell = Option<Text>;
-    fn put(&mut self, v: Option<Text>) {
-        let Some(s) = v else {
-            self.keys.put(None);
-            return;
-        };
+impl TextColumn {
+    /// The key of a text, added to the values when it is new.
+    fn key(&mut self, s: Text) -> i32 {
         if let Some((last, k)) = &self.last
             && Arc::ptr_eq(last, &s)
         {
-            self.keys.put(Some(*k));
-            return;
+            return *k;
         }
         let next = self.values.len() as i32;
         let k = *self.index.entry(s.clone()).or_insert(next);
         if k == next {
             self.values.push(s.clone());
         }
-        self.keys.put(Some(k));
         self.last = Some((s, k));
+        k
+    }
+
+    /// `n` rows of one cell.
+    fn put_n(&mut self, v: Option<Text>, n: usize) {
+        let k = v.map(|s| self.key(s));
+        self.keys.put_n(k, n);
+    }
+}
+
+impl Column for TextColumn {
+    type Cell = Option<Text>;
+    fn put(&mut self, v: Option<Text>) {
+        let k = v.map(|s| self.key(s));
+        self.keys.put(k);
     }
     fn reserve(&mut self, n: usize) {
         self.keys.values.reserve(n);
@@ -377,7 +403,7 @@ table!(SourceRow, SourceRows, SOURCE_COLUMNS, {
     kind: Str, N, "Source kind: mlenergy_v3, lem_v1, lem_v2, ipw_profile or ipw_agentic.";
     origin: Str, N, "Where it was imported from (the path given to `import`; for ML.ENERGY the served dataset).";
     tool_version: Str, N, "The tool's version or schema version as the source states it (LEM schema_version, IPW versions.ipw).";
-    content_hash: Str, N, "SHA-256 over every file read, in path order: its path, a zero byte and the SHA-256 of its bytes (changes when any file changes).";
+    content_hash: Str, N, "BLAKE3 over every file read, in path order: its path, a zero byte and the BLAKE3 of its bytes (changes when any file changes).";
     ingested_at: Str, N, "When the import ran (RFC 3339, UTC).";
     parser_version: Int, N, "Version of this importer's rules; a newer importer re-reads the source.";
     runs: Int, N, "Runs imported from the source.";
@@ -520,6 +546,71 @@ table!(LatencySampleRow, LatencySampleRows, LATENCY_SAMPLE_COLUMNS, {
     seq: Int, N, "Order of the sample within its process and kind.";
     value_s: Float, S, "The sample.";
 });
+
+/// One series of latency samples: a run's process's samples of one kind, in milliseconds.
+#[derive(Debug, Clone, Copy)]
+pub struct SampleSeries<'a> {
+    pub run_id: Option<&'a Text>,
+    pub process_index: Option<i64>,
+    pub kind: &'a Text,
+    pub ms: &'a [f64],
+}
+
+impl LatencySampleRows {
+    /// Series of samples appended in order (`seq` 0, 1, … within each; values in seconds). The
+    /// columns are filled on every core, one column per task: a million samples are written into
+    /// fresh memory, and that costs page faults more than anything else.
+    pub fn push_series(&mut self, series: &[SampleSeries<'_>]) {
+        let n: usize = series.iter().map(|s| s.ms.len()).sum();
+        let LatencySampleRows {
+            len,
+            run_id,
+            process_index,
+            kind,
+            seq,
+            value_s,
+        } = self;
+        rayon::join(
+            || {
+                rayon::join(
+                    || {
+                        run_id.reserve(n);
+                        for s in series {
+                            run_id.put_n(s.run_id.cloned(), s.ms.len());
+                        }
+                    },
+                    || {
+                        kind.reserve(n);
+                        for s in series {
+                            kind.put_n(Some(s.kind.clone()), s.ms.len());
+                        }
+                    },
+                )
+            },
+            || {
+                rayon::join(
+                    || {
+                        process_index.reserve(n);
+                        seq.reserve(n);
+                        for s in series {
+                            process_index.0.put_n(s.process_index, s.ms.len());
+                            seq.0.extend((0..s.ms.len()).map(|i| i as i64));
+                        }
+                    },
+                    || {
+                        value_s.reserve(n);
+                        for s in series {
+                            for ms in s.ms {
+                                value_s.put(Some(ms / 1000.0));
+                            }
+                        }
+                    },
+                )
+            },
+        );
+        *len += n;
+    }
+}
 
 table!(EvaluationRow, EvaluationRows, EVALUATION_COLUMNS, {
     run_id: Str, N, "The run.";
