@@ -72,6 +72,58 @@ impl Leaf {
     }
 }
 
+/// The record batches of an Arrow IPC stream read into memory, decoded in place: an array's
+/// buffers are slices of the file's bytes, not copies (unless misaligned). An error ends the
+/// batches, saying whether the stream never started or a batch could not be read.
+struct Batches {
+    decoder: arrow::ipc::reader::StreamDecoder,
+    bytes: arrow::buffer::Buffer,
+    done: bool,
+}
+
+impl Batches {
+    fn new(bytes: Vec<u8>) -> Self {
+        Batches {
+            decoder: arrow::ipc::reader::StreamDecoder::new(),
+            bytes: arrow::buffer::Buffer::from_vec(bytes),
+            done: false,
+        }
+    }
+
+    fn reason(&self, e: impl std::fmt::Display) -> String {
+        match self.decoder.schema() {
+            None => format!("not an Arrow IPC stream: {e}"),
+            Some(_) => format!("Arrow batch unreadable: {e}"),
+        }
+    }
+}
+
+impl Iterator for Batches {
+    type Item = Result<arrow::array::RecordBatch, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.decoder.decode(&mut self.bytes) {
+            Ok(Some(batch)) => Some(Ok(batch)),
+            Ok(None) => {
+                self.done = true;
+                let end = match self.decoder.finish() {
+                    Err(e) => Err(e.to_string()),
+                    Ok(()) if self.decoder.schema().is_none() => Err("no schema message".into()),
+                    Ok(()) => Ok(()),
+                };
+                end.err().map(|e| Err(self.reason(e)))
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(self.reason(e)))
+            }
+        }
+    }
+}
+
 /// The leaf at a dotted path below `top` (a struct array); `None` when a level is missing.
 fn leaf(top: &ArrayRef, path: &str) -> Option<Leaf> {
     let mut chain = vec![top.clone()];
@@ -165,7 +217,7 @@ struct Query {
     cost: Option<f64>,
     is_correct: Option<bool>,
     failed: bool,
-    evaluation: Option<String>,
+    evaluation: Option<Text>,
     start: Option<f64>,
     end: Option<f64>,
     basis: Option<Text>,
@@ -264,19 +316,11 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
         let Some(bytes) = ctx.read(&shard) else {
             continue;
         };
-        let reader =
-            match arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None) {
-                Ok(r) => r,
-                Err(e) => {
-                    ctx.fail_path(&shard, format!("not an Arrow IPC stream: {e}"));
-                    continue;
-                }
-            };
-        for batch in reader {
+        for batch in Batches::new(bytes) {
             let batch = match batch {
                 Ok(b) => b,
-                Err(e) => {
-                    ctx.fail_path(&shard, format!("Arrow batch unreadable: {e}"));
+                Err(reason) => {
+                    ctx.fail_path(&shard, reason);
                     break;
                 }
             };
@@ -329,6 +373,7 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
             );
             let (rs, re) = (top("request_start_time"), top("request_end_time"));
             let f = |l: &Option<Leaf>, i| l.as_ref().and_then(|l| l.f64(i));
+            queries.reserve(batch.num_rows());
             for i in 0..batch.num_rows() {
                 // The basis is one of two words on every row: shared, not allocated per query.
                 let b: Text = match basis.as_ref().and_then(|l| l.str(i)) {
@@ -340,7 +385,7 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
                 let energy = if soc { f(&e_soc, i) } else { f(&e, i) }.filter(|x| *x >= 0.0);
                 let powers = if soc { &pw_soc } else { &pw };
                 let metadata = meta.as_ref().and_then(|l| l.str(i));
-                let parsed = metadata.and_then(|t| serde_json::from_str::<Value>(t).ok());
+                let parsed = metadata.and_then(|t| super::json::parse(t.as_bytes()).ok());
                 let failed = parsed
                     .as_ref()
                     .and_then(|v| v.get("evaluation_failed"))
@@ -366,8 +411,8 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
                         .or_else(|| lmc.as_ref().and_then(|l| l.bool(i))),
                     failed,
                     evaluation: parsed
-                        .map(|v| v.to_string())
-                        .or(metadata.map(str::to_string)),
+                        .map(|v| v.to_string().into())
+                        .or(metadata.map(Into::into)),
                     start: f(&rs, i),
                     end: f(&re, i),
                     basis: Some(b),
@@ -519,6 +564,7 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
             ..Default::default()
         });
     }
+    out.requests.reserve(queries.len());
     for (i, q) in queries.iter().enumerate() {
         out.requests.push(RequestRow {
             run_id: Some(run_id.clone()),
@@ -539,7 +585,7 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
             mfu: q.mfu,
             cost_usd: q.cost,
             is_correct: q.is_correct,
-            evaluation: q.evaluation.as_deref().map(Into::into),
+            evaluation: q.evaluation.clone(),
             ..Default::default()
         });
     }

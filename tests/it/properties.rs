@@ -4,12 +4,14 @@
 //! with the values serde_json reads from the same text; any bytes (arbitrary, or a valid document
 //! cut or with a byte changed) are an answer or an error on every path, never a panic, and a
 //! document the serde reader refuses is never read by a fast path; results paths parse back to
-//! the parts they were built from, and any string parses or is refused without a panic. Query
+//! the parts they were built from, and any string parses or is refused without a panic. The peer
+//! importers' JSON reader reads any document (damaged ones too) as serde_json does. Query
 //! strings and JSON bodies go through the router over data/sample: any of them is answered, or
 //! refused with a 4xx problem+json naming the parameter, never a 5xx. 256 cases each (192 for the
 //! HTTP ones); PROPTEST_CASES=100000 makes a longer hunt. The same parsers have fuzz targets in
 //! fuzz/ (bench/fuzz.sh).
 
+use mlenergy_server::peer::json as peer_json;
 use mlenergy_server::rawfile::{read_run, read_run_at, read_run_fast};
 use mlenergy_server::rawtree::path::{RawDomain, parse_results_path};
 use proptest::prelude::*;
@@ -206,6 +208,37 @@ proptest! {
         if slow.is_err() {
             prop_assert!(fast.is_err() && at.is_err());
         }
+    }
+
+    /// The peer importers' JSON reader: a document of any values, pretty or compact, with
+    /// number texts spliced in (valid or nearly: signs, leading zeros, fractions, exponents,
+    /// digit counts around the 64-bit limits), whole, cut short or with one byte changed, reads
+    /// as serde_json reads it (the same value, numbers of the same type) or is refused as
+    /// serde_json refuses it; its fast path never reads what serde_json refuses.
+    #[test]
+    fn peer_json_reads_as_serde_reads(
+        v in value(),
+        numbers in prop::collection::vec("-?[0-9]{0,22}(\\.[0-9]{0,20})?([eE][+-]?[0-9]{0,4})?", 0..6),
+        pretty in any::<bool>(),
+        damage in 0..3u8,
+        at in any::<prop::sample::Index>(),
+        byte in any::<u8>(),
+    ) {
+        let text = if pretty { serde_json::to_string_pretty(&v) } else { serde_json::to_string(&v) };
+        let mut bytes = format!("{{\"v\": {}, \"n\": [{}]}}", text.unwrap(), numbers.join(", ")).into_bytes();
+        match damage {
+            1 => bytes.truncate(at.index(bytes.len())),
+            2 => {
+                let i = at.index(bytes.len());
+                bytes[i] = byte;
+            }
+            _ => {}
+        }
+        let reference = serde_json::from_slice::<Value>(&bytes).ok();
+        if let Some(fast) = peer_json::fast(&bytes) {
+            prop_assert_eq!(Some(fast), reference.clone());
+        }
+        prop_assert_eq!(peer_json::parse(&bytes).ok(), reference);
     }
 
     /// A results path built from parts parses back to them; the same with the run directory's
