@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 runs=${FUZZ_RUNS:-10000000}
-targets=${FUZZ_TARGETS:-raw_results raw_paths query_strings json_bodies}
+targets=${FUZZ_TARGETS:-raw_results raw_paths query_strings json_bodies peer_json}
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 export RUSTC_BOOTSTRAP=1
 # Development profile (fuzz/Cargo.toml: dependencies optimised, debug assertions on): about half
@@ -55,6 +55,9 @@ put("raw_paths", "llm", "llm/h100/current/run/llm/gpqa/results/org/model/H100/nu
 put("raw_paths", "diffusion", "diffusion/b200/current/run/diffusion/text-to-image/org/m/batch-1+size-1024x1024+steps-20+seed-48105/results.json")
 put("raw_paths", "climb", "llm/../../etc/./passwd")
 put("raw_paths", "windows", "C:\\x\\..\\y")
+put("peer_json", "lem", json.dumps({"experiment_id": "0001_c0", "total_energy_j": 82004.5708, "process_results": [
+    {"process_index": 0, "gpu_id": -1, "ok": True, "none": None, "latency_measurements": {"ttft_ms": [249.719, 1e-3, 2E+5, -0.5]}}]}, indent=2))
+put("peer_json", "edges", '[-0, 12345678901234567890, 1e400, "a\\u00e9\\n", {"k": 1, "k": [2]}, 0.1000000000000000055511151231257827021181583404541015625]')
 # query_strings: the first byte picks the endpoint (see the target).
 put("query_strings", "runs", b"\x00task=gpqa&gpu=B200&sort=-energy_per_token_joules&limit=5&fields=run_id,task")
 put("query_strings", "groups", b"\x03by=model_id,num_gpus&agg=mean(energy_per_token_joules),argmin")
