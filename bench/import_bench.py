@@ -5,7 +5,7 @@ profiles of 1000 queries in 2 Arrow stream shards; tests/conformance/peergen.py 
 the peers' way in Python (json.load of every aggregated file into a pandas DataFrame of
 per-experiment metrics and pooled latency percentiles; pyarrow.ipc.open_stream of every shard,
 to_pandas() and the per-run sums and means), next to `mlenergy-server import` of the same
-directories; then the server started on the import, timing GET /v1/measurements/repeat-stats over
+directories, in 5 paired rounds (the median ratio is the figure); then the server started on the import, timing GET /v1/measurements/repeat-stats over
 every group (first request, and the median of 20).
 
     python3 bench/import_bench.py [DATA_DIR] [--bin target/release/mlenergy-server] [--skip-build]
@@ -34,6 +34,7 @@ import peergen  # noqa: E402
 from bench import SERVER, bench_args, build_release, free_port, wait_ready  # noqa: E402
 
 N_LEM, N_IPW, QUERIES = 1000, 100, 1000
+ROUNDS = 5
 REPEAT_STATS = "/v1/measurements/repeat-stats?by=experiment_id&metric=gpu_cpu_ram_energy_j"
 
 
@@ -121,25 +122,29 @@ def main():
         lem, ipw = dataset(args.data, tmp)
         print(f"LEM v1: {size(lem) / 1e6:.0f} MB of JSON; IPW: {size(ipw) / 1e6:.0f} MB of Arrow shards")
 
-        start = time.perf_counter()
-        lem_df = lem_peer_way(lem)
-        lem_s = time.perf_counter() - start
-        start = time.perf_counter()
-        ipw_df = ipw_peer_way(ipw)
-        ipw_s = time.perf_counter() - start
-        python_s = lem_s + ipw_s
-        print(f"peers' way in Python: LEM {lem_s:.2f} s ({len(lem_df)} experiments), "
-              f"IPW {ipw_s:.2f} s ({len(ipw_df)} runs, {int(ipw_df['queries'].sum())} rows); total {python_s:.2f} s")
-
-        out = Path(tmp) / "imported"
-        start = time.perf_counter()
-        proc = subprocess.run([str(binary), "import", str(lem), str(ipw), "--out", str(out)],
-                              capture_output=True, text=True)
-        import_s = time.perf_counter() - start
-        if proc.returncode != 0:
-            sys.exit(f"import failed ({proc.returncode}): {proc.stderr}")
-        print(f"mlenergy-server import: {import_s:.2f} s ({size(out) / 1e6:.0f} MB written)")
-        print(f"ratio (Python peers' way / import): {python_s / import_s:.1f}x")
+        # Paired rounds: the peers' way, then the import into a fresh directory; the ratio of
+        # each round, and the median over the rounds (one round alone swings by 10% here).
+        ratios = []
+        for r in range(ROUNDS):
+            start = time.perf_counter()
+            lem_df = lem_peer_way(lem)
+            lem_s = time.perf_counter() - start
+            start = time.perf_counter()
+            ipw_df = ipw_peer_way(ipw)
+            ipw_s = time.perf_counter() - start
+            python_s = lem_s + ipw_s
+            out = Path(tmp) / f"imported{r}"
+            start = time.perf_counter()
+            proc = subprocess.run([str(binary), "import", str(lem), str(ipw), "--out", str(out)],
+                                  capture_output=True, text=True)
+            import_s = time.perf_counter() - start
+            if proc.returncode != 0:
+                sys.exit(f"import failed ({proc.returncode}): {proc.stderr}")
+            ratios.append(python_s / import_s)
+            print(f"round {r + 1}: peers' way in Python: LEM {lem_s:.2f} s ({len(lem_df)} experiments), "
+                  f"IPW {ipw_s:.2f} s ({len(ipw_df)} runs, {int(ipw_df['queries'].sum())} rows); total {python_s:.2f} s; "
+                  f"mlenergy-server import: {import_s:.2f} s ({size(out) / 1e6:.0f} MB written); ratio {ratios[-1]:.1f}x")
+        print(f"ratio (Python peers' way / import), median of {ROUNDS} rounds: {statistics.median(ratios):.1f}x")
 
         port = free_port()
         server = subprocess.Popen([str(binary), "--bind", f"127.0.0.1:{port}", "--data", str(ROOT / "data" / "sample"),
