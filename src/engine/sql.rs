@@ -61,6 +61,24 @@ pub enum SqlError {
     Internal(String),
 }
 
+/// `ctx` (its tables, functions and settings) with a memory pool of `memory_bytes` of its own, for
+/// one query. The cached context's pool is shared by every query run on it, so a query that filled
+/// it made the others running beside it fail too; the limit is each query's.
+pub fn with_own_memory(
+    ctx: &SessionContext,
+    memory_bytes: usize,
+) -> Result<SessionContext, SqlError> {
+    let state = ctx.state();
+    let runtime = RuntimeEnvBuilder::from_runtime_env(state.runtime_env())
+        .with_memory_limit(memory_bytes, 1.0)
+        .build_arc()
+        .map_err(|e| SqlError::Internal(e.to_string()))?;
+    let state = datafusion::execution::SessionStateBuilder::new_from_existing(state)
+        .with_runtime_env(runtime)
+        .build();
+    Ok(SessionContext::new_with_state(state))
+}
+
 /// A query's answer: its schema and its batches.
 pub struct SqlAnswer {
     pub schema: SchemaRef,

@@ -283,72 +283,68 @@ impl Reader<'_> {
         }
     }
 
-    fn array(&mut self, depth: usize) -> Option<Value> {
+    /// The members of an array or object, after its opening byte: `member` reads one (and its
+    /// key), a comma goes on to the next and `close` ends them.
+    fn members(
+        &mut self,
+        depth: usize,
+        close: u8,
+        mut member: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
         self.i += 1;
-        let mut items = Vec::new();
         self.ws();
-        if self.peek()? == b']' {
+        if self.peek()? == close {
             self.i += 1;
-            return Some(Value::Array(items));
+            return Some(());
         }
         loop {
-            items.push(self.value(depth)?);
+            member(self)?;
             self.ws();
             match self.peek()? {
                 b',' => {
                     self.i += 1;
                     self.ws();
                 }
-                b']' => {
+                b if b == close => {
                     self.i += 1;
-                    return Some(Value::Array(items));
+                    return Some(());
                 }
                 _ => return None,
             }
         }
     }
 
+    fn array(&mut self, depth: usize) -> Option<Value> {
+        let mut items = Vec::new();
+        self.members(depth, b']', |c| {
+            items.push(c.value(depth)?);
+            Some(())
+        })?;
+        Some(Value::Array(items))
+    }
+
     fn object(&mut self, depth: usize) -> Option<Value> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        self.i += 1;
         let mut map = Map::new();
-        self.ws();
-        if self.peek()? == b'}' {
-            self.i += 1;
-            return Some(Value::Object(map));
-        }
-        loop {
-            if self.peek()? != b'"' {
+        self.members(depth, b'}', |c| {
+            if c.peek()? != b'"' {
                 return None;
             }
-            let key = self.string()?;
-            self.ws();
-            if self.peek()? != b':' {
+            let key = c.string()?;
+            c.ws();
+            if c.peek()? != b':' {
                 return None;
             }
-            self.i += 1;
-            self.ws();
+            c.i += 1;
+            c.ws();
             // A repeated key keeps its first place and takes the last value, as serde_json's
             // map does.
-            map.insert(key, self.value(depth)?);
-            self.ws();
-            match self.peek()? {
-                b',' => {
-                    self.i += 1;
-                    self.ws();
-                }
-                b'}' => {
-                    self.i += 1;
-                    return Some(Value::Object(map));
-                }
-                _ => return None,
-            }
-        }
+            map.insert(key, c.value(depth)?);
+            Some(())
+        })?;
+        Some(Value::Object(map))
     }
 
     /// A string without escapes or control characters (UTF-8 checked).

@@ -216,7 +216,8 @@ impl Sql {
         c.queries.fetch_add(1, Ordering::Relaxed);
         let out = async {
             let _permit = self.turn().await?;
-            let ctx = self.context(surface, snapshot, derived).await?;
+            let shared = self.context(surface, snapshot, derived).await?;
+            let ctx = sql::with_own_memory(&shared, self.limits.memory_bytes)?;
             Ok(sql::run(&ctx, text, params, &self.limits, timeout).await?)
         }
         .await;
