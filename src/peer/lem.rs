@@ -376,19 +376,43 @@ impl Experiment {
         })
     }
 
-    /// Experiments' rows, appended to the tables in order (the samples of all of them at once).
+    /// Experiments' rows, appended to the tables in order: the samples of all of them at once,
+    /// while the run and metric rows are appended on the other core.
     fn push_all(experiments: Vec<Experiment>, out: &mut Tables) {
         let kinds = SAMPLE_KINDS.map(Text::from);
-        let series: Vec<SampleSeries<'_>> =
-            experiments.iter().flat_map(|e| e.series(&kinds)).collect();
-        out.latency_samples.push_series(&series);
-        drop(series);
-        for e in experiments {
-            for m in e.metrics {
-                out.run_metrics.push(m);
-            }
-            out.runs.push(e.run);
-        }
+        let Tables {
+            latency_samples,
+            runs,
+            run_metrics,
+            ..
+        } = out;
+        let (experiments, rows): (Vec<Experiment>, Vec<(RunRow, Vec<RunMetricRow>)>) = experiments
+            .into_iter()
+            .map(|mut e| {
+                // The samples keep the run id; the row goes to the other task.
+                let row = std::mem::take(&mut e.run);
+                e.run.run_id = row.run_id.clone();
+                let metrics = std::mem::take(&mut e.metrics);
+                (e, (row, metrics))
+            })
+            .unzip();
+        rayon::join(
+            || {
+                let series: Vec<SampleSeries<'_>> =
+                    experiments.iter().flat_map(|e| e.series(&kinds)).collect();
+                latency_samples.push_series(&series);
+                drop(series);
+                drop(experiments);
+            },
+            || {
+                for (run, metrics) in rows {
+                    for m in metrics {
+                        run_metrics.push(m);
+                    }
+                    runs.push(run);
+                }
+            },
+        );
     }
 
     /// Its rows, appended to the tables.
