@@ -203,7 +203,7 @@ impl SourceCtx {
     pub fn read_json_all<T: Send>(
         &mut self,
         paths: &[PathBuf],
-        f: impl Fn(&Path, serde_json::Value) -> T + Sync,
+        f: impl Fn(&Path, super::json::Node<'_>) -> T + Sync,
     ) -> Vec<Option<T>> {
         use rayon::prelude::*;
         let this = &*self;
@@ -254,10 +254,10 @@ impl SourceCtx {
     }
 
     /// Read and parse a JSON file; a failure is recorded.
-    pub fn read_json(&mut self, path: &Path) -> Option<serde_json::Value> {
+    pub fn read_json(&mut self, path: &Path) -> Option<super::json::Node<'static>> {
         let bytes = self.read(path)?;
         match super::json::parse(&bytes) {
-            Ok(v) => Some(v),
+            Ok(v) => Some(v.into_owned()),
             Err(e) => {
                 let rel = self.rel(path);
                 self.fail(&rel, e);
@@ -309,7 +309,11 @@ pub fn dir_name(dir: &Path, default: &str) -> String {
 
 impl SourceCtx {
     /// `dir/name` parsed when the file exists (a failure is recorded), else `None`.
-    pub fn read_json_if_present(&mut self, dir: &Path, name: &str) -> Option<serde_json::Value> {
+    pub fn read_json_if_present(
+        &mut self,
+        dir: &Path,
+        name: &str,
+    ) -> Option<super::json::Node<'static>> {
         let path = dir.join(name);
         if path.is_file() {
             self.read_json(&path)

@@ -8,11 +8,10 @@ use arrow::array::{Array, ArrayRef, AsArray, StructArray};
 use arrow::datatypes::{
     DataType, Float32Type, Float64Type, Int32Type, Int64Type, UInt32Type, UInt64Type,
 };
-use serde_json::Value;
 
 use super::Tables;
 use super::common::{SourceCtx, accelerator, derive, dir_name, entries, json_list, name_is};
-use super::json::{J, Warnings};
+use super::json::{J, Node, Warnings};
 use super::schema::{EvaluationRow, RequestRow, RunMetricRow, RunRow, Text, ToolCallRow, TurnRow};
 use crate::pycompat::numpy::{np_mean, np_percentiles};
 
@@ -169,11 +168,7 @@ fn shards(ctx: &mut SourceCtx, dir: &Path) -> Vec<PathBuf> {
             .at("_data_files")
             .array()
             .iter()
-            .filter_map(|f| {
-                f.get("filename")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
+            .filter_map(|f| f.get("filename").and_then(Node::as_str).map(str::to_string))
             .collect();
         if !files.is_empty() {
             let mut out = Vec::new();
@@ -304,7 +299,7 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
     let local = dir_name(dir, "profile");
     let w = Warnings::default();
     let summary = ctx.read_json_if_present(dir, "summary.json");
-    let null = Value::Null;
+    let null = Node::Null;
     let s = J::root(summary.as_ref().unwrap_or(&null), &w);
     if ctx.tool_version.is_none() {
         ctx.tool_version = s.path("versions.ipw").text();
@@ -389,7 +384,7 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
                 let failed = parsed
                     .as_ref()
                     .and_then(|v| v.get("evaluation_failed"))
-                    .and_then(Value::as_bool)
+                    .and_then(Node::as_bool)
                     == Some(true);
                 queries.push(Query {
                     input: inp.as_ref().and_then(|l| l.i64(i)),
@@ -411,7 +406,11 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
                         .or_else(|| lmc.as_ref().and_then(|l| l.bool(i))),
                     failed,
                     evaluation: parsed
-                        .map(|v| v.to_string().into())
+                        .map(|v| {
+                            serde_json::to_string(&v)
+                                .expect("a JSON document writes")
+                                .into()
+                        })
                         .or(metadata.map(Into::into)),
                     start: f(&rs, i),
                     end: f(&re, i),
@@ -618,7 +617,7 @@ pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
     let local = dir_name(dir, "run");
     let w = Warnings::default();
     let summary = ctx.read_json_if_present(dir, "summary.json");
-    let null = Value::Null;
+    let null = Node::Null;
     let s = J::root(summary.as_ref().unwrap_or(&null), &w);
     let cfg = s.at("config");
     let run_id = ctx.run_id(&local);
@@ -630,12 +629,9 @@ pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_slice::<Value>(line) {
+        match super::json::parse(line) {
             Ok(v) => traces.push(v),
-            Err(e) => ctx.fail(
-                &format!("traces.jsonl:{}", n + 1),
-                format!("not valid JSON: {e}"),
-            ),
+            Err(e) => ctx.fail(&format!("traces.jsonl:{}", n + 1), e),
         }
     }
     let conc = cfg.at("concurrency").i64().unwrap_or(1);
@@ -711,7 +707,7 @@ pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
                     ordinal: Some(k as i64),
                     latency_s: name
                         .as_deref()
-                        .and_then(|n| lat.object().and_then(|m| m.get(n)).and_then(Value::as_f64)),
+                        .and_then(|n| lat.v.and_then(|m| m.get(n)).and_then(Node::as_f64)),
                     tool_name: name.map(Into::into),
                 });
             }
@@ -775,7 +771,7 @@ pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
         requests_completed: Some(
             traces
                 .iter()
-                .filter(|t| t.get("completed").and_then(Value::as_bool) == Some(true))
+                .filter(|t| t.get("completed").and_then(Node::as_bool) == Some(true))
                 .count() as i64,
         ),
         input_tokens: (!tin.is_empty()).then(|| tin.iter().sum()),

@@ -3,6 +3,8 @@
 
 use std::cell::RefCell;
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 /// Parse warnings of one run (or one file), in the order they were found.
@@ -23,16 +25,160 @@ impl Warnings {
     }
 }
 
+/// A JSON document as the peer readers see it: serde_json's data model, with strings and keys
+/// borrowed from the document's bytes where they need no unescaping, and an object's members
+/// kept in document order in a vector (no key is allocated or hashed). A repeated key reads as
+/// serde_json's map reads it: the first place, the last value.
+#[derive(Debug, Clone)]
+pub enum Node<'a> {
+    Null,
+    Bool(bool),
+    Number(serde_json::Number),
+    String(Cow<'a, str>),
+    Array(Vec<Node<'a>>),
+    Object(Vec<(Cow<'a, str>, Node<'a>)>),
+}
+
+impl<'a> Node<'a> {
+    /// The member `key` of an object (its last value when the key is repeated).
+    pub fn get(&self, key: &str) -> Option<&Node<'a>> {
+        match self {
+            Node::Object(m) => m.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// An object's members in order, each key once (at its first place, with its last value).
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &Node<'a>)> {
+        let m: &[(Cow<'a, str>, Node<'a>)] = match self {
+            Node::Object(m) => m,
+            _ => &[],
+        };
+        m.iter().enumerate().filter_map(move |(i, (k, v))| {
+            let first = !m[..i].iter().any(|(earlier, _)| earlier == k);
+            let last = m[i + 1..]
+                .iter()
+                .rev()
+                .find(|(later, _)| later == k)
+                .map_or(v, |(_, later)| later);
+            first.then_some((k.as_ref(), last))
+        })
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Node::Null)
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Node::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Node::Number(n) => n.as_f64(),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Node::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The same document as serde_json's `Value`.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Node::Null => Value::Null,
+            Node::Bool(b) => Value::Bool(*b),
+            Node::Number(n) => Value::Number(n.clone()),
+            Node::String(s) => Value::String(s.to_string()),
+            Node::Array(a) => Value::Array(a.iter().map(Node::to_value).collect()),
+            Node::Object(m) => {
+                let mut map = Map::with_capacity(m.len());
+                for (k, v) in m {
+                    map.insert(k.to_string(), v.to_value());
+                }
+                Value::Object(map)
+            }
+        }
+    }
+
+    /// The document with every string its own (no longer borrowing the bytes it was read from).
+    pub fn into_owned(self) -> Node<'static> {
+        match self {
+            Node::Null => Node::Null,
+            Node::Bool(b) => Node::Bool(b),
+            Node::Number(n) => Node::Number(n),
+            Node::String(s) => Node::String(Cow::Owned(s.into_owned())),
+            Node::Array(a) => Node::Array(a.into_iter().map(Node::into_owned).collect()),
+            Node::Object(m) => Node::Object(
+                m.into_iter()
+                    .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl From<Value> for Node<'static> {
+    fn from(v: Value) -> Self {
+        match v {
+            Value::Null => Node::Null,
+            Value::Bool(b) => Node::Bool(b),
+            Value::Number(n) => Node::Number(n),
+            Value::String(s) => Node::String(Cow::Owned(s)),
+            Value::Array(a) => Node::Array(a.into_iter().map(Node::from).collect()),
+            Value::Object(m) => Node::Object(
+                m.into_iter()
+                    .map(|(k, v)| (Cow::Owned(k), Node::from(v)))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// Written as serde_json writes the `Value` it reads as.
+impl serde::Serialize for Node<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self {
+            Node::Null => ser.serialize_unit(),
+            Node::Bool(b) => ser.serialize_bool(*b),
+            Node::Number(n) => n.serialize(ser),
+            Node::String(s) => ser.serialize_str(s),
+            Node::Array(a) => {
+                let mut seq = ser.serialize_seq(Some(a.len()))?;
+                for v in a {
+                    seq.serialize_element(v)?;
+                }
+                seq.end()
+            }
+            Node::Object(_) => {
+                let mut map = ser.serialize_map(None)?;
+                for (k, v) in self.entries() {
+                    map.serialize_entry(k, v)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
 /// A JSON value with the dotted path it was reached by, for warnings.
 #[derive(Clone, Copy)]
 pub struct J<'a> {
-    pub v: Option<&'a Value>,
+    pub v: Option<&'a Node<'a>>,
     pub path: &'a str,
     pub w: &'a Warnings,
 }
 
 impl<'a> J<'a> {
-    pub fn root(v: &'a Value, w: &'a Warnings) -> Self {
+    pub fn root(v: &'a Node<'a>, w: &'a Warnings) -> Self {
         J {
             v: Some(v),
             path: "",
@@ -42,10 +188,7 @@ impl<'a> J<'a> {
 
     /// The member `key` (absent when this is not an object or has no such key; null is absent).
     pub fn at(self, key: &'a str) -> J<'a> {
-        let v = match self.v {
-            Some(Value::Object(m)) => m.get(key).filter(|v| !v.is_null()),
-            _ => None,
-        };
+        let v = self.v.and_then(|v| v.get(key)).filter(|v| !v.is_null());
         J {
             v,
             path: key,
@@ -69,12 +212,12 @@ impl<'a> J<'a> {
     fn wrong(self, expected: &str) {
         if let Some(v) = self.v {
             let got = match v {
-                Value::Null => "null",
-                Value::Bool(_) => "a boolean",
-                Value::Number(_) => "a number",
-                Value::String(_) => "a string",
-                Value::Array(_) => "an array",
-                Value::Object(_) => "an object",
+                Node::Null => "null",
+                Node::Bool(_) => "a boolean",
+                Node::Number(_) => "a number",
+                Node::String(_) => "a string",
+                Node::Array(_) => "an array",
+                Node::Object(_) => "an object",
             };
             self.w.push(format!(
                 "{}: expected {expected}, found {got}; read as missing",
@@ -86,8 +229,8 @@ impl<'a> J<'a> {
     /// A finite number (a numeric string such as "1.5" is accepted; NaN and infinities are absent).
     pub fn f64(self) -> Option<f64> {
         let x = match self.v? {
-            Value::Number(n) => n.as_f64(),
-            Value::String(s) => s.trim().parse::<f64>().ok(),
+            Node::Number(n) => n.as_f64(),
+            Node::String(s) => s.trim().parse::<f64>().ok(),
             _ => None,
         };
         match x {
@@ -103,12 +246,12 @@ impl<'a> J<'a> {
     /// An integer (a float with no fraction is accepted).
     pub fn i64(self) -> Option<i64> {
         match self.v? {
-            Value::Number(n) => n.as_i64().or_else(|| {
+            Node::Number(n) => n.as_i64().or_else(|| {
                 n.as_f64()
                     .filter(|x| x.fract() == 0.0 && x.abs() < 9.0e15)
                     .map(|x| x as i64)
             }),
-            Value::String(s) => s.trim().parse::<i64>().ok(),
+            Node::String(s) => s.trim().parse::<i64>().ok(),
             _ => None,
         }
         .or_else(|| {
@@ -119,7 +262,7 @@ impl<'a> J<'a> {
 
     pub fn str(self) -> Option<&'a str> {
         match self.v? {
-            Value::String(s) => Some(s.as_str()),
+            Node::String(s) => Some(s),
             _ => {
                 self.wrong("a string");
                 None
@@ -130,8 +273,8 @@ impl<'a> J<'a> {
     /// A string, or a number written as text.
     pub fn text(self) -> Option<String> {
         match self.v? {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
+            Node::String(s) => Some(s.to_string()),
+            Node::Number(n) => Some(n.to_string()),
             _ => {
                 self.wrong("a string");
                 None
@@ -141,7 +284,7 @@ impl<'a> J<'a> {
 
     pub fn bool(self) -> Option<bool> {
         match self.v? {
-            Value::Bool(b) => Some(*b),
+            Node::Bool(b) => Some(*b),
             _ => {
                 self.wrong("a boolean");
                 None
@@ -149,9 +292,9 @@ impl<'a> J<'a> {
         }
     }
 
-    pub fn array(self) -> &'a [Value] {
+    pub fn array(self) -> &'a [Node<'a>] {
         match self.v {
-            Some(Value::Array(a)) => a,
+            Some(Node::Array(a)) => a,
             Some(_) => {
                 self.wrong("an array");
                 &[]
@@ -160,9 +303,10 @@ impl<'a> J<'a> {
         }
     }
 
-    pub fn object(self) -> Option<&'a Map<String, Value>> {
+    /// The members of an object, each key once (see [`Node::entries`]).
+    pub fn object(self) -> Option<impl Iterator<Item = (&'a str, &'a Node<'a>)>> {
         match self.v? {
-            Value::Object(m) => Some(m),
+            v @ Node::Object(_) => Some(v.entries()),
             _ => {
                 self.wrong("an object");
                 None
@@ -194,14 +338,11 @@ impl<'a> J<'a> {
     /// The members of this object whose keys are not in `known`, as a JSON object (`None` when there
     /// are none).
     pub fn unknown(self, known: &[&str]) -> Option<Map<String, Value>> {
-        let m = match self.v? {
-            Value::Object(m) => m,
-            _ => return None,
-        };
-        let extra: Map<String, Value> = m
-            .iter()
-            .filter(|(k, _)| !known.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
+        let v = self.v?;
+        let extra: Map<String, Value> = v
+            .entries()
+            .filter(|(k, _)| !known.contains(k))
+            .map(|(k, v)| (k.to_string(), v.to_value()))
             .collect();
         (!extra.is_empty()).then_some(extra)
     }
@@ -210,20 +351,23 @@ impl<'a> J<'a> {
 /// Parse a JSON document, or say why not.
 ///
 /// Most documents are read by [`fast`], a reader of the usual shapes that builds the same
-/// `Value` serde_json builds, several times faster on the number arrays that make up most of a
-/// LEM result. Anything it does not read the usual way (an escaped or control character in a
-/// string, `-0`, a number out of range, deep nesting, malformed JSON) is parsed by serde_json,
-/// whose answer or error is the reference: the fast reader never decides an edge case.
-pub fn parse(bytes: &[u8]) -> Result<Value, String> {
+/// document serde_json reads, several times faster on the number arrays and many keys that make
+/// up most of a LEM result. Anything it does not read the usual way (an escaped or control
+/// character in a string, `-0`, a number out of range, deep nesting, malformed JSON) is parsed
+/// by serde_json, whose answer or error is the reference: the fast reader never decides an
+/// edge case.
+pub fn parse(bytes: &[u8]) -> Result<Node<'_>, String> {
     match fast(bytes) {
         Some(v) => Ok(v),
-        None => serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON: {e}")),
+        None => serde_json::from_slice::<Value>(bytes)
+            .map(Node::from)
+            .map_err(|e| format!("not valid JSON: {e}")),
     }
 }
 
 /// The document as serde_json (with `float_roundtrip` and `preserve_order`) would parse it, when
 /// it is valid JSON in the usual shapes; `None` otherwise.
-pub fn fast(bytes: &[u8]) -> Option<Value> {
+pub fn fast(bytes: &[u8]) -> Option<Node<'_>> {
     let mut c = Reader { b: bytes, i: 0 };
     c.ws();
     let v = c.value(0)?;
@@ -240,7 +384,7 @@ struct Reader<'a> {
     i: usize,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -262,7 +406,7 @@ impl Reader<'_> {
         }
     }
 
-    fn literal(&mut self, word: &[u8], v: Value) -> Option<Value> {
+    fn literal(&mut self, word: &[u8], v: Node<'a>) -> Option<Node<'a>> {
         let end = self.i + word.len();
         (self.b.get(self.i..end)? == word).then(|| {
             self.i = end;
@@ -270,15 +414,15 @@ impl Reader<'_> {
         })
     }
 
-    fn value(&mut self, depth: usize) -> Option<Value> {
+    fn value(&mut self, depth: usize) -> Option<Node<'a>> {
         match self.peek()? {
             b'{' => self.object(depth + 1),
             b'[' => self.array(depth + 1),
-            b'"' => self.string().map(Value::String),
-            b't' => self.literal(b"true", Value::Bool(true)),
-            b'f' => self.literal(b"false", Value::Bool(false)),
-            b'n' => self.literal(b"null", Value::Null),
-            b'-' | b'0'..=b'9' => self.number().map(Value::Number),
+            b'"' => self.string().map(Node::String),
+            b't' => self.literal(b"true", Node::Bool(true)),
+            b'f' => self.literal(b"false", Node::Bool(false)),
+            b'n' => self.literal(b"null", Node::Null),
+            b'-' | b'0'..=b'9' => self.number().map(Node::Number),
             _ => None,
         }
     }
@@ -317,17 +461,17 @@ impl Reader<'_> {
         }
     }
 
-    fn array(&mut self, depth: usize) -> Option<Value> {
+    fn array(&mut self, depth: usize) -> Option<Node<'a>> {
         let mut items = Vec::new();
         self.members(depth, b']', |c| {
             items.push(c.value(depth)?);
             Some(())
         })?;
-        Some(Value::Array(items))
+        Some(Node::Array(items))
     }
 
-    fn object(&mut self, depth: usize) -> Option<Value> {
-        let mut map = Map::new();
+    fn object(&mut self, depth: usize) -> Option<Node<'a>> {
+        let mut members = Vec::new();
         self.members(depth, b'}', |c| {
             if c.peek()? != b'"' {
                 return None;
@@ -339,16 +483,15 @@ impl Reader<'_> {
             }
             c.i += 1;
             c.ws();
-            // A repeated key keeps its first place and takes the last value, as serde_json's
-            // map does.
-            map.insert(key, c.value(depth)?);
+            // Kept in order, repeated or not: `Node` reads a repeated key as serde_json does.
+            members.push((key, c.value(depth)?));
             Some(())
         })?;
-        Some(Value::Object(map))
+        Some(Node::Object(members))
     }
 
-    /// A string without escapes or control characters (UTF-8 checked).
-    fn string(&mut self) -> Option<String> {
+    /// A string without escapes or control characters (UTF-8 checked), borrowed.
+    fn string(&mut self) -> Option<Cow<'a, str>> {
         let start = self.i + 1;
         let len = memchr::memchr2(b'"', b'\\', self.b.get(start..)?)?;
         let raw = &self.b[start..start + len];
@@ -357,7 +500,7 @@ impl Reader<'_> {
         }
         let s = std::str::from_utf8(raw).ok()?;
         self.i = start + len + 1;
-        Some(s.to_owned())
+        Some(Cow::Borrowed(s))
     }
 
     /// A number in JSON's grammar, typed as serde_json types it: an integer without fraction or
@@ -479,14 +622,23 @@ mod tests {
     /// error.
     fn alike(doc: &str) -> Result<Value, String> {
         let reference = serde_json::from_str::<Value>(doc);
-        let ours = parse(doc.as_bytes());
+        let ours = parse(doc.as_bytes()).map(|n| n.to_value());
         match (&reference, &ours) {
-            (Ok(a), Ok(b)) => assert_eq!(a, b, "{doc:?}"),
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a, b, "{doc:?}");
+                // Written back, the document is what serde_json writes of its own reading.
+                let node = parse(doc.as_bytes()).unwrap();
+                assert_eq!(serde_json::to_string(&node).unwrap(), a.to_string());
+            }
             (Err(_), Err(_)) => {}
             _ => panic!("{doc:?}: serde_json {reference:?}, ours {ours:?}"),
         }
         if let Some(v) = fast(doc.as_bytes()) {
-            assert_eq!(Some(&v), reference.as_ref().ok(), "{doc:?}: fast path");
+            assert_eq!(
+                Some(&v.to_value()),
+                reference.as_ref().ok(),
+                "{doc:?}: fast path"
+            );
         }
         ours
     }
@@ -510,6 +662,41 @@ mod tests {
         assert!(v["process_results"][0]["gpu_id"].is_i64());
         assert!(v["process_results"][0]["process_index"].is_u64());
         assert_eq!(v["total_energy_j"].as_f64(), Some(82004.5708));
+        // The node reads a repeated key as the map does, and borrows the document's strings.
+        let node = fast(doc.as_bytes()).unwrap();
+        assert_eq!(node.get("dup").unwrap().to_value(), serde_json::json!([2]));
+        let keys: Vec<&str> = node.entries().map(|(k, _)| k).collect();
+        assert_eq!(keys.len(), 7);
+        assert_eq!(keys[4], "dup");
+        assert!(matches!(
+            node.get("schema_version"),
+            Some(Node::String(Cow::Borrowed("2.0.0")))
+        ));
+        let w = Warnings::default();
+        let extra = J::root(&node, &w)
+            .unknown(&["process_results", "empty"])
+            .unwrap();
+        assert_eq!(
+            serde_json::to_string(&extra).unwrap(),
+            r#"{"schema_version":"2.0.0","experiment_id":"0001_c2","total_energy_j":82004.5708,"dup":[2],"none":[]}"#
+        );
+    }
+
+    #[test]
+    fn a_node_from_serde_reads_and_writes_as_its_value() {
+        // Escapes leave the document to serde_json; its value becomes a node of owned strings.
+        let doc = r#"{"a\u00e9": [1, -0, 2.5], "b": {"c": "x\ny", "c": null}, "d": true}"#;
+        assert!(fast(doc.as_bytes()).is_none());
+        let node = parse(doc.as_bytes()).unwrap();
+        let reference: Value = serde_json::from_str(doc).unwrap();
+        assert_eq!(node.to_value(), reference);
+        assert_eq!(serde_json::to_string(&node).unwrap(), reference.to_string());
+        let w = Warnings::default();
+        let j = J::root(&node, &w);
+        assert_eq!(j.path("b.c").text(), None);
+        assert_eq!(j.at("d").bool(), Some(true));
+        assert_eq!(j.at("aé").f64s(), Some(vec![1.0, -0.0, 2.5]));
+        assert_eq!(node.clone().into_owned().to_value(), reference);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::common::{
     RunIds, SourceCtx, accelerator, derive, dir_name, entries, iso_micros, json_list, name_is,
     span_s,
 };
-use super::json::{J, Warnings};
+use super::json::{J, Node, Warnings};
 use super::schema::{RepeatStatRow, RunMetricRow, RunRow, SampleSeries, Text, TimeseriesRow};
 use crate::pycompat::numpy::{np_mean, np_percentiles};
 
@@ -53,8 +53,8 @@ fn process(j: J<'_>) -> Process {
     let start = ts.at("start").text();
     let end = ts.at("end").text();
     let gpu_id = match j.at("gpu_id").v {
-        Some(Value::Number(n)) => Some(n.to_string()),
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(Node::Number(n)) => Some(n.to_string()),
+        Some(Node::String(s)) => Some(s.to_string()),
         _ => None,
     };
     Process {
@@ -425,12 +425,12 @@ impl Experiment {
 fn experiment(
     ctx: &RunIds,
     local_id: &str,
-    doc: Option<&Value>,
-    procs_json: &[Value],
+    doc: Option<&Node<'_>>,
+    procs_json: &[Node<'_>],
     mut warnings: Vec<String>,
     w: &Warnings,
 ) -> Experiment {
-    let empty = Value::Null;
+    let empty = Node::Null;
     let d = J::root(doc.unwrap_or(&empty), w);
     let procs: Vec<Process> = procs_json.iter().map(|p| process(J::root(p, w))).collect();
     let run_id = ctx.run_id(local_id);
@@ -640,7 +640,7 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
                 .or(indices[i])
                 .unwrap_or(i64::MAX)
         });
-        let procs: Vec<Value> = order.iter().map(|&i| procs[i].clone()).collect();
+        let procs: Vec<Node<'_>> = order.iter().map(|&i| procs[i].clone()).collect();
         let mut warnings = Vec::new();
         let idx: Vec<i64> = procs
             .iter()
@@ -689,7 +689,7 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
                     out.reported_stats.push(RepeatStatRow {
                         experiment_id: Some(base.as_str().into()),
                         source_id: Some(ctx.ids.source_id.clone()),
-                        statistic: Some(k.as_str().into()),
+                        statistic: Some(k.into()),
                         value: Some(x),
                     });
                 }

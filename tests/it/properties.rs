@@ -214,7 +214,8 @@ proptest! {
     /// number texts spliced in (valid or nearly: signs, leading zeros, fractions, exponents,
     /// digit counts around the 64-bit limits), whole, cut short or with one byte changed, reads
     /// as serde_json reads it (the same value, numbers of the same type) or is refused as
-    /// serde_json refuses it; its fast path never reads what serde_json refuses.
+    /// serde_json refuses it; its fast path never reads what serde_json refuses; read, it writes
+    /// back as serde_json writes its own reading.
     #[test]
     fn peer_json_reads_as_serde_reads(
         v in value(),
@@ -236,9 +237,47 @@ proptest! {
         }
         let reference = serde_json::from_slice::<Value>(&bytes).ok();
         if let Some(fast) = peer_json::fast(&bytes) {
-            prop_assert_eq!(Some(fast), reference.clone());
+            prop_assert_eq!(Some(fast.to_value()), reference.clone());
         }
-        prop_assert_eq!(peer_json::parse(&bytes).ok(), reference);
+        let ours = peer_json::parse(&bytes).ok();
+        prop_assert_eq!(ours.as_ref().map(|n| n.to_value()), reference.clone());
+        if let (Some(n), Some(r)) = (&ours, &reference) {
+            // Written back (as an IPW evaluation's metadata is), what serde_json writes.
+            prop_assert_eq!(serde_json::to_string(n).unwrap(), r.to_string());
+        }
+    }
+
+    /// Objects whose keys repeat (two-letter alphabet, nested): the peer reader's document reads
+    /// each key as serde_json's map does (the first place, the last value), member by member
+    /// and written back.
+    #[test]
+    fn peer_json_reads_repeated_keys_as_serde_reads(
+        members in prop::collection::vec(("[ab]", value(), prop::collection::vec(("[ab]", value()), 0..4)), 0..6),
+    ) {
+        let object = |pairs: Vec<(String, String)>| {
+            let body: Vec<String> = pairs.into_iter().map(|(k, v)| format!("{k:?}: {v}")).collect();
+            format!("{{{}}}", body.join(", "))
+        };
+        let text = object(
+            members
+                .into_iter()
+                .map(|(k, v, inner)| {
+                    let inner = object(inner.into_iter().map(|(k, v)| (k, v.to_string())).collect());
+                    (k, format!("[{v}, {inner}]"))
+                })
+                .collect(),
+        );
+        let reference: Value = serde_json::from_str(&text).unwrap();
+        // (A string with an escape sends the document to serde_json, as always.)
+        let node = peer_json::parse(text.as_bytes()).unwrap();
+        prop_assert_eq!(node.to_value(), reference.clone());
+        prop_assert_eq!(serde_json::to_string(&node).unwrap(), reference.to_string());
+        for key in ["a", "b", "c"] {
+            prop_assert_eq!(node.get(key).map(|n| n.to_value()), reference.get(key).cloned());
+        }
+        let keys: Vec<&str> = node.entries().map(|(k, _)| k).collect();
+        let expected: Vec<&str> = reference.as_object().unwrap().keys().map(String::as_str).collect();
+        prop_assert_eq!(keys, expected);
     }
 
     /// A results path built from parts parses back to them; the same with the run directory's
