@@ -5,7 +5,9 @@ profiles of 1000 queries in 2 Arrow stream shards; tests/conformance/peergen.py 
 the peers' way in Python (json.load of every aggregated file into a pandas DataFrame of
 per-experiment metrics and pooled latency percentiles; pyarrow.ipc.open_stream of every shard,
 to_pandas() and the per-run sums and means), next to `mlenergy-server import` of the same
-directories, in 5 paired rounds (the median ratio is the figure); then the server started on the import, timing GET /v1/measurements/repeat-stats over
+directories, in 5 paired rounds (the median ratio is the figure; the disk is synced before each
+timed part, so that no part pays for flushing what an earlier one wrote); then the server started
+on the import, timing GET /v1/measurements/repeat-stats over
 every group (first request, and the median of 20).
 
     python3 bench/import_bench.py [DATA_DIR] [--bin target/release/mlenergy-server] [--skip-build]
@@ -15,6 +17,7 @@ directory). It measures; it asserts nothing about speed.
 """
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -124,8 +127,12 @@ def main():
 
         # Paired rounds: the peers' way, then the import into a fresh directory; the ratio of
         # each round, and the median over the rounds (one round alone swings by 10% here).
+        # Before each timed part, os.sync(): the files an earlier round wrote (28 MB of parquet,
+        # never fsynced) are flushed then, not by the kernel in the middle of the next timed part,
+        # which swung the import's time by 30% and the peers' by 10%.
         ratios = []
         for r in range(ROUNDS):
+            os.sync()
             start = time.perf_counter()
             lem_df = lem_peer_way(lem)
             lem_s = time.perf_counter() - start
@@ -134,6 +141,7 @@ def main():
             ipw_s = time.perf_counter() - start
             python_s = lem_s + ipw_s
             out = Path(tmp) / f"imported{r}"
+            os.sync()
             start = time.perf_counter()
             proc = subprocess.run([str(binary), "import", str(lem), str(ipw), "--out", str(out)],
                                   capture_output=True, text=True)
