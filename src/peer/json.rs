@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
@@ -54,13 +55,34 @@ impl<'a> Node<'a> {
             Node::Object(m) => m,
             _ => &[],
         };
+        // A small object is scanned; a large one (a document may hold any number of keys) gets
+        // a map of each key's first and last place, so that this stays linear.
+        const SCANNED: usize = 16;
+        let places: Option<HashMap<&str, (usize, usize)>> = (m.len() > SCANNED).then(|| {
+            let mut places = HashMap::with_capacity(m.len());
+            for (i, (k, _)) in m.iter().enumerate() {
+                places
+                    .entry(k.as_ref())
+                    .and_modify(|p: &mut (usize, usize)| p.1 = i)
+                    .or_insert((i, i));
+            }
+            places
+        });
         m.iter().enumerate().filter_map(move |(i, (k, v))| {
-            let first = !m[..i].iter().any(|(earlier, _)| earlier == k);
-            let last = m[i + 1..]
-                .iter()
-                .rev()
-                .find(|(later, _)| later == k)
-                .map_or(v, |(_, later)| later);
+            let (first, last) = match &places {
+                Some(places) => {
+                    let (first, last) = places[k.as_ref()];
+                    (first == i, &m[last].1)
+                }
+                None => (
+                    !m[..i].iter().any(|(earlier, _)| earlier == k),
+                    m[i + 1..]
+                        .iter()
+                        .rev()
+                        .find(|(later, _)| later == k)
+                        .map_or(v, |(_, later)| later),
+                ),
+            };
             first.then_some((k.as_ref(), last))
         })
     }
@@ -680,6 +702,31 @@ mod tests {
             serde_json::to_string(&extra).unwrap(),
             r#"{"schema_version":"2.0.0","experiment_id":"0001_c2","total_energy_j":82004.5708,"dup":[2],"none":[]}"#
         );
+    }
+
+    #[test]
+    fn a_large_object_with_repeated_keys_reads_as_serde_reads_it() {
+        // Past the size that is scanned, the first and last places come from a map.
+        let members: Vec<String> = (0..40)
+            .map(|i| format!("\"k{}\": {i}", i % 25))
+            .chain(["\"k3\": null".to_string(), "\"z\": [1]".to_string()])
+            .collect();
+        let doc = format!("{{{}}}", members.join(", "));
+        let node = fast(doc.as_bytes()).unwrap();
+        let reference: Value = serde_json::from_str(&doc).unwrap();
+        let keys: Vec<&str> = node.entries().map(|(k, _)| k).collect();
+        let expected: Vec<&str> = reference
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, expected);
+        assert_eq!(keys.len(), 26);
+        assert_eq!(serde_json::to_string(&node).unwrap(), reference.to_string());
+        assert_eq!(node.get("k3").map(Node::is_null), Some(true));
+        assert_eq!(node.get("k24").and_then(Node::as_f64), Some(24.0));
+        assert_eq!(node.get("k0").and_then(Node::as_f64), Some(25.0));
     }
 
     #[test]
