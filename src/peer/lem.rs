@@ -354,28 +354,32 @@ struct Experiment {
     procs: Vec<Process>,
 }
 
-/// The kinds of LEM's latency series, in the order [`Experiment::series`] gives them.
+/// The kinds of LEM's latency series, in the order [`series`] gives them.
 const SAMPLE_KINDS: [&str; 3] = ["ttft", "itl_raw", "itl_trimmed"];
 
-impl Experiment {
-    /// Its latency series (`kinds` names them in [`SAMPLE_KINDS`] order).
-    fn series<'a>(&'a self, kinds: &'a [Text; 3]) -> impl Iterator<Item = SampleSeries<'a>> {
-        self.procs.iter().enumerate().flat_map(move |(k, p)| {
-            let pi = p.index.unwrap_or(k as i64);
-            kinds
-                .iter()
-                .zip([&p.ttft_ms, &p.itl_full_ms, &p.itl_trimmed_ms])
-                .filter_map(move |(kind, ms)| {
-                    ms.as_deref().map(|ms| SampleSeries {
-                        run_id: self.run.run_id.as_ref(),
-                        process_index: Some(pi),
-                        kind,
-                        ms,
-                    })
+/// An experiment's latency series (`kinds` names them in [`SAMPLE_KINDS`] order).
+fn series<'a>(
+    run_id: Option<&'a Text>,
+    procs: &'a [Process],
+    kinds: &'a [Text; 3],
+) -> impl Iterator<Item = SampleSeries<'a>> {
+    procs.iter().enumerate().flat_map(move |(k, p)| {
+        let pi = p.index.unwrap_or(k as i64);
+        kinds
+            .iter()
+            .zip([&p.ttft_ms, &p.itl_full_ms, &p.itl_trimmed_ms])
+            .filter_map(move |(kind, ms)| {
+                ms.as_deref().map(|ms| SampleSeries {
+                    run_id,
+                    process_index: Some(pi),
+                    kind,
+                    ms,
                 })
-        })
-    }
+            })
+    })
+}
 
+impl Experiment {
     /// Experiments' rows, appended to the tables in order: the samples of all of them at once,
     /// while the run and metric rows are appended on the other core.
     fn push_all(experiments: Vec<Experiment>, out: &mut Tables) {
@@ -386,23 +390,19 @@ impl Experiment {
             run_metrics,
             ..
         } = out;
-        let (experiments, rows): (Vec<Experiment>, Vec<(RunRow, Vec<RunMetricRow>)>) = experiments
+        let (samples, rows): (Vec<_>, Vec<_>) = experiments
             .into_iter()
-            .map(|mut e| {
-                // The samples keep the run id; the row goes to the other task.
-                let row = std::mem::take(&mut e.run);
-                e.run.run_id = row.run_id.clone();
-                let metrics = std::mem::take(&mut e.metrics);
-                (e, (row, metrics))
-            })
+            .map(|e| ((e.run.run_id.clone(), e.procs), (e.run, e.metrics)))
             .unzip();
         rayon::join(
             || {
-                let series: Vec<SampleSeries<'_>> =
-                    experiments.iter().flat_map(|e| e.series(&kinds)).collect();
-                latency_samples.push_series(&series);
-                drop(series);
-                drop(experiments);
+                let all: Vec<SampleSeries<'_>> = samples
+                    .iter()
+                    .flat_map(|(run_id, procs)| series(run_id.as_ref(), procs, &kinds))
+                    .collect();
+                latency_samples.push_series(&all);
+                drop(all);
+                drop(samples);
             },
             || {
                 for (run, metrics) in rows {
