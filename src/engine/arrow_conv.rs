@@ -424,7 +424,7 @@ pub fn write_parquet_parallel(
     // The Arrow writer's own set-up embeds the Arrow schema (dictionaries, JSON columns) in the
     // file; its lower-level writers then take the columns.
     let (mut file, factory) =
-        ArrowWriter::try_new(out, schema.clone(), Some(props))?.into_serialized_writer()?;
+        ArrowWriter::try_new(out, schema.clone(), Some(props.clone()))?.into_serialized_writer()?;
     let rows = batch.num_rows();
     let groups: Vec<(usize, usize)> = (0..rows.div_ceil(group_rows))
         .map(|g| (g * group_rows, group_rows.min(rows - g * group_rows)))
@@ -440,17 +440,32 @@ pub fn write_parquet_parallel(
             )
             .into());
         }
-        for ((w, field), array) in writers
+        for (c, ((w, field), array)) in writers
             .into_iter()
             .zip(schema.fields())
             .zip(batch.columns())
+            .enumerate()
         {
-            tasks.push((g, w, field.clone(), array.slice(offset, len)));
+            tasks.push((g, c, w, field.clone(), array.slice(offset, len)));
         }
     }
-    let chunks: Vec<(usize, ArrowColumnChunk)> = tasks
+    /// A column chunk as the Arrow writer encoded it, or as `parquet_runs` did.
+    enum Chunk {
+        Arrow(ArrowColumnChunk),
+        Runs(bytes::Bytes, parquet::column::writer::ColumnCloseResult),
+    }
+    let descr = file.schema_descr();
+    let descr: Vec<_> = (0..descr.num_columns()).map(|i| descr.column(i)).collect();
+    let chunks: Vec<(usize, Chunk)> = tasks
         .into_par_iter()
-        .map(|(g, mut w, field, array)| {
+        .map(|(g, c, mut w, field, array)| {
+            // A column of long runs is encoded from its runs (no per-row dictionary lookup).
+            if super::parquet_runs::may_take(array.data_type())
+                && let Some((bytes, close)) =
+                    super::parquet_runs::chunk(&array, descr[c].clone(), &props)?
+            {
+                return Ok((g, Chunk::Runs(bytes, close)));
+            }
             let mut at = 0;
             while at < array.len() {
                 let n = SLICE.min(array.len() - at);
@@ -459,14 +474,17 @@ pub fn write_parquet_parallel(
                 }
                 at += n;
             }
-            Ok((g, w.close()?))
+            Ok((g, Chunk::Arrow(w.close()?)))
         })
         .collect::<Result<_, EngineError>>()?;
     let mut chunks = chunks.into_iter().peekable();
     for g in 0..groups.len() {
         let mut group = file.next_row_group()?;
         while let Some((_, chunk)) = chunks.next_if(|(cg, _)| *cg == g) {
-            chunk.append_to_row_group(&mut group)?;
+            match chunk {
+                Chunk::Arrow(chunk) => chunk.append_to_row_group(&mut group)?,
+                Chunk::Runs(bytes, close) => group.append_column(&bytes, close)?,
+            }
         }
         group.close()?;
     }

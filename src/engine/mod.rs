@@ -17,6 +17,7 @@ pub mod frontier;
 pub mod group;
 pub mod load;
 pub mod models;
+pub mod parquet_runs;
 pub mod query;
 pub mod runid;
 pub mod sql;
