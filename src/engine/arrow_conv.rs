@@ -401,6 +401,27 @@ pub fn parquet_properties() -> parquet::file::properties::WriterPropertiesBuilde
         .set_created_by("mlenergy-server".to_string())
 }
 
+/// A table to write: its schema, its rows, and any column's rows of a range as an array (made
+/// when asked for, so a table kept in another shape need not exist as columns at once).
+pub trait Columns: Sync {
+    fn schema(&self) -> SchemaRef;
+    fn num_rows(&self) -> usize;
+    /// Column `c`'s rows `offset..offset + len`.
+    fn slice(&self, c: usize, offset: usize, len: usize) -> ArrayRef;
+}
+
+impl Columns for RecordBatch {
+    fn schema(&self) -> SchemaRef {
+        RecordBatch::schema(self)
+    }
+    fn num_rows(&self) -> usize {
+        RecordBatch::num_rows(self)
+    }
+    fn slice(&self, c: usize, offset: usize, len: usize) -> ArrayRef {
+        self.column(c).slice(offset, len)
+    }
+}
+
 /// [`write_parquet_props`] with the columns encoded on every core: the rows are cut into row
 /// groups of at most the properties' `max_row_group_row_count`, and every column of every row
 /// group is one task (a large table written once, such as an import's million latency samples,
@@ -409,7 +430,7 @@ pub fn parquet_properties() -> parquet::file::properties::WriterPropertiesBuilde
 /// appended (the caller names a temporary path when it wants the old file kept until the end).
 pub fn write_parquet_parallel(
     path: &Path,
-    batch: RecordBatch,
+    batch: &dyn Columns,
     props: WriterProperties,
 ) -> Result<(), EngineError> {
     use parquet::arrow::arrow_writer::{ArrowColumnChunk, compute_leaves};
@@ -440,13 +461,8 @@ pub fn write_parquet_parallel(
             )
             .into());
         }
-        for (c, ((w, field), array)) in writers
-            .into_iter()
-            .zip(schema.fields())
-            .zip(batch.columns())
-            .enumerate()
-        {
-            tasks.push((g, c, w, field.clone(), array.slice(offset, len)));
+        for (c, (w, field)) in writers.into_iter().zip(schema.fields()).enumerate() {
+            tasks.push((g, c, w, field.clone(), offset, len));
         }
     }
     /// A column chunk as the Arrow writer encoded it, or as `parquet_runs` did.
@@ -458,18 +474,21 @@ pub fn write_parquet_parallel(
     let descr: Vec<_> = (0..descr.num_columns()).map(|i| descr.column(i)).collect();
     let chunks: Vec<(usize, Chunk)> = tasks
         .into_par_iter()
-        .map(|(g, c, mut w, field, array)| {
+        .map(|(g, c, mut w, field, offset, len)| {
             // A column of long runs is encoded from its runs (no per-row dictionary lookup).
-            if super::parquet_runs::may_take(array.data_type())
-                && let Some((bytes, close)) =
-                    super::parquet_runs::chunk(&array, descr[c].clone(), &props)?
+            if super::parquet_runs::may_take(field.data_type())
+                && let Some((bytes, close)) = super::parquet_runs::chunk(
+                    &batch.slice(c, offset, len),
+                    descr[c].clone(),
+                    &props,
+                )?
             {
                 return Ok((g, Chunk::Runs(bytes, close)));
             }
             let mut at = 0;
-            while at < array.len() {
-                let n = SLICE.min(array.len() - at);
-                for leaf in compute_leaves(&field, &array.slice(at, n))? {
+            while at < len {
+                let n = SLICE.min(len - at);
+                for leaf in compute_leaves(&field, &batch.slice(c, offset + at, n))? {
                     w.write(&leaf)?;
                 }
                 at += n;

@@ -437,7 +437,7 @@ mod tests {
             .set_max_row_group_row_count(Some(group))
             .set_data_page_row_count_limit(page)
             .build();
-        write_parquet_parallel(&path, batch.clone(), props).unwrap();
+        write_parquet_parallel(&path, &batch, props).unwrap();
         let file = std::fs::File::open(&path).unwrap();
         let reader = ParquetRecordBatchReaderBuilder::try_new(file)
             .unwrap()

@@ -13,10 +13,11 @@ use arrow::datatypes::{DataType, Field, Schema};
 use parquet::file::properties::EnabledStatistics;
 
 use super::Tables;
-use super::schema::{self, Col};
+use super::schema::{self, Col, LatencySampleRows};
 use crate::engine::EngineError;
 use crate::engine::arrow_conv::{
-    frame_from_batch, frame_to_dictionary_batch, parquet_properties, write_parquet_parallel,
+    Columns, frame_from_batch, frame_to_dictionary_batch, parquet_properties,
+    write_parquet_parallel,
 };
 use crate::engine::frame::{Frame, FrameColumn, Value};
 
@@ -71,22 +72,42 @@ pub fn write_import(
         .entry("sources")
         .or_default()
         .push(frame_to_dictionary_batch(sources, &nulls(sources))?);
+    // The latency samples are written from their series (the other tables from batches).
+    let mut samples = LatencySampleRows::default();
+    let mut parts = parts;
+    for part in &mut parts {
+        samples.append(std::mem::take(&mut part.latency_samples));
+    }
     let parts: Vec<_> = parts.into_par_iter().map(Tables::into_batches).collect();
     for part in parts {
         for (name, batch) in part {
-            if name != "sources" {
+            if name != "sources" && name != "latency_samples" {
                 batches.entry(name).or_default().push(batch);
             }
         }
     }
+    let mut samples = Some(samples);
     let temp = |name: &str| dir.join(format!(".{name}.parquet.tmp"));
+    let batches: Vec<_> = batches
+        .into_iter()
+        .map(|(name, parts)| {
+            let samples = (name == "latency_samples")
+                .then(|| samples.take())
+                .flatten();
+            (name, parts, samples)
+        })
+        .collect();
     let written: Vec<(&'static str, Result<(), EngineError>)> = batches
         .into_par_iter()
-        .map(|(name, parts)| {
+        .map(|(name, parts, samples)| {
             let write = || {
                 let batch = concat(parts)?;
+                let table: Box<dyn Columns> = match samples {
+                    Some(s) => Box::new(s.into_columns(Some(batch))),
+                    None => Box::new(batch),
+                };
                 let mut props = parquet_properties().set_dictionary_enabled(false);
-                for f in batch.schema().fields() {
+                for f in table.schema().fields() {
                     if matches!(f.data_type(), DataType::Dictionary(..)) {
                         let path = parquet::schema::types::ColumnPath::from(f.name().as_str());
                         props = props
@@ -94,7 +115,7 @@ pub fn write_import(
                             .set_column_statistics_enabled(path, EnabledStatistics::None);
                     }
                 }
-                write_parquet_parallel(&temp(name), batch, props.build())
+                write_parquet_parallel(&temp(name), table.as_ref(), props.build())
             };
             (name, write())
         })

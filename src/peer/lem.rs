@@ -13,7 +13,7 @@ use super::common::{
     span_s,
 };
 use super::json::{J, Node, Warnings};
-use super::schema::{RepeatStatRow, RunMetricRow, RunRow, SampleSeries, Text, TimeseriesRow};
+use super::schema::{RepeatStatRow, RunMetricRow, RunRow, Series, Text, TimeseriesRow};
 use crate::pycompat::numpy::{np_mean, np_percentiles};
 
 /// One process's figures (a `RawProcessResult`).
@@ -351,73 +351,60 @@ fn configured_requests(doc: J<'_>) -> Option<i64> {
 struct Experiment {
     run: RunRow,
     metrics: Vec<RunMetricRow>,
-    procs: Vec<Process>,
+    samples: Vec<Series>,
 }
 
 /// The kinds of LEM's latency series, in the order [`series`] gives them.
 const SAMPLE_KINDS: [&str; 3] = ["ttft", "itl_raw", "itl_trimmed"];
 
-/// An experiment's latency series (`kinds` names them in [`SAMPLE_KINDS`] order).
-fn series<'a>(
-    run_id: Option<&'a Text>,
-    procs: &'a [Process],
-    kinds: &'a [Text; 3],
-) -> impl Iterator<Item = SampleSeries<'a>> {
-    procs.iter().enumerate().flat_map(move |(k, p)| {
+/// An experiment's latency series, in seconds: each process's ttft, itl_raw (itl_full_ms) and
+/// itl_trimmed samples, in that order, those it has. The processes' sample vectors are taken
+/// and scaled where they are.
+fn series(run_id: &Text, procs: &mut [Process]) -> Vec<Series> {
+    static KINDS: std::sync::OnceLock<[Text; 3]> = std::sync::OnceLock::new();
+    let kinds = KINDS.get_or_init(|| SAMPLE_KINDS.map(Text::from));
+    let mut out = Vec::new();
+    for (k, p) in procs.iter_mut().enumerate() {
         let pi = p.index.unwrap_or(k as i64);
-        kinds
-            .iter()
-            .zip([&p.ttft_ms, &p.itl_full_ms, &p.itl_trimmed_ms])
-            .filter_map(move |(kind, ms)| {
-                ms.as_deref().map(|ms| SampleSeries {
-                    run_id,
+        let all = [
+            p.ttft_ms.take(),
+            p.itl_full_ms.take(),
+            p.itl_trimmed_ms.take(),
+        ];
+        for (kind, ms) in kinds.iter().zip(all) {
+            if let Some(mut values) = ms {
+                for v in &mut values {
+                    *v /= 1000.0;
+                }
+                out.push(Series {
+                    run_id: Some(run_id.clone()),
                     process_index: Some(pi),
-                    kind,
-                    ms,
-                })
-            })
-    })
+                    kind: kind.clone(),
+                    values_s: values,
+                });
+            }
+        }
+    }
+    out
 }
 
 impl Experiment {
-    /// Experiments' rows, appended to the tables in order: the samples of all of them at once,
-    /// while the run and metric rows are appended on the other core.
+    /// Experiments' rows, appended to the tables in order.
     fn push_all(experiments: Vec<Experiment>, out: &mut Tables) {
-        let kinds = SAMPLE_KINDS.map(Text::from);
-        let Tables {
-            latency_samples,
-            runs,
-            run_metrics,
-            ..
-        } = out;
-        let (samples, rows): (Vec<_>, Vec<_>) = experiments
-            .into_iter()
-            .map(|e| ((e.run.run_id.clone(), e.procs), (e.run, e.metrics)))
-            .unzip();
-        rayon::join(
-            || {
-                let all: Vec<SampleSeries<'_>> = samples
-                    .iter()
-                    .flat_map(|(run_id, procs)| series(run_id.as_ref(), procs, &kinds))
-                    .collect();
-                latency_samples.push_series(&all);
-                drop(all);
-                drop(samples);
-            },
-            || {
-                for (run, metrics) in rows {
-                    for m in metrics {
-                        run_metrics.push(m);
-                    }
-                    runs.push(run);
-                }
-            },
-        );
+        for e in experiments {
+            e.push(out);
+        }
     }
 
     /// Its rows, appended to the tables.
     fn push(self, out: &mut Tables) {
-        Experiment::push_all(vec![self], out);
+        for s in self.samples {
+            out.latency_samples.push_series(s);
+        }
+        for m in self.metrics {
+            out.run_metrics.push(m);
+        }
+        out.runs.push(self.run);
     }
 }
 
@@ -432,7 +419,7 @@ fn experiment(
 ) -> Experiment {
     let empty = Node::Null;
     let d = J::root(doc.unwrap_or(&empty), w);
-    let procs: Vec<Process> = procs_json.iter().map(|p| process(J::root(p, w))).collect();
+    let mut procs: Vec<Process> = procs_json.iter().map(|p| process(J::root(p, w))).collect();
     let run_id = ctx.run_id(local_id);
     let mut run = RunRow {
         run_id: Some(run_id.clone()),
@@ -555,10 +542,11 @@ fn experiment(
     run.extra = d
         .unknown(AGGREGATED_KEYS)
         .map(|m| Value::Object(m).to_string().into());
+    let samples = series(&run_id, &mut procs);
     Experiment {
         run,
         metrics,
-        procs,
+        samples,
     }
 }
 

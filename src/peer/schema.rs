@@ -11,8 +11,9 @@ use arrow::array::{
     RecordBatch, StringArray,
 };
 use arrow::buffer::ScalarBuffer;
-use arrow::datatypes::{Field, Float64Type, Int32Type, Int64Type, Schema};
+use arrow::datatypes::{DataType, Field, Float64Type, Int32Type, Int64Type, Schema, SchemaRef};
 
+use crate::engine::arrow_conv::Columns;
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 
 /// A column's type as served: JSON-valued columns are lists or objects in JSON answers, text
@@ -539,7 +540,7 @@ table!(TimeseriesRow, TimeseriesRows, TIMESERIES_COLUMNS, {
     value: Float, N, "Value in the metric's unit.";
 });
 
-table!(LatencySampleRow, LatencySampleRows, LATENCY_SAMPLE_COLUMNS, {
+table!(LatencySampleRow, LatencySampleTable, LATENCY_SAMPLE_COLUMNS, {
     run_id: Str, N, "The run.";
     process_index: Int, N, "LEM process rank the sample came from.";
     kind: Str, N, "ttft, itl_raw (LEM itl_full_ms) or itl_trimmed.";
@@ -547,68 +548,279 @@ table!(LatencySampleRow, LatencySampleRows, LATENCY_SAMPLE_COLUMNS, {
     value_s: Float, S, "The sample.";
 });
 
-/// One series of latency samples: a run's process's samples of one kind, in milliseconds.
-#[derive(Debug, Clone, Copy)]
-pub struct SampleSeries<'a> {
-    pub run_id: Option<&'a Text>,
+/// One series of latency samples: a run's process's samples of one kind, in seconds (its rows'
+/// `seq` are 0, 1, ...).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub run_id: Option<Text>,
     pub process_index: Option<i64>,
-    pub kind: &'a Text,
-    pub ms: &'a [f64],
+    pub kind: Text,
+    pub values_s: Vec<f64>,
+}
+
+/// The latency sample table, kept as its series: a million samples are a few thousand series and
+/// their values, not five columns of a million cells. It becomes rows only where rows are needed:
+/// a frame (`serve --import`), or the slices an import writes ([`SampleColumns`]).
+#[derive(Debug, Default)]
+pub struct LatencySampleRows {
+    series: Vec<Series>,
+    len: usize,
 }
 
 impl LatencySampleRows {
-    /// Series of samples appended in order (`seq` 0, 1, … within each; values in seconds). The
-    /// columns are filled on every core, one column per task: a million samples are written into
-    /// fresh memory, and that costs page faults more than anything else.
-    pub fn push_series(&mut self, series: &[SampleSeries<'_>]) {
-        let n: usize = series.iter().map(|s| s.ms.len()).sum();
-        let LatencySampleRows {
+    /// A series appended (the values move, they are not copied).
+    pub fn push_series(&mut self, s: Series) {
+        self.len += s.values_s.len();
+        self.series.push(s);
+    }
+
+    /// Another table's series appended after these.
+    pub fn append(&mut self, other: LatencySampleRows) {
+        self.len += other.len;
+        self.series.extend(other.series);
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The rows, column by column.
+    fn into_table(self) -> LatencySampleTable {
+        let mut t = LatencySampleTable::default();
+        let n = self.len;
+        let LatencySampleTable {
             len,
             run_id,
             process_index,
             kind,
             seq,
             value_s,
-        } = self;
-        rayon::join(
-            || {
-                rayon::join(
-                    || {
-                        run_id.reserve(n);
-                        for s in series {
-                            run_id.put_n(s.run_id.cloned(), s.ms.len());
-                        }
-                    },
-                    || {
-                        kind.reserve(n);
-                        for s in series {
-                            kind.put_n(Some(s.kind.clone()), s.ms.len());
-                        }
-                    },
-                )
-            },
-            || {
-                rayon::join(
-                    || {
-                        process_index.reserve(n);
-                        seq.reserve(n);
-                        for s in series {
-                            process_index.0.put_n(s.process_index, s.ms.len());
-                            seq.0.extend((0..s.ms.len()).map(|i| i as i64));
-                        }
-                    },
-                    || {
-                        value_s.reserve(n);
-                        for s in series {
-                            for ms in s.ms {
-                                value_s.put(Some(ms / 1000.0));
-                            }
-                        }
-                    },
-                )
-            },
-        );
-        *len += n;
+        } = &mut t;
+        run_id.reserve(n);
+        kind.reserve(n);
+        process_index.reserve(n);
+        seq.reserve(n);
+        value_s.reserve(n);
+        for s in &self.series {
+            let k = s.values_s.len();
+            run_id.put_n(s.run_id.clone(), k);
+            kind.put_n(Some(s.kind.clone()), k);
+            process_index.0.put_n(s.process_index, k);
+            seq.0.extend((0..k).map(|i| i as i64));
+            for &v in &s.values_s {
+                value_s.put(Some(v));
+            }
+        }
+        *len = n;
+        t
+    }
+
+    /// The table as a frame with every column, in catalog order.
+    pub fn into_frame(self) -> Frame {
+        self.into_table().into_frame()
+    }
+
+    /// The table as a record batch with every column, in catalog order (text as dictionaries).
+    pub fn into_batch(self) -> RecordBatch {
+        self.into_table().into_batch()
+    }
+
+    /// The table for writing: rows of an earlier import (`kept`, a batch of this table's columns)
+    /// first, then these series, each column's rows made on demand for the range asked for.
+    pub fn into_columns(self, kept: Option<RecordBatch>) -> SampleColumns {
+        let kept = kept.filter(|b| b.num_rows() > 0);
+        let mut starts = Vec::with_capacity(self.series.len());
+        let mut at = 0;
+        let (mut run_ids, mut run_keys) =
+            (Vec::<&str>::new(), Vec::with_capacity(self.series.len()));
+        let (mut kinds, mut kind_keys) =
+            (Vec::<&str>::new(), Vec::with_capacity(self.series.len()));
+        {
+            let mut run_index: HashMap<&str, i32> = HashMap::new();
+            let mut kind_index: HashMap<&str, i32> = HashMap::new();
+            fn key<'a>(
+                index: &mut HashMap<&'a str, i32>,
+                values: &mut Vec<&'a str>,
+                s: &'a str,
+            ) -> i32 {
+                *index.entry(s).or_insert_with(|| {
+                    values.push(s);
+                    values.len() as i32 - 1
+                })
+            }
+            for s in &self.series {
+                starts.push(at);
+                at += s.values_s.len();
+                run_keys.push(
+                    s.run_id
+                        .as_deref()
+                        .map(|r| key(&mut run_index, &mut run_ids, r)),
+                );
+                kind_keys.push(key(&mut kind_index, &mut kinds, &s.kind));
+            }
+        }
+        let run_dict: ArrayRef = Arc::new(StringArray::from(run_ids));
+        let kind_dict: ArrayRef = Arc::new(StringArray::from(kinds));
+        let kept_nulls = |c: usize| kept.as_ref().is_some_and(|b| b.column(c).null_count() > 0);
+        let nullable = [
+            kept_nulls(0) || run_keys.iter().any(Option::is_none),
+            kept_nulls(1) || self.series.iter().any(|s| s.process_index.is_none()),
+            kept_nulls(2),
+            kept_nulls(3),
+            kept_nulls(4)
+                || self
+                    .series
+                    .iter()
+                    .any(|s| s.values_s.iter().any(|v| !v.is_finite())),
+        ];
+        let dictionary = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+        let types = [
+            dictionary.clone(),
+            DataType::Int64,
+            dictionary,
+            DataType::Int64,
+            DataType::Float64,
+        ];
+        let fields: Vec<Field> = LATENCY_SAMPLE_COLUMNS
+            .iter()
+            .zip(types)
+            .zip(nullable)
+            .map(|((c, t), n)| Field::new(c.name, t, n))
+            .collect();
+        SampleColumns {
+            schema: Arc::new(Schema::new(fields)),
+            kept_rows: kept.as_ref().map_or(0, RecordBatch::num_rows),
+            kept,
+            rows: at,
+            series: self.series,
+            starts,
+            run_keys,
+            kind_keys,
+            run_dict,
+            kind_dict,
+        }
+    }
+}
+
+/// The latency sample table being written ([`LatencySampleRows::into_columns`]).
+pub struct SampleColumns {
+    schema: SchemaRef,
+    kept: Option<RecordBatch>,
+    kept_rows: usize,
+    /// Rows of the series (after the kept ones).
+    rows: usize,
+    series: Vec<Series>,
+    /// Each series' first row, counted from the first series.
+    starts: Vec<usize>,
+    run_keys: Vec<Option<i32>>,
+    kind_keys: Vec<i32>,
+    run_dict: ArrayRef,
+    kind_dict: ArrayRef,
+}
+
+impl SampleColumns {
+    /// Column `c` of the series' rows `from..to` (counted from the first series).
+    fn series_slice(&self, c: usize, from: usize, to: usize) -> ArrayRef {
+        let n = to - from;
+        let first = self
+            .starts
+            .partition_point(|&s| s <= from)
+            .saturating_sub(1);
+        // (series, its first row taken, rows taken) for each series the range crosses.
+        let parts = (first..self.series.len())
+            .take_while(|&i| self.starts[i] < to)
+            .map(|i| {
+                let start = self.starts[i];
+                let lo = from.max(start) - start;
+                let hi = to.min(start + self.series[i].values_s.len()) - start;
+                (i, lo, hi - lo)
+            });
+        let dictionary = |keys: PrimitiveArray<Int32Type>, values: &ArrayRef| -> ArrayRef {
+            Arc::new(
+                DictionaryArray::<Int32Type>::try_new(keys, values.clone())
+                    .expect("keys index the dictionary"),
+            )
+        };
+        match c {
+            0 => {
+                let mut keys = Prim::<Int32Type>::default();
+                keys.values.reserve(n);
+                for (i, _, k) in parts {
+                    keys.put_n(self.run_keys[i], k);
+                }
+                dictionary(keys.finish(), &self.run_dict)
+            }
+            1 => {
+                let mut v = Prim::<Int64Type>::default();
+                v.values.reserve(n);
+                for (i, _, k) in parts {
+                    v.put_n(self.series[i].process_index, k);
+                }
+                Arc::new(v.finish())
+            }
+            2 => {
+                let mut keys = Vec::with_capacity(n);
+                for (i, _, k) in parts {
+                    keys.extend(std::iter::repeat_n(self.kind_keys[i], k));
+                }
+                dictionary(PrimitiveArray::from(keys), &self.kind_dict)
+            }
+            3 => {
+                let mut v = Vec::with_capacity(n);
+                for (_, lo, k) in parts {
+                    v.extend((lo..lo + k).map(|j| j as i64));
+                }
+                Arc::new(PrimitiveArray::<Int64Type>::from(v))
+            }
+            _ => {
+                let mut v = Vec::with_capacity(n);
+                for (i, lo, k) in parts {
+                    v.extend_from_slice(&self.series[i].values_s[lo..lo + k]);
+                }
+                if v.iter().all(|x| x.is_finite()) {
+                    Arc::new(PrimitiveArray::<Float64Type>::from(v))
+                } else {
+                    // As every float column keeps them: a non-finite value is null.
+                    let a: PrimitiveArray<Float64Type> =
+                        v.iter().map(|x| x.is_finite().then_some(*x)).collect();
+                    Arc::new(a)
+                }
+            }
+        }
+    }
+}
+
+impl Columns for SampleColumns {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn num_rows(&self) -> usize {
+        self.kept_rows + self.rows
+    }
+
+    fn slice(&self, c: usize, offset: usize, len: usize) -> ArrayRef {
+        let end = offset + len;
+        let kept = self.kept.as_ref().map(|b| {
+            let to = end.min(self.kept_rows);
+            b.column(c).slice(offset.min(to), to - offset.min(to))
+        });
+        let ours = (end > self.kept_rows).then(|| {
+            let from = offset.max(self.kept_rows) - self.kept_rows;
+            self.series_slice(c, from, end - self.kept_rows)
+        });
+        match (kept, ours) {
+            (Some(a), Some(b)) if !a.is_empty() => {
+                arrow::compute::concat(&[a.as_ref(), b.as_ref()]).expect("one column type")
+            }
+            (_, Some(b)) => b,
+            (Some(a), None) => a,
+            (None, None) => arrow::array::new_empty_array(self.schema.field(c).data_type()),
+        }
     }
 }
 
@@ -696,8 +908,8 @@ mod tests {
             sample(&a_again, &ttft, 2, Some(1.25)),
             LatencySampleRow::default(),
         ];
-        let frame = LatencySampleRows::from(rows.clone()).into_frame();
-        let batch = LatencySampleRows::from(rows).into_batch();
+        let frame = LatencySampleTable::from(rows.clone()).into_frame();
+        let batch = LatencySampleTable::from(rows).into_batch();
         assert_eq!(batch.num_rows(), 5);
         let run = batch.column(0).as_dictionary::<Int32Type>();
         assert_eq!(run.values().len(), 2, "run-a is stored once");
@@ -731,6 +943,61 @@ mod tests {
             frame.column("seq").expect("seq").data,
             ColumnData::Int(vec![Some(0), Some(1), Some(0), Some(2), None])
         );
+    }
+
+    fn some_series() -> LatencySampleRows {
+        let (a, b): (Text, Text) = ("run-a".into(), "run-b".into());
+        let mut t = LatencySampleRows::default();
+        let mut push = |run_id: Option<&Text>, pi, kind: &str, values_s: Vec<f64>| {
+            t.push_series(Series {
+                run_id: run_id.cloned(),
+                process_index: pi,
+                kind: kind.into(),
+                values_s,
+            })
+        };
+        push(Some(&a), Some(0), "ttft", vec![0.1, 0.2, 0.3]);
+        push(Some(&a), Some(0), "itl_raw", vec![]);
+        push(Some(&a), Some(1), "ttft", vec![0.4, f64::NAN]);
+        push(None, None, "itl_trimmed", vec![0.5]);
+        push(Some(&b), Some(0), "ttft", (0..7).map(f64::from).collect());
+        t
+    }
+
+    /// The series' columns made for any range equal the rows the series expand to, kept rows of
+    /// an earlier import first (ranges within either part and across them).
+    #[test]
+    fn sample_columns_slice_as_the_rows_they_stand_for() {
+        let rows = some_series().into_batch();
+        assert_eq!(rows.num_rows(), 13);
+        let kept = rows.slice(2, 4);
+        let whole = arrow::compute::concat_batches(&rows.schema(), &[kept.clone(), rows.clone()])
+            .expect("one schema");
+        for (cols, want) in [
+            (some_series().into_columns(None), &rows),
+            (some_series().into_columns(Some(kept)), &whole),
+        ] {
+            assert_eq!(cols.num_rows(), want.num_rows());
+            assert_eq!(cols.schema(), want.schema(), "types and nullability");
+            for c in 0..5 {
+                for from in 0..want.num_rows() {
+                    for to in from..=want.num_rows() {
+                        let got = cols.slice(c, from, to - from);
+                        let expected = want.column(c).slice(from, to - from);
+                        // Dictionaries may number their values differently: compare the text.
+                        let plain = |a: &ArrayRef| {
+                            arrow::compute::cast(a, &arrow::datatypes::DataType::Utf8)
+                                .unwrap_or_else(|_| a.clone())
+                        };
+                        assert_eq!(
+                            plain(&got).as_ref(),
+                            plain(&expected).as_ref(),
+                            "column {c}, rows {from}..{to}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// A column without nulls is marked required; JSON columns carry the `arrow.json` type.
