@@ -62,22 +62,100 @@ pub struct Tables {
 }
 
 impl Tables {
-    /// Every table as a record batch, by table name.
-    pub fn into_batches(self) -> [(&'static str, arrow::array::RecordBatch); 10] {
-        [
-            ("sources", self.sources.into_batch()),
-            ("runs", self.runs.into_batch()),
-            ("run_metrics", self.run_metrics.into_batch()),
-            ("requests", self.requests.into_batch()),
-            ("turns", self.turns.into_batch()),
-            ("tool_calls", self.tool_calls.into_batch()),
-            ("timeseries", self.timeseries.into_batch()),
-            ("latency_samples", self.latency_samples.into_batch()),
-            ("evaluations", self.evaluations.into_batch()),
-            ("reported_stats", self.reported_stats.into_batch()),
-        ]
+    /// Many parts' tables, each table as a job that joins its parts (in order, each row moved
+    /// once) and makes its batch: run on any core, a large table is joined while others are
+    /// written. The latency samples come back as their series, the sources table is left out
+    /// (the import writes it from its own bookkeeping).
+    pub fn into_jobs(parts: Vec<Tables>) -> (Vec<(&'static str, BatchJob)>, LatencySampleRows) {
+        fn job<T: Default + Send + 'static>(
+            parts: Vec<T>,
+            append: fn(&mut T, T),
+            batch: fn(T) -> arrow::array::RecordBatch,
+        ) -> BatchJob {
+            Box::new(move || {
+                let mut parts = parts.into_iter();
+                let mut all = parts.next().unwrap_or_default();
+                for p in parts {
+                    append(&mut all, p);
+                }
+                batch(all)
+            })
+        }
+        let n = parts.len();
+        let mut samples = LatencySampleRows::default();
+        let (mut runs, mut run_metrics, mut requests, mut turns) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        let (mut tool_calls, mut timeseries, mut evaluations, mut reported_stats) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for p in parts {
+            runs.push(p.runs);
+            run_metrics.push(p.run_metrics);
+            requests.push(p.requests);
+            turns.push(p.turns);
+            tool_calls.push(p.tool_calls);
+            timeseries.push(p.timeseries);
+            samples.append(p.latency_samples);
+            evaluations.push(p.evaluations);
+            reported_stats.push(p.reported_stats);
+        }
+        let jobs = vec![
+            ("runs", job(runs, RunRows::append, RunRows::into_batch)),
+            (
+                "run_metrics",
+                job(
+                    run_metrics,
+                    RunMetricRows::append,
+                    RunMetricRows::into_batch,
+                ),
+            ),
+            (
+                "requests",
+                job(requests, RequestRows::append, RequestRows::into_batch),
+            ),
+            ("turns", job(turns, TurnRows::append, TurnRows::into_batch)),
+            (
+                "tool_calls",
+                job(tool_calls, ToolCallRows::append, ToolCallRows::into_batch),
+            ),
+            (
+                "timeseries",
+                job(
+                    timeseries,
+                    TimeseriesRows::append,
+                    TimeseriesRows::into_batch,
+                ),
+            ),
+            (
+                "evaluations",
+                job(
+                    evaluations,
+                    EvaluationRows::append,
+                    EvaluationRows::into_batch,
+                ),
+            ),
+            (
+                "reported_stats",
+                job(
+                    reported_stats,
+                    RepeatStatRows::append,
+                    RepeatStatRows::into_batch,
+                ),
+            ),
+        ];
+        (jobs, samples)
     }
 }
+
+/// A table's batch, made when run ([`Tables::into_jobs`]).
+pub type BatchJob = Box<dyn FnOnce() -> arrow::array::RecordBatch + Send>;
 
 /// What the user named: a path, with an optional `lem:` or `ipw:` prefix that restricts detection
 /// to that tool's layouts.
@@ -246,6 +324,7 @@ pub fn import(specs: &[ImportSpec], out: &Path) -> Result<ImportReport, String> 
     let started = std::time::Instant::now();
     let (mut parts, found) = read_parts(specs)?;
     let read = started.elapsed();
+    eprintln!("T read {:?}", read);
     // The new sources as one frame (the bookkeeping below reads it); every other table is
     // written from the parts' columns as they are.
     let mut sources = files::empty(SOURCE_COLUMNS);

@@ -74,6 +74,8 @@ pub trait Column: Default {
     type Cell;
     fn put(&mut self, v: Self::Cell);
     fn reserve(&mut self, n: usize);
+    /// Another column's rows appended after these.
+    fn append(&mut self, other: Self);
     fn into_data(self) -> ColumnData;
     fn into_array(self) -> ArrayRef;
 }
@@ -126,6 +128,16 @@ impl<T: ArrowPrimitiveType> Prim<T> {
         self.nulls.append_n_non_nulls(n);
     }
 
+    /// Another's values and validity appended after these.
+    fn append(&mut self, mut other: Prim<T>) {
+        let n = other.values.len();
+        self.values.append(&mut other.values);
+        match other.nulls.finish() {
+            Some(nulls) => self.nulls.append_buffer(&nulls),
+            None => self.nulls.append_n_non_nulls(n),
+        }
+    }
+
     fn finish(mut self) -> PrimitiveArray<T> {
         PrimitiveArray::new(ScalarBuffer::from(self.values), self.nulls.finish())
     }
@@ -173,6 +185,15 @@ impl Column for TextColumn {
     }
     fn reserve(&mut self, n: usize) {
         self.keys.values.reserve(n);
+    }
+    fn append(&mut self, mut other: TextColumn) {
+        // The other's values follow these, its keys shifted past them: no text is hashed, and a
+        // text both hold is held twice (an Arrow dictionary may hold a value twice; a parquet
+        // one is written with each once). Texts put later are looked up among these only.
+        let shift = self.values.len() as i32;
+        other.keys.values.iter_mut().for_each(|k| *k += shift);
+        self.values.append(&mut other.values);
+        self.keys.append(other.keys);
     }
     fn into_data(self) -> ColumnData {
         let values = self.values;
@@ -236,6 +257,9 @@ impl<T: Kept> Column for Cells<T> {
     fn reserve(&mut self, n: usize) {
         self.0.reserve(n);
     }
+    fn append(&mut self, mut other: Self) {
+        self.0.append(&mut other.0);
+    }
     fn into_data(self) -> ColumnData {
         T::data(self.0)
     }
@@ -257,6 +281,9 @@ macro_rules! number_column {
             }
             fn reserve(&mut self, n: usize) {
                 self.0.values.reserve(n);
+            }
+            fn append(&mut self, other: Self) {
+                self.0.append(other.0);
             }
             fn into_data(self) -> ColumnData {
                 ColumnData::$data(self.0.finish().iter().collect())
@@ -359,6 +386,12 @@ macro_rules! table {
             /// Room for `n` more rows.
             pub fn reserve(&mut self, n: usize) {
                 $( self.$field.reserve(n); )*
+            }
+
+            /// Another table's rows appended after these.
+            pub fn append(&mut self, other: $rows) {
+                $( self.$field.append(other.$field); )*
+                self.len += other.len;
             }
 
             /// The table as a frame with every column, in catalog order.
@@ -943,6 +976,52 @@ mod tests {
             frame.column("seq").expect("seq").data,
             ColumnData::Int(vec![Some(0), Some(1), Some(0), Some(2), None])
         );
+    }
+
+    /// A table appended to another holds the rows of both, in order: text (a value in both,
+    /// a null, a value in one only), numbers and their nulls, JSON cells.
+    #[test]
+    fn appended_tables_hold_both_tables_rows() {
+        let (a, b, c): (Text, Text, Text) = ("run-a".into(), "run-b".into(), "run-c".into());
+        let row = |run: Option<&Text>, m: &str, v: Option<f64>| RunMetricRow {
+            run_id: run.cloned(),
+            metric: Some(m.into()),
+            value: v,
+            unit: None,
+            source_field: Some(format!("{m}.field").into()),
+        };
+        let first = vec![row(Some(&a), "x", Some(1.0)), row(None, "y", None)];
+        let second = vec![
+            row(Some(&b), "x", None),
+            row(Some(&a), "z", Some(2.5)),
+            row(Some(&c), "x", Some(f64::INFINITY)),
+        ];
+        let mut appended = RunMetricRows::from(first.clone());
+        appended.append(RunMetricRows::from(second.clone()));
+        assert_eq!(appended.len(), 5);
+        let all: Vec<RunMetricRow> = first.into_iter().chain(second).collect();
+        assert_eq!(
+            appended.into_frame(),
+            RunMetricRows::from(all.clone()).into_frame()
+        );
+        // And the batches hold the same cells (the appended dictionary may repeat a value).
+        let mut appended = RunMetricRows::from(all[..2].to_vec());
+        appended.append(RunMetricRows::from(all[2..].to_vec()));
+        let text = |b: &RecordBatch, c: usize| -> Vec<Option<String>> {
+            let d = b.column(c).as_dictionary::<Int32Type>();
+            let v = d.values().as_string::<i32>();
+            (0..b.num_rows())
+                .map(|r| {
+                    d.is_valid(r)
+                        .then(|| v.value(d.keys().value(r) as usize).to_string())
+                })
+                .collect()
+        };
+        let (x, y) = (appended.into_batch(), RunMetricRows::from(all).into_batch());
+        for c in [0, 1, 3, 4] {
+            assert_eq!(text(&x, c), text(&y, c), "column {c}");
+        }
+        assert_eq!(x.column(2).as_ref(), y.column(2).as_ref());
     }
 
     fn some_series() -> LatencySampleRows {
