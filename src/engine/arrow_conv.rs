@@ -401,6 +401,21 @@ pub fn parquet_properties() -> parquet::file::properties::WriterPropertiesBuilde
         .set_created_by("mlenergy-server".to_string())
 }
 
+/// The text of each row of a text dictionary column (tests compare dictionaries that number
+/// their values differently).
+#[cfg(test)]
+pub(crate) fn dictionary_texts(a: &ArrayRef) -> Vec<Option<String>> {
+    use datafusion::arrow::array::{Array, AsArray};
+    let d = a.as_dictionary::<Int32Type>();
+    let v = d.values().as_string::<i32>();
+    (0..a.len())
+        .map(|r| {
+            d.is_valid(r)
+                .then(|| v.value(d.keys().value(r) as usize).to_string())
+        })
+        .collect()
+}
+
 /// A table to write: its schema, its rows, and any column's rows of a range as an array (made
 /// when asked for, so a table kept in another shape need not exist as columns at once).
 pub trait Columns: Sync {

@@ -402,7 +402,7 @@ mod tests {
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
     use super::*;
-    use crate::engine::arrow_conv::{parquet_properties, write_parquet_parallel};
+    use crate::engine::arrow_conv::{dictionary_texts, parquet_properties, write_parquet_parallel};
 
     /// A text column and an int column of the given runs ((value, rows); `None` a null), written
     /// in row groups of `group` rows and pages of `page` rows, read back by parquet's reader.
@@ -452,16 +452,7 @@ mod tests {
     fn assert_same(runs: &[(Option<i64>, usize)], group: usize, page: usize) {
         let (wrote, read) = round_trip(runs, group, page);
         assert_eq!(read.num_rows(), wrote.num_rows());
-        let text = |b: &RecordBatch| -> Vec<Option<String>> {
-            let d = b.column(0).as_dictionary::<Int32Type>();
-            let v = d.values().as_string::<i32>();
-            (0..b.num_rows())
-                .map(|r| {
-                    d.is_valid(r)
-                        .then(|| v.value(d.keys().value(r) as usize).to_string())
-                })
-                .collect()
-        };
+        let text = |b: &RecordBatch| dictionary_texts(b.column(0));
         assert_eq!(text(&read), text(&wrote), "text column of {runs:?}");
         assert_eq!(
             read.column(1).as_ref(),

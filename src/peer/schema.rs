@@ -915,6 +915,7 @@ pub fn columns(table: &str) -> Option<&'static [Col]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::arrow_conv::dictionary_texts;
     use arrow::array::{Array, AsArray};
 
     fn sample(run: &Text, kind: &Text, seq: i64, v: Option<f64>) -> LatencySampleRow {
@@ -1007,16 +1008,7 @@ mod tests {
         // And the batches hold the same cells (the appended dictionary may repeat a value).
         let mut appended = RunMetricRows::from(all[..2].to_vec());
         appended.append(RunMetricRows::from(all[2..].to_vec()));
-        let text = |b: &RecordBatch, c: usize| -> Vec<Option<String>> {
-            let d = b.column(c).as_dictionary::<Int32Type>();
-            let v = d.values().as_string::<i32>();
-            (0..b.num_rows())
-                .map(|r| {
-                    d.is_valid(r)
-                        .then(|| v.value(d.keys().value(r) as usize).to_string())
-                })
-                .collect()
-        };
+        let text = |b: &RecordBatch, c: usize| dictionary_texts(b.column(c));
         let (x, y) = (appended.into_batch(), RunMetricRows::from(all).into_batch());
         for c in [0, 1, 3, 4] {
             assert_eq!(text(&x, c), text(&y, c), "column {c}");
