@@ -50,10 +50,12 @@ pub fn source_ids(f: &Frame) -> BTreeSet<String> {
 
 /// Write an import directory: each table's file holds the rows kept from an earlier import, then
 /// the new `sources` rows and the new sources' tables (`parts`, written from their Arrow columns
-/// as they are). The parts become batches, and the tables and their columns are encoded, on every
-/// core. Text is written as parquet dictionaries, without statistics (a run id's minimum and
-/// maximum over a row group prune nothing, and comparing every row's text costs more than the
-/// dictionary); numbers are written plain, with statistics. A column without nulls is written as
+/// as they are; the latency samples from their series). Each table's parts are joined, and the
+/// tables and their columns are encoded, on every core. Text is written as parquet dictionaries,
+/// without statistics (a run id's minimum and maximum over a row group prune nothing, and
+/// comparing every row's text costs more than the dictionary); numbers are written plain, with
+/// statistics, except integer columns of long runs, which `engine::parquet_runs` writes as
+/// dictionaries; latency values are written uncompressed. A column without nulls is written as
 /// required (no definition levels). Every table is written to a temporary file first and the
 /// files replace the old ones only once all are written, so a failed import leaves the directory
 /// as it was.
