@@ -491,19 +491,24 @@ pub fn write_parquet_parallel(
         .into_par_iter()
         .map(|(g, c, mut w, field, offset, len)| {
             // A column of long runs is encoded from its runs (no per-row dictionary lookup).
-            if super::parquet_runs::may_take(field.data_type())
-                && let Some((bytes, close)) = super::parquet_runs::chunk(
-                    &batch.slice(c, offset, len),
-                    descr[c].clone(),
-                    &props,
-                )?
+            // Otherwise the writer takes it in slices: of the row group's array if it was made
+            // for the runs, else each made as it is needed.
+            let whole = super::parquet_runs::may_take(field.data_type())
+                .then(|| batch.slice(c, offset, len));
+            if let Some(whole) = &whole
+                && let Some((bytes, close)) =
+                    super::parquet_runs::chunk(whole, descr[c].clone(), &props)?
             {
                 return Ok((g, Chunk::Runs(bytes, close)));
             }
             let mut at = 0;
             while at < len {
                 let n = SLICE.min(len - at);
-                for leaf in compute_leaves(&field, &batch.slice(c, offset + at, n))? {
+                let slice = match &whole {
+                    Some(whole) => whole.slice(at, n),
+                    None => batch.slice(c, offset + at, n),
+                };
+                for leaf in compute_leaves(&field, &slice)? {
                     w.write(&leaf)?;
                 }
                 at += n;

@@ -12,8 +12,8 @@ use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Field, Schema};
 use parquet::file::properties::EnabledStatistics;
 
+use super::Tables;
 use super::schema::{self, Col};
-use super::{BatchJob, Tables};
 use crate::engine::EngineError;
 use crate::engine::arrow_conv::{
     Columns, frame_from_batch, frame_to_dictionary_batch, parquet_properties,
@@ -66,43 +66,30 @@ pub fn write_import(
     parts: Vec<Tables>,
 ) -> Result<(), EngineError> {
     use rayon::prelude::*;
-    // Each table: the kept rows' batch, and a job making the new rows' batch from the parts.
-    let mut tables: BTreeMap<&'static str, (RecordBatch, Option<BatchJob>)> = BTreeMap::new();
+    // Each table: the kept rows' batch, and a job that adds the new rows.
+    let mut tables: BTreeMap<&'static str, (RecordBatch, Option<TableJob>)> = BTreeMap::new();
     for (name, f) in &kept.0 {
         tables.insert(name, (frame_to_dictionary_batch(f, &nulls(f))?, None));
     }
     let new_sources = frame_to_dictionary_batch(sources, &nulls(sources))?;
-    let (jobs, samples) = Tables::into_jobs(parts);
+    let mut jobs = Tables::into_jobs(parts);
+    jobs.push((
+        "sources",
+        Box::new(move |kept| Ok(Box::new(concat(vec![kept, new_sources])?))),
+    ));
     for (name, job) in jobs {
         if let Some(t) = tables.get_mut(name) {
             t.1 = Some(job);
         }
     }
-    let mut samples = Some(samples);
-    let tables: Vec<_> = tables
-        .into_iter()
-        .map(|(name, (kept, job))| {
-            let samples = (name == "latency_samples")
-                .then(|| samples.take())
-                .flatten();
-            (name, kept, job, samples)
-        })
-        .collect();
     let temp = |name: &str| dir.join(format!(".{name}.parquet.tmp"));
     let written: Vec<(&'static str, Result<(), EngineError>)> = tables
         .into_par_iter()
-        .map(|(name, kept, job, samples)| {
+        .map(|(name, (kept, job))| {
             let write = || {
-                let mut parts = vec![kept];
-                parts.extend(job.map(|job| job()));
-                if name == "sources" {
-                    parts.push(new_sources.clone());
-                }
-                let batch = concat(parts)?;
-                // The latency samples are written from their series, the others from batches.
-                let table: Box<dyn Columns> = match samples {
-                    Some(s) => Box::new(s.into_columns(Some(batch))),
-                    None => Box::new(batch),
+                let table: Box<dyn Columns> = match job {
+                    Some(job) => job(kept)?,
+                    None => Box::new(concat(vec![kept])?),
                 };
                 let mut props = parquet_properties().set_dictionary_enabled(false);
                 if name == "latency_samples" {
@@ -144,9 +131,12 @@ fn nulls(f: &Frame) -> impl Fn(&str) -> bool + Sync + '_ {
     move |c| f.column(c).is_some_and(|c| c.data.has_null())
 }
 
+/// A table to write from the kept rows' batch of an earlier import (made when run, on any core).
+pub type TableJob = Box<dyn FnOnce(RecordBatch) -> Result<Box<dyn Columns>, EngineError> + Send>;
+
 /// One batch of a table's parts (the first gives the column types), each column nullable when a
 /// part holds a null there; a single part with rows is taken as it is.
-fn concat(parts: Vec<RecordBatch>) -> Result<RecordBatch, EngineError> {
+pub(super) fn concat(parts: Vec<RecordBatch>) -> Result<RecordBatch, EngineError> {
     let first = parts
         .first()
         .expect("the kept rows' batch comes first")

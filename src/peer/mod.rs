@@ -63,22 +63,23 @@ pub struct Tables {
 
 impl Tables {
     /// Many parts' tables, each table as a job that joins its parts (in order, each row moved
-    /// once) and makes its batch: run on any core, a large table is joined while others are
-    /// written. The latency samples come back as their series, the sources table is left out
-    /// (the import writes it from its own bookkeeping).
-    pub fn into_jobs(parts: Vec<Tables>) -> (Vec<(&'static str, BatchJob)>, LatencySampleRows) {
+    /// once) after the kept rows of an earlier import and makes the table to write: run on any
+    /// core, a large table is joined while others are written. The latency samples are written
+    /// from their series. The sources table is left out (the import writes it from its own
+    /// bookkeeping).
+    pub fn into_jobs(parts: Vec<Tables>) -> Vec<(&'static str, files::TableJob)> {
         fn job<T: Default + Send + 'static>(
             parts: Vec<T>,
             append: fn(&mut T, T),
             batch: fn(T) -> arrow::array::RecordBatch,
-        ) -> BatchJob {
-            Box::new(move || {
+        ) -> files::TableJob {
+            Box::new(move |kept| {
                 let mut parts = parts.into_iter();
                 let mut all = parts.next().unwrap_or_default();
                 for p in parts {
                     append(&mut all, p);
                 }
-                batch(all)
+                Ok(Box::new(files::concat(vec![kept, batch(all)])?))
             })
         }
         let n = parts.len();
@@ -106,7 +107,11 @@ impl Tables {
             evaluations.push(p.evaluations);
             reported_stats.push(p.reported_stats);
         }
-        let jobs = vec![
+        vec![
+            (
+                "latency_samples",
+                Box::new(move |kept| Ok(Box::new(samples.into_columns(Some(kept))))),
+            ),
             ("runs", job(runs, RunRows::append, RunRows::into_batch)),
             (
                 "run_metrics",
@@ -149,13 +154,9 @@ impl Tables {
                     RepeatStatRows::into_batch,
                 ),
             ),
-        ];
-        (jobs, samples)
+        ]
     }
 }
-
-/// A table's batch, made when run ([`Tables::into_jobs`]).
-pub type BatchJob = Box<dyn FnOnce() -> arrow::array::RecordBatch + Send>;
 
 /// What the user named: a path, with an optional `lem:` or `ipw:` prefix that restricts detection
 /// to that tool's layouts.

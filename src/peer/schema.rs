@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, ArrowPrimitiveType, BooleanArray, DictionaryArray, NullBufferBuilder, PrimitiveArray,
-    RecordBatch, StringArray,
+    Array, ArrayRef, ArrowPrimitiveType, AsArray, BooleanArray, DictionaryArray, NullBufferBuilder,
+    PrimitiveArray, RecordBatch, StringArray,
 };
 use arrow::buffer::ScalarBuffer;
 use arrow::datatypes::{DataType, Field, Float64Type, Int32Type, Int64Type, Schema, SchemaRef};
@@ -668,39 +668,23 @@ impl LatencySampleRows {
         let kept = kept.filter(|b| b.num_rows() > 0);
         let mut starts = Vec::with_capacity(self.series.len());
         let mut at = 0;
-        let (mut run_ids, mut run_keys) =
-            (Vec::<&str>::new(), Vec::with_capacity(self.series.len()));
-        let (mut kinds, mut kind_keys) =
-            (Vec::<&str>::new(), Vec::with_capacity(self.series.len()));
-        {
-            let mut run_index: HashMap<&str, i32> = HashMap::new();
-            let mut kind_index: HashMap<&str, i32> = HashMap::new();
-            fn key<'a>(
-                index: &mut HashMap<&'a str, i32>,
-                values: &mut Vec<&'a str>,
-                s: &'a str,
-            ) -> i32 {
-                *index.entry(s).or_insert_with(|| {
-                    values.push(s);
-                    values.len() as i32 - 1
-                })
-            }
-            for s in &self.series {
-                starts.push(at);
-                at += s.values_s.len();
-                run_keys.push(
-                    s.run_id
-                        .as_deref()
-                        .map(|r| key(&mut run_index, &mut run_ids, r)),
-                );
-                kind_keys.push(key(&mut kind_index, &mut kinds, &s.kind));
-            }
+        // One dictionary cell per series: its key, and the dictionary of distinct values.
+        let (mut runs, mut kinds) = (TextColumn::default(), TextColumn::default());
+        for s in &self.series {
+            starts.push(at);
+            at += s.values_s.len();
+            runs.put(s.run_id.clone());
+            kinds.put(Some(s.kind.clone()));
         }
-        let run_dict: ArrayRef = Arc::new(StringArray::from(run_ids));
-        let kind_dict: ArrayRef = Arc::new(StringArray::from(kinds));
+        let dictionary = |c: TextColumn| {
+            let a = c.into_array();
+            let d = a.as_dictionary::<Int32Type>();
+            (d.keys().clone(), d.values().clone())
+        };
+        let ((run_keys, run_dict), (kind_keys, kind_dict)) = (dictionary(runs), dictionary(kinds));
         let kept_nulls = |c: usize| kept.as_ref().is_some_and(|b| b.column(c).null_count() > 0);
         let nullable = [
-            kept_nulls(0) || run_keys.iter().any(Option::is_none),
+            kept_nulls(0) || run_keys.null_count() > 0,
             kept_nulls(1) || self.series.iter().any(|s| s.process_index.is_none()),
             kept_nulls(2),
             kept_nulls(3),
@@ -749,8 +733,9 @@ pub struct SampleColumns {
     series: Vec<Series>,
     /// Each series' first row, counted from the first series.
     starts: Vec<usize>,
-    run_keys: Vec<Option<i32>>,
-    kind_keys: Vec<i32>,
+    /// Each series' key into `run_dict` and `kind_dict`.
+    run_keys: PrimitiveArray<Int32Type>,
+    kind_keys: PrimitiveArray<Int32Type>,
     run_dict: ArrayRef,
     kind_dict: ArrayRef,
 }
@@ -783,7 +768,7 @@ impl SampleColumns {
                 let mut keys = Prim::<Int32Type>::default();
                 keys.values.reserve(n);
                 for (i, _, k) in parts {
-                    keys.put_n(self.run_keys[i], k);
+                    keys.put_n(self.run_keys.is_valid(i).then(|| self.run_keys.value(i)), k);
                 }
                 dictionary(keys.finish(), &self.run_dict)
             }
@@ -798,7 +783,7 @@ impl SampleColumns {
             2 => {
                 let mut keys = Vec::with_capacity(n);
                 for (i, _, k) in parts {
-                    keys.extend(std::iter::repeat_n(self.kind_keys[i], k));
+                    keys.extend(std::iter::repeat_n(self.kind_keys.value(i), k));
                 }
                 dictionary(PrimitiveArray::from(keys), &self.kind_dict)
             }
