@@ -325,7 +325,6 @@ pub fn import(specs: &[ImportSpec], out: &Path) -> Result<ImportReport, String> 
     let started = std::time::Instant::now();
     let (mut parts, found) = read_parts(specs)?;
     let read = started.elapsed();
-    eprintln!("T read {:?}", read);
     // The new sources as one frame (the bookkeeping below reads it); every other table is
     // written from the parts' columns as they are.
     let mut sources = files::empty(SOURCE_COLUMNS);
