@@ -423,6 +423,12 @@ pub trait Columns: Sync {
     fn num_rows(&self) -> usize;
     /// Column `c`'s rows `offset..offset + len`.
     fn slice(&self, c: usize, offset: usize, len: usize) -> ArrayRef;
+    /// The same rows run-end encoded (`RunEndEncoded(Int32, <the column's type>)`), when the
+    /// table holds them as runs: a writer that encodes runs takes them without the rows being
+    /// made. `None` (the default): ask [`Columns::slice`].
+    fn runs(&self, _c: usize, _offset: usize, _len: usize) -> Option<ArrayRef> {
+        None
+    }
 }
 
 impl Columns for RecordBatch {
@@ -490,11 +496,18 @@ pub fn write_parquet_parallel(
     let chunks: Vec<(usize, Chunk)> = tasks
         .into_par_iter()
         .map(|(g, c, mut w, field, offset, len)| {
-            // A column of long runs is encoded from its runs (no per-row dictionary lookup).
+            // A column of long runs is encoded from its runs (no per-row dictionary lookup):
+            // as the table holds them if it does, else found in the row group's array.
             // Otherwise the writer takes it in slices: of the row group's array if it was made
             // for the runs, else each made as it is needed.
-            let whole = super::parquet_runs::may_take(field.data_type())
-                .then(|| batch.slice(c, offset, len));
+            let runs = super::parquet_runs::may_take(field.data_type());
+            if let Some(held) = runs.then(|| batch.runs(c, offset, len)).flatten()
+                && let Some((bytes, close)) =
+                    super::parquet_runs::chunk(&held, descr[c].clone(), &props)?
+            {
+                return Ok((g, Chunk::Runs(bytes, close)));
+            }
+            let whole = runs.then(|| batch.slice(c, offset, len));
             if let Some(whole) = &whole
                 && let Some((bytes, close)) =
                     super::parquet_runs::chunk(whole, descr[c].clone(), &props)?

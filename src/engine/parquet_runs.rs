@@ -10,7 +10,8 @@
 //!
 //! Only text dictionaries (`Dictionary(Int32, Utf8)`) and `Int64` columns are taken, and only
 //! when their runs are long: [`chunk`] answers `None` otherwise, and the caller writes the
-//! column the usual way.
+//! column the usual way. A table that holds a column as runs can hand it over run-end encoded
+//! (`RunEndEncoded(Int32, <the column's type>)`), and its rows are never made.
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::buffer::NullBuffer;
@@ -31,48 +32,88 @@ use parquet::schema::types::ColumnDescPtr;
 const MIN_MEAN_RUN: usize = 8;
 
 /// The distinct values of a chunk, in order of first appearance.
+#[derive(Debug, PartialEq)]
 enum Dict<'a> {
     Text(Vec<&'a str>),
     Int(Vec<i64>),
 }
 
 /// A column slice as runs: (rows, index into the chunk's dictionary, or `None` for nulls).
+#[derive(Debug, PartialEq)]
 struct Runs<'a> {
     runs: Vec<(usize, Option<u32>)>,
     dict: Dict<'a>,
     nulls: usize,
 }
 
-/// The (start, length) of each run of equal rows (nulls equal to nulls), or `None` as soon as
-/// there are more than `limit`.
+/// The (first element, rows) of each run of equal elements (nulls equal to nulls), element `i`
+/// counting `rows(i)` rows; `None` as soon as there are more than `limit`.
 fn bounds<T: PartialEq>(
     v: &[T],
     valid: Option<&NullBuffer>,
     limit: usize,
+    rows: impl Fn(usize) -> usize,
 ) -> Option<Vec<(usize, usize)>> {
     let same = |a: usize, b: usize| match valid {
         None => v[a] == v[b],
         Some(n) => n.is_valid(a) == n.is_valid(b) && (n.is_null(a) || v[a] == v[b]),
     };
     let mut out = Vec::new();
-    let mut start = 0;
-    for i in 1..=v.len() {
-        if i == v.len() || !same(start, i) {
-            if out.len() == limit {
-                return None;
+    let (mut start, mut n) = (0, 0);
+    for i in 0..=v.len() {
+        if i == v.len() || (i > start && !same(start, i)) {
+            if i > start {
+                if out.len() == limit {
+                    return None;
+                }
+                out.push((start, n));
             }
-            out.push((start, i - start));
-            start = i;
+            (start, n) = (i, 0);
+        }
+        if i < v.len() {
+            n += rows(i);
         }
     }
     Some(out)
 }
 
 /// The runs of `array` when it is a column this module writes and its runs are long enough.
+/// The column may come as its rows, or run-end encoded (values of the column's type, each
+/// standing for its run's rows: nothing is expanded).
 fn runs(array: &ArrayRef) -> Option<Runs<'_>> {
     let limit = array.len() / MIN_MEAN_RUN;
+    // The physical values, and the rows each stands for (one, unless run-end encoded).
+    let (array, lengths): (&ArrayRef, Option<Vec<usize>>) = match array.data_type() {
+        DataType::RunEndEncoded(ends, _) if *ends.data_type() == DataType::Int32 => {
+            let r = array.as_run::<Int32Type>();
+            let ends = r.run_ends();
+            let (first, last) = (
+                ends.get_start_physical_index(),
+                ends.get_end_physical_index(),
+            );
+            let mut at = 0usize;
+            let lengths = ends
+                .sliced_values()
+                .map(|end| {
+                    let n = end as usize - at;
+                    at = end as usize;
+                    n
+                })
+                .collect();
+            // The values the slice covers (an unsliced array: all of them).
+            if first != 0 || last + 1 != r.values().len() {
+                return None;
+            }
+            (r.values(), Some(lengths))
+        }
+        _ => (array, None),
+    };
+    let rows = |i: usize| lengths.as_ref().map_or(1, |l| l[i]);
     let valid = array.nulls();
-    let nulls = array.null_count();
+    let nulls = match (&lengths, valid) {
+        (Some(l), Some(v)) => (0..l.len()).filter(|&i| v.is_null(i)).map(|i| l[i]).sum(),
+        _ => array.null_count(),
+    };
     let key = |at: usize| valid.is_none_or(|n| n.is_valid(at));
     match array.data_type() {
         DataType::Dictionary(k, v) if **k == DataType::Int32 && **v == DataType::Utf8 => {
@@ -82,7 +123,7 @@ fn runs(array: &ArrayRef) -> Option<Runs<'_>> {
                 return None;
             }
             let keys = d.keys().values();
-            let bounds = bounds(keys, valid, limit)?;
+            let bounds = bounds(keys, valid, limit, rows)?;
             // The dictionary's keys renumbered by first appearance in this slice: a row group
             // carries only the values it uses, each once (an Arrow dictionary may hold a value
             // twice, as concatenated ones do; a parquet dictionary must not).
@@ -118,7 +159,7 @@ fn runs(array: &ArrayRef) -> Option<Runs<'_>> {
         }
         DataType::Int64 => {
             let values = array.as_primitive::<Int64Type>().values();
-            let bounds = bounds(values, valid, limit)?;
+            let bounds = bounds(values, valid, limit, rows)?;
             let mut index: std::collections::HashMap<i64, u32> = Default::default();
             let mut used = Vec::new();
             let runs = bounds
@@ -237,9 +278,10 @@ fn compress(codec: Compression, raw: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-/// The column chunk of `array` (one row group's slice of one column) encoded from its runs, with
-/// the metadata a row group writer appends it by; `None` when the column is not one this module
-/// writes (its type, its codec, or runs shorter than [`MIN_MEAN_RUN`] rows on average).
+/// The column chunk of `array` (one row group's slice of one column, as its rows or run-end
+/// encoded) encoded from its runs, with the metadata a row group writer appends it by; `None`
+/// when the column is not one this module writes (its type, its codec, or runs shorter than
+/// [`MIN_MEAN_RUN`] rows on average).
 pub fn chunk(
     array: &ArrayRef,
     descr: ColumnDescPtr,
@@ -516,6 +558,57 @@ mod tests {
                 (100, Some(1))
             ]
         );
+    }
+
+    /// The same runs, as rows and run-end encoded (one element per given run, so that equal
+    /// neighbours must be joined), are the same runs.
+    #[test]
+    fn run_end_encoded_columns_are_the_runs_of_their_rows() {
+        use arrow::array::RunArray;
+        let cases: [&[(Option<i64>, usize)]; 4] = [
+            &[(Some(5), 100)],
+            &[
+                (Some(1), 30),
+                (None, 50),
+                (None, 5),
+                (Some(2), 20),
+                (Some(2), 9),
+            ],
+            &[(Some(3), 40), (Some(1), 1), (Some(3), 40), (Some(1), 16)],
+            &[(None, 64)],
+        ];
+        for given in cases {
+            let names = StringArray::from_iter_values((0..8).map(|i| format!("v{i}")));
+            let names: ArrayRef = Arc::new(names);
+            let text = |v: &mut dyn Iterator<Item = Option<i64>>| -> ArrayRef {
+                let keys: Int32Array = v.map(|v| v.map(|v| v as i32)).collect();
+                Arc::new(DictionaryArray::try_new(keys, names.clone()).unwrap())
+            };
+            let int = |v: &mut dyn Iterator<Item = Option<i64>>| -> ArrayRef {
+                Arc::new(v.collect::<Int64Array>())
+            };
+            let rows = || given.iter().flat_map(|&(v, n)| std::iter::repeat_n(v, n));
+            let ends = Int32Array::from_iter_values(given.iter().scan(0, |at, &(_, n)| {
+                *at += n as i32;
+                Some(*at)
+            }));
+            for make in [
+                &text as &dyn Fn(&mut dyn Iterator<Item = Option<i64>>) -> ArrayRef,
+                &int,
+            ] {
+                let expanded = make(&mut rows());
+                let values = make(&mut given.iter().map(|&(v, _)| v));
+                let ree: ArrayRef = Arc::new(RunArray::try_new(&ends, values.as_ref()).unwrap());
+                assert_eq!(ree.len(), expanded.len());
+                assert_eq!(
+                    runs(&ree),
+                    runs(&expanded),
+                    "{given:?} as {}",
+                    expanded.data_type()
+                );
+                assert!(runs(&ree).is_some());
+            }
+        }
     }
 
     #[test]

@@ -741,28 +741,27 @@ pub struct SampleColumns {
 }
 
 impl SampleColumns {
-    /// Column `c` of the series' rows `from..to` (counted from the first series).
-    fn series_slice(&self, c: usize, from: usize, to: usize) -> ArrayRef {
-        let n = to - from;
+    /// (series, its first row taken, rows taken) for each series the rows `from..to` (counted
+    /// from the first series) cross.
+    fn parts(&self, from: usize, to: usize) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
         let first = self
             .starts
             .partition_point(|&s| s <= from)
             .saturating_sub(1);
-        // (series, its first row taken, rows taken) for each series the range crosses.
-        let parts = (first..self.series.len())
-            .take_while(|&i| self.starts[i] < to)
-            .map(|i| {
+        (first..self.series.len())
+            .take_while(move |&i| self.starts[i] < to)
+            .map(move |i| {
                 let start = self.starts[i];
                 let lo = from.max(start) - start;
                 let hi = to.min(start + self.series[i].values_s.len()) - start;
                 (i, lo, hi - lo)
-            });
-        let dictionary = |keys: PrimitiveArray<Int32Type>, values: &ArrayRef| -> ArrayRef {
-            Arc::new(
-                DictionaryArray::<Int32Type>::try_new(keys, values.clone())
-                    .expect("keys index the dictionary"),
-            )
-        };
+            })
+    }
+
+    /// Column `c` of the series' rows `from..to` (counted from the first series).
+    fn series_slice(&self, c: usize, from: usize, to: usize) -> ArrayRef {
+        let n = to - from;
+        let parts = self.parts(from, to);
         match c {
             0 => {
                 let mut keys = Prim::<Int32Type>::default();
@@ -812,6 +811,14 @@ impl SampleColumns {
     }
 }
 
+/// A text dictionary column of `keys` into `values`.
+fn dictionary(keys: PrimitiveArray<Int32Type>, values: &ArrayRef) -> ArrayRef {
+    Arc::new(
+        DictionaryArray::<Int32Type>::try_new(keys, values.clone())
+            .expect("keys index the dictionary"),
+    )
+}
+
 impl Columns for SampleColumns {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
@@ -839,6 +846,40 @@ impl Columns for SampleColumns {
             (Some(a), None) => a,
             (None, None) => arrow::array::new_empty_array(self.schema.field(c).data_type()),
         }
+    }
+
+    /// The run, process and kind of the series' rows are one value per series: run-end encoded,
+    /// one run per series the range crosses (rows of kept series are made by `slice`).
+    fn runs(&self, c: usize, offset: usize, len: usize) -> Option<ArrayRef> {
+        if !(0..3).contains(&c) || offset < self.kept_rows || len == 0 {
+            return None;
+        }
+        let from = offset - self.kept_rows;
+        let (mut ends, mut at, mut taken) = (Vec::new(), 0i32, Vec::new());
+        for (i, _, k) in self.parts(from, from + len).filter(|&(_, _, k)| k > 0) {
+            at += i32::try_from(k).ok()?;
+            ends.push(at);
+            taken.push(i as u32);
+        }
+        let taken = arrow::array::UInt32Array::from(taken);
+        let take = |a: &dyn Array| arrow::compute::take(a, &taken, None).ok();
+        let values: ArrayRef = match c {
+            0 => dictionary(take(&self.run_keys)?.as_primitive().clone(), &self.run_dict),
+            1 => Arc::new(PrimitiveArray::<Int64Type>::from_iter(
+                taken
+                    .values()
+                    .iter()
+                    .map(|&i| self.series[i as usize].process_index),
+            )),
+            _ => dictionary(
+                take(&self.kind_keys)?.as_primitive().clone(),
+                &self.kind_dict,
+            ),
+        };
+        let ends = PrimitiveArray::<Int32Type>::from(ends);
+        Some(Arc::new(
+            arrow::array::RunArray::<Int32Type>::try_new(&ends, &values).ok()?,
+        ))
     }
 }
 
@@ -1050,6 +1091,31 @@ mod tests {
                             plain(&expected).as_ref(),
                             "column {c}, rows {from}..{to}"
                         );
+                        // The run, process and kind of new series' rows are also offered as
+                        // runs, which expand to the same rows.
+                        let runs = cols.runs(c, from, to - from);
+                        let new_rows = from >= cols.num_rows() - rows.num_rows() && to > from;
+                        assert_eq!(
+                            runs.is_some(),
+                            c < 3 && new_rows,
+                            "column {c}, {from}..{to}"
+                        );
+                        if let Some(runs) = runs {
+                            let r = runs.as_run::<Int32Type>();
+                            let mut at = 0;
+                            let mut take = Vec::new();
+                            for (i, end) in r.run_ends().values().iter().enumerate() {
+                                take.extend(std::iter::repeat_n(i as u32, *end as usize - at));
+                                at = *end as usize;
+                            }
+                            let take = arrow::array::UInt32Array::from(take);
+                            let rows = arrow::compute::take(r.values(), &take, None).unwrap();
+                            assert_eq!(
+                                plain(&rows).as_ref(),
+                                plain(&expected).as_ref(),
+                                "runs of column {c}, rows {from}..{to}"
+                            );
+                        }
                     }
                 }
             }
