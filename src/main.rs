@@ -250,51 +250,9 @@ fn build_command(args: &BuildArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Tunables of glibc's malloc for `import`: transparent huge pages for its heaps, grown 64 MiB at
-/// a time. An import fills a hundred MB or more of fresh memory in a fraction of a second; with
-/// glibc's defaults every 4 KiB page of it is a page fault (30 k of them for the bench set of
-/// bench/import_bench.py, a sixth of the import's time). With these, 1.6 k, and the import takes
-/// about 17% less time (peak memory about 10% more). The server keeps glibc's defaults.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const IMPORT_MALLOC_TUNABLES: &str = "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=67108864";
-
-/// glibc reads its tunables only when a process starts: `import` starts itself again (the same
-/// process, arguments and environment) with [`IMPORT_MALLOC_TUNABLES`], unless GLIBC_TUNABLES is
-/// already set (the caller's setting stands, and a restarted process does not restart again).
-/// When the restart fails, the import runs as it is.
-fn restart_with_import_tunables() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        use std::os::unix::process::CommandExt;
-        if std::env::var_os("GLIBC_TUNABLES").is_some() {
-            return;
-        }
-        let Ok(exe) = std::env::current_exe() else {
-            return;
-        };
-        let mut args = std::env::args_os();
-        let mut restart = std::process::Command::new(exe);
-        if let Some(arg0) = args.next() {
-            restart.arg0(arg0);
-        }
-        // Returns only when the restart failed.
-        let _ = restart
-            .args(args)
-            .env("GLIBC_TUNABLES", IMPORT_MALLOC_TUNABLES)
-            .exec();
-    }
-}
-
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if matches!(cli.command, Some(Command::Import(_))) {
-        restart_with_import_tunables();
-    }
-    run(cli)
-}
-
 #[tokio::main]
-async fn run(cli: Cli) -> ExitCode {
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Sample(a)) => {
             init_tracing(LogFormat::Text);
