@@ -861,6 +861,9 @@ impl Columns for SampleColumns {
             ends.push(at);
             taken.push(i as u32);
         }
+        if at as usize != len {
+            return None;
+        }
         let taken = arrow::array::UInt32Array::from(taken);
         let take = |a: &dyn Array| arrow::compute::take(a, &taken, None).ok();
         let values: ArrayRef = match c {
