@@ -128,7 +128,17 @@ pub struct RunIds {
 impl RunIds {
     /// `{source_id}~{local}`.
     pub fn run_id(&self, local: &str) -> Text {
-        format!("{}~{local}", self.source_id).into()
+        self.namespaced(local)
+    }
+
+    /// The experiment of a source that numbers its own (LEM's base id, its counter "0042"
+    /// repeats across machines): `{source_id}~{base}`, as §4.1 namespaces ids.
+    pub fn experiment_id(&self, base: &str) -> Text {
+        self.namespaced(base)
+    }
+
+    fn namespaced(&self, id: &str) -> Text {
+        format!("{}~{id}", self.source_id).into()
     }
 }
 

@@ -430,7 +430,7 @@ fn experiment(
         ..Default::default()
     };
     let (base, cycle) = cycle_of(local_id);
-    run.experiment_id = Some(base.into());
+    run.experiment_id = Some(ctx.experiment_id(&base));
     run.repeat_index = cycle;
     let backend = d.at("backend").text();
     config(&mut run, d, backend.as_deref());
@@ -675,7 +675,7 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
             for (k, v) in stats {
                 if let Some(x) = v.as_f64() {
                     out.reported_stats.push(RepeatStatRow {
-                        experiment_id: Some(base.as_str().into()),
+                        experiment_id: Some(ctx.ids.experiment_id(&base)),
                         source_id: Some(ctx.ids.source_id.clone()),
                         statistic: Some(k.into()),
                         value: Some(x),
@@ -717,11 +717,13 @@ pub fn read_v2(ctx: &mut SourceCtx, out: &mut Tables) {
         let mut e = experiment(&ctx.ids, &local, Some(&doc), procs, Vec::new(), &w);
         let run = &mut e.run;
         // v2: GPU energy by default (NVML), not CodeCarbon; the experiment is the config hash.
-        run.experiment_id = d
-            .at("measurement_config_hash")
-            .text()
-            .or_else(|| Some(local.clone()))
-            .map(Into::into);
+        run.experiment_id = Some(
+            ctx.ids.experiment_id(
+                &d.at("measurement_config_hash")
+                    .text()
+                    .unwrap_or_else(|| local.clone()),
+            ),
+        );
         run.repeat_index = None;
         run.energy_j = d.at("total_energy_j").f64();
         run.gpu_energy_j = run.energy_j;

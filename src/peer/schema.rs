@@ -451,7 +451,7 @@ table!(RunRow, RunRows, RUN_COLUMNS, {
     source_id: Str, N, "The import source (see /v1/measurements/sources).";
     source_kind: Str, N, "mlenergy_v3, lem_v1, lem_v2, ipw_profile or ipw_agentic.";
     local_id: Str, N, "The run's id in its source: LEM experiment id (with `_c<k>` for cycles), the result directory name, or the ML.ENERGY run id.";
-    experiment_id: Str, N, "The group of repeats this run belongs to: LEM base id (cycles share it), LEM v2 measurement_config_hash, IPW (model, hardware, dataset, concurrency), ML.ENERGY run id without its seed.";
+    experiment_id: Str, N, "The group of repeats this run belongs to: LEM base id (cycles share it) or LEM v2 measurement_config_hash, namespaced by the source (`{source_id}~{id}`: LEM's counters repeat across machines); IPW (model, hardware, dataset, concurrency), which repeated profiles share across sources; ML.ENERGY run id without its seed.";
     repeat_index: Int, N, "Cycle number (LEM `_c<k>`) or seed (ML.ENERGY); null when the source has none.";
     model: Str, N, "Model as the source names it (a Hugging Face id, or an ollama tag for IPW).";
     hardware: Str, N, "Accelerator model, normalised (H100, H200, B200, A100, L40S, RTX4090, MI300X), else as reported.";
@@ -903,7 +903,7 @@ table!(EvaluationRow, EvaluationRows, EVALUATION_COLUMNS, {
 });
 
 table!(RepeatStatRow, RepeatStatRows, REPORTED_STATS_COLUMNS, {
-    experiment_id: Str, N, "The experiment (LEM base id).";
+    experiment_id: Str, N, "The experiment (`{source_id}~{LEM base id}`, as in runs).";
     source_id: Str, N, "Its source.";
     statistic: Str, N, "CycleStatistics field, e.g. energy_ci_95_lower.";
     value: Float, N, "As LEM reported it.";

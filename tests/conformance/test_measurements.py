@@ -120,7 +120,11 @@ def test_runs_match(served):
         for local_id in sorted(want_ids & set(runs)):
             exp, got = expected["runs"][(kind, local_id)], runs[local_id]
             label = f"{kind} {local_id}"
-            problems += compare_rows(label, exp["columns"], got)
+            columns = dict(exp["columns"])
+            if kind.startswith("lem") and columns.get("experiment_id") is not None:
+                # LEM numbers its experiments per machine: served namespaced by the source (§4.1).
+                columns["experiment_id"] = f"{got.get('source_id')}~{columns['experiment_id']}"
+            problems += compare_rows(label, columns, got)
             if not re.fullmatch(rf"{kind}-[0-9a-f]{{8}}", str(got.get("source_id"))):
                 problems.append(f"{label} source_id {got.get('source_id')!r}")
             if got.get("run_id") != f"{got.get('source_id')}~{local_id}":
@@ -149,7 +153,10 @@ def test_repeat_stats_exact_t_and_reported(served, index):
     body = api.json("/v1/measurements/repeat-stats", by="experiment_id", metric=want["metric"],
                     source_kind=want["source_kind"])
     assert isinstance(body["warnings"], list)
-    groups = [g for g in body["groups"] if g["key"] == {"experiment_id": want["experiment_id"]}]
+    # The experiment's id as served: namespaced by the source of its cycles.
+    source = served_runs(api, want["source_kind"])[f"{want['experiment_id']}_c0"]["source_id"]
+    key = {"experiment_id": f"{source}~{want['experiment_id']}"}
+    groups = [g for g in body["groups"] if g["key"] == key]
     assert len(groups) == 1, body["groups"]
     g = groups[0]
     stats = {k: want[k] for k in ("n", "mean", "std", "sem", "t", "ci95_lo", "ci95_hi", "cv", "min", "max")}
