@@ -500,14 +500,14 @@ pub fn write_parquet_parallel(
             // as the table holds them if it does, else found in the row group's array.
             // Otherwise the writer takes it in slices: of the row group's array if it was made
             // for the runs, else each made as it is needed.
-            let runs = super::parquet_runs::may_take(field.data_type());
-            if let Some(held) = runs.then(|| batch.runs(c, offset, len)).flatten()
+            let may_run = super::parquet_runs::may_take(field.data_type());
+            if let Some(held) = may_run.then(|| batch.runs(c, offset, len)).flatten()
                 && let Some((bytes, close)) =
                     super::parquet_runs::chunk(&held, descr[c].clone(), &props)?
             {
                 return Ok((g, Chunk::Runs(bytes, close)));
             }
-            let whole = runs.then(|| batch.slice(c, offset, len));
+            let whole = may_run.then(|| batch.slice(c, offset, len));
             if let Some(whole) = &whole
                 && let Some((bytes, close)) =
                     super::parquet_runs::chunk(whole, descr[c].clone(), &props)?
