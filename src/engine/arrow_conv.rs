@@ -429,6 +429,11 @@ pub trait Columns: Sync {
     fn runs(&self, _c: usize, _offset: usize, _len: usize) -> Option<ArrayRef> {
         None
     }
+    /// Column `c`'s codec when the table knows better than the writer's default (values that
+    /// do not compress). `None` (the default): the writer's.
+    fn codec(&self, _c: usize) -> Option<parquet::basic::Compression> {
+        None
+    }
 }
 
 impl Columns for RecordBatch {
@@ -501,16 +506,15 @@ pub fn write_parquet_parallel(
             // Otherwise the writer takes it in slices: of the row group's array if it was made
             // for the runs, else each made as it is needed.
             let may_run = super::parquet_runs::may_take(field.data_type());
+            let of_runs = |a: &ArrayRef| super::parquet_runs::chunk(a, descr[c].clone(), &props);
             if let Some(held) = may_run.then(|| batch.runs(c, offset, len)).flatten()
-                && let Some((bytes, close)) =
-                    super::parquet_runs::chunk(&held, descr[c].clone(), &props)?
+                && let Some((bytes, close)) = of_runs(&held)?
             {
                 return Ok((g, Chunk::Runs(bytes, close)));
             }
             let whole = may_run.then(|| batch.slice(c, offset, len));
             if let Some(whole) = &whole
-                && let Some((bytes, close)) =
-                    super::parquet_runs::chunk(whole, descr[c].clone(), &props)?
+                && let Some((bytes, close)) = of_runs(whole)?
             {
                 return Ok((g, Chunk::Runs(bytes, close)));
             }

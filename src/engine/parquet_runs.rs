@@ -91,6 +91,10 @@ fn runs(array: &ArrayRef) -> Option<Runs<'_>> {
                 ends.get_start_physical_index(),
                 ends.get_end_physical_index(),
             );
+            // Only an unsliced array's values are its runs' values, one each.
+            if first != 0 || last + 1 != r.values().len() {
+                return None;
+            }
             let mut at = 0usize;
             let lengths = ends
                 .sliced_values()
@@ -100,10 +104,6 @@ fn runs(array: &ArrayRef) -> Option<Runs<'_>> {
                     n
                 })
                 .collect();
-            // The values the slice covers (an unsliced array: all of them).
-            if first != 0 || last + 1 != r.values().len() {
-                return None;
-            }
             (r.values(), Some(lengths))
         }
         _ => (array, None),

@@ -92,17 +92,12 @@ pub fn write_import(
                     None => Box::new(concat(vec![kept])?),
                 };
                 let mut props = parquet_properties().set_dictionary_enabled(false);
-                if name == "latency_samples" {
-                    // Measured latencies do not compress (snappy saved 3% of their bytes, at a
-                    // sixth of the table's writing time).
-                    props = props.set_column_compression(
-                        parquet::schema::types::ColumnPath::from("value_s"),
-                        parquet::basic::Compression::UNCOMPRESSED,
-                    );
-                }
-                for f in table.schema().fields() {
+                for (c, f) in table.schema().fields().iter().enumerate() {
+                    let path = parquet::schema::types::ColumnPath::from(f.name().as_str());
+                    if let Some(codec) = table.codec(c) {
+                        props = props.set_column_compression(path.clone(), codec);
+                    }
                     if matches!(f.data_type(), DataType::Dictionary(..)) {
-                        let path = parquet::schema::types::ColumnPath::from(f.name().as_str());
                         props = props
                             .set_column_dictionary_enabled(path.clone(), true)
                             .set_column_statistics_enabled(path, EnabledStatistics::None);
