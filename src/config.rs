@@ -156,14 +156,15 @@ pub struct ServeArgs {
     #[arg(long, env = "MLENERGY_LEADERBOARD_DATE", value_parser = parse_date)]
     pub leaderboard_date: Option<String>,
     /// When the leaderboard's LLM model files read their runs' raw files for the output-length
-    /// histograms (a source without precomputed ones): `background`, from the start (every
-    /// stable LLM run's results.json is read, downloaded first from a remote source), or
-    /// `on-request`, a pair's runs when its file is first asked for.
+    /// histograms (a source without precomputed ones, which `build` writes): `on-request`, a
+    /// pair's runs when its file is first asked for (raw files are fetched lazily); or
+    /// `background`, from the start (every stable LLM run's results.json is read, downloaded
+    /// first from a remote source: tens of gigabytes for the published dataset).
     #[arg(
         long,
         env = "MLENERGY_LEADERBOARD_HISTOGRAMS",
         value_enum,
-        default_value = "background"
+        default_value = "on-request"
     )]
     pub leaderboard_histograms: HistogramReading,
     /// `Cache-Control: max-age` of answers, in seconds. Answers of a hub source pinned to a
@@ -211,6 +212,25 @@ pub struct ServeArgs {
     /// Most bytes of request headers; more: 431.
     #[arg(long, env = "MLENERGY_MAX_HEADER_BYTES", default_value_t = 32768)]
     pub max_header_bytes: usize,
+    /// Largest request body (SQL text, model data); larger: 413.
+    #[arg(long, env = "MLENERGY_MAX_BODY_BYTES", default_value_t = crate::http::state::GuardOptions::MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
+    /// Largest body of an ITL mixture fit (POST /v1/models/itl-mixture/fit: bulk samples);
+    /// larger: 413.
+    #[arg(long, env = "MLENERGY_MAX_SAMPLES_BODY_BYTES", default_value_t = crate::http::state::GuardOptions::MAX_SAMPLES_BODY_BYTES)]
+    pub max_samples_body_bytes: usize,
+    /// Time a connection has to send a request's headers once it starts one; past it the
+    /// connection is closed.
+    #[arg(long, env = "MLENERGY_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_positive_duration)]
+    pub header_read_timeout: std::time::Duration,
+    /// How long a connection may stay open with no request under way (keep-alive, or opened and
+    /// silent); past it the connection is closed.
+    #[arg(long, env = "MLENERGY_KEEP_ALIVE_TIMEOUT", default_value = "30s", value_parser = parse_positive_duration)]
+    pub keep_alive_timeout: std::time::Duration,
+    /// HTTP connections open at once; past it a new connection is answered 503 and closed at
+    /// once. Default: 4096, or three quarters of the process's descriptor limit if that is lower.
+    #[arg(long, env = "MLENERGY_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: Option<u32>,
     /// The bearer token admin actions (prefetch) need. Unset: they are allowed only when the
     /// server listens on loopback.
     #[arg(long, env = "MLENERGY_ADMIN_TOKEN", hide_env_values = true)]
@@ -332,6 +352,15 @@ impl ServeArgs {
             .join("data/sample")
             .display()
             .to_string()
+    }
+}
+
+/// A duration longer than zero.
+fn parse_positive_duration(s: &str) -> Result<std::time::Duration, String> {
+    match humantime::parse_duration(s) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err(format!("'{s}' is not longer than zero")),
+        Err(e) => Err(format!("'{s}' is not a duration such as 10s: {e}")),
     }
 }
 

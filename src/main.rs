@@ -9,6 +9,7 @@ use mlenergy_server::config::{
     BuildArgs, Cli, Command, HealthcheckArgs, HistogramReading, ImportArgs, LogFormat, ServeArgs,
 };
 use mlenergy_server::engine::sql::SqlLimits;
+use mlenergy_server::http::connections::{ConnectionOptions, default_max_connections};
 use mlenergy_server::http::state::{GuardOptions, RateLimit};
 use mlenergy_server::http::{self, AppState, HttpOptions, Limits};
 use mlenergy_server::peer::ImportSpec;
@@ -24,8 +25,23 @@ use mlenergy_server::service::static_site::StaticSite;
 use mlenergy_server::{flight, pg};
 use tracing_subscriber::EnvFilter;
 
+/// The log filter: `MLENERGY_LOG` if set, else `RUST_LOG` (what most Rust services read), else
+/// `info`. A set but empty variable counts as unset; an unreadable one is reported and skipped.
+fn log_filter() -> EnvFilter {
+    for var in ["MLENERGY_LOG", "RUST_LOG"] {
+        let Some(value) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) else {
+            continue;
+        };
+        match EnvFilter::try_new(&value) {
+            Ok(filter) => return filter,
+            Err(e) => eprintln!("{var}={value:?} is not a log filter ({e}); ignored"),
+        }
+    }
+    EnvFilter::new("info")
+}
+
 fn init_tracing(format: LogFormat) {
-    let filter = EnvFilter::try_from_env("MLENERGY_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = log_filter();
     // Colour only on a terminal: a file or a pipe gets plain text (ANSI codes would be noise).
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let builder = tracing_subscriber::fmt()
@@ -131,6 +147,15 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 burst: args.rate_limit_burst,
             }),
             client_ip_header: args.client_ip_header.clone(),
+            max_body_bytes: args.max_body_bytes,
+            max_samples_body_bytes: args.max_samples_body_bytes,
+        },
+        connections: ConnectionOptions {
+            header_read_timeout: args.header_read_timeout,
+            keep_alive_timeout: args.keep_alive_timeout,
+            max_connections: args
+                .max_connections
+                .map_or_else(default_max_connections, |n| n as usize),
         },
     });
     if let Some(addr) = args.pg_bind {
@@ -240,8 +265,10 @@ fn build_command(args: &BuildArgs) -> Result<(), String> {
         .save(&cache_path)
         .map_err(|e| format!("{}: {e}", cache_path.display()))?;
     eprintln!(
-        "wrote {}: {} raw files copied, {} unchanged, {} config files, in {:.1} s",
+        "wrote {}: output-length histograms of {} of {} stable LLM runs, {} raw files copied, {} unchanged, {} config files, in {:.1} s",
         args.out.display(),
+        report.histogram_runs,
+        report.stable_llm_runs,
         report.raw_files_copied,
         report.raw_files_unchanged,
         report.config_files,

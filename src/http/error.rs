@@ -359,7 +359,10 @@ impl AppError {
             AppError::PayloadTooLarge { limit } => (
                 None,
                 None,
-                format!("the request body is over the limit of {limit} bytes"),
+                format!(
+                    "the request body is over this endpoint's limit of {limit} bytes ({:.1} MiB; the server's --max-body-bytes, or --max-samples-body-bytes for an ITL mixture fit)",
+                    *limit as f64 / (1 << 20) as f64
+                ),
             ),
             AppError::NoRoute(path) => (
                 None,

@@ -17,8 +17,16 @@ use crate::service::coding::Coding;
 use crate::service::leaderboard::SiteFile;
 
 /// A file's bytes in `coding` as a 200: its type, coding, and its entity tag (`etag`, quoted,
-/// of the identity bytes) with the coding's suffix. The leaderboard's files and the frontend's.
-pub fn file_response(body: Bytes, coding: Coding, content_type: &str, etag: &str) -> Response {
+/// of the identity bytes) with the coding's suffix, and `-q` when the bytes are a quick form sent
+/// until the final ones are made (other bytes, so another strong tag; a revalidation of it gets
+/// the final bytes once they are made). The leaderboard's files and the frontend's.
+pub fn file_response(
+    body: Bytes,
+    coding: Coding,
+    done: bool,
+    content_type: &str,
+    etag: &str,
+) -> Response {
     let mut resp = (StatusCode::OK, body).into_response();
     let h = resp.headers_mut();
     if let Ok(v) = HeaderValue::from_str(content_type) {
@@ -31,7 +39,8 @@ pub fn file_response(body: Bytes, coding: Coding, content_type: &str, etag: &str
         );
     }
     let tag = etag.trim_end_matches('"');
-    if let Ok(v) = HeaderValue::from_str(&format!("{tag}{}\"", coding.etag_suffix())) {
+    let interim = if done { "" } else { "-q" };
+    if let Ok(v) = HeaderValue::from_str(&format!("{tag}{}{interim}\"", coding.etag_suffix())) {
         h.insert(header::ETAG, v);
     }
     h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
@@ -40,7 +49,8 @@ pub fn file_response(body: Bytes, coding: Coding, content_type: &str, etag: &str
 
 /// The answer for a site file in the coding `coding`.
 pub fn site_file_response(file: &SiteFile, coding: Coding, content_type: &'static str) -> Response {
-    let resp = file_response(file.data.get(coding), coding, content_type, &file.etag);
+    let (body, done) = file.data.get(coding);
+    let resp = file_response(body, coding, done, content_type, &file.etag);
     match &file.warning {
         Some(w) => with_warnings(resp, std::slice::from_ref(w)),
         None => resp,

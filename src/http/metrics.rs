@@ -83,6 +83,37 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         ),
     );
 
+    let conns = &state.connections;
+    let open = Gauge::<i64>::default();
+    open.set(i64::try_from(conns.open.load(Relaxed)).unwrap_or(i64::MAX));
+    r.register(
+        "mlenergy_http_connections_open",
+        "HTTP connections open now (at most --max-connections)",
+        open,
+    );
+    let closed = Family::<KindLabel, Counter>::default();
+    for (kind, n) in [
+        ("refused", &conns.refused),
+        ("header_timeout", &conns.header_timeouts),
+        ("idle", &conns.idle_closed),
+    ] {
+        closed
+            .get_or_create(&KindLabel {
+                kind: kind.to_string(),
+            })
+            .inc_by(n.load(Relaxed));
+    }
+    r.register(
+        "mlenergy_http_connections_accepted",
+        "HTTP connections accepted and served",
+        ConstCounter::new(conns.accepted.load(Relaxed)),
+    );
+    r.register(
+        "mlenergy_http_connections_closed",
+        "HTTP connections the server closed: refused at --max-connections (answered 503), headers not sent within --header-read-timeout, no request within --keep-alive-timeout",
+        closed,
+    );
+
     let (hits, computed) = state.cache.counts();
     let answers = Family::<KindLabel, Counter>::default();
     for (kind, n) in [("cache", hits), ("computed", computed)] {

@@ -9,6 +9,7 @@
 
 pub mod answer;
 pub mod charts;
+pub mod connections;
 pub mod derived;
 pub mod encode;
 pub mod error;
@@ -54,8 +55,16 @@ pub use self::state::{AppState, HttpOptions, Limits};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The OpenAPI document and the API routes, from the same annotations.
-fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+/// The OpenAPI document and the API routes, from the same annotations. Every route reads a body
+/// of at most `guard.max_body_bytes` but the ITL mixture fit, whose samples may take
+/// `guard.max_samples_body_bytes`.
+fn api(guard: &state::GuardOptions) -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    use axum::extract::DefaultBodyLimit;
+    let samples = guard.max_samples_body_bytes;
+    let bulk = OpenApiRouter::new()
+        .routes(routes!(models::mixture_fit))
+        .layer(DefaultBodyLimit::max(samples))
+        .layer(axum::Extension(state::BodyLimit(samples)));
     let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(measurements::list_runs))
         .routes(routes!(measurements::get_run))
@@ -96,7 +105,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(fits::itl_mixtures))
         .routes(routes!(models::logistic_fit))
         .routes(routes!(models::logistic_eval))
-        .routes(routes!(models::mixture_fit))
+        .merge(bulk)
         .routes(routes!(models::mixture_sample))
         .routes(routes!(leaderboard::index))
         .routes(routes!(leaderboard::task))
@@ -112,7 +121,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
 
 /// The OpenAPI document as served at `/openapi.json` and committed in `openapi/openapi.json`.
 pub fn openapi_document() -> utoipa::openapi::OpenApi {
-    api().1
+    api(&state::GuardOptions::default()).1
 }
 
 async fn not_found(uri: Uri) -> Response {
@@ -125,7 +134,8 @@ async fn method_not_allowed() -> Response {
 
 /// The whole service as a router.
 pub fn app(state: AppState) -> Router {
-    let (api, doc) = api();
+    let (api, doc) = api(&state.http.guard);
+    let body_limit = state.http.guard.max_body_bytes;
     let trace = TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
         let id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
         tracing::info_span!("request", method = %req.method(), uri = %req.uri(), request_id = %id)
@@ -135,9 +145,10 @@ pub fn app(state: AppState) -> Router {
     let ui = ui::routes(state.http.leaderboard_ui.as_ref());
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
         .merge(ui)
-        // Model bodies carry up to ten million numbers; the limit is the models' (no other
-        // endpoint reads a body).
-        .layer(axum::extract::DefaultBodyLimit::max(models::BODY_LIMIT))
+        // Every body is bounded before it is read (the ITL mixture fit's route sets its own,
+        // larger bound inside this one); the extension lets a refusal name the bound.
+        .layer(axum::extract::DefaultBodyLimit::max(body_limit))
+        .layer(axum::Extension(state::BodyLimit(body_limit)))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Inside out: cached answers in their kept compressed form; anything else compressed as
@@ -232,8 +243,8 @@ pub async fn serve_until(
             .await
     });
     // The frontend's text files are compressed at the most effort once, off the request path.
-    if let Some(site) = state.http.leaderboard_ui.clone() {
-        tokio::task::spawn_blocking(move || site.compress_all());
+    if let Some(site) = &state.http.leaderboard_ui {
+        site.refine_all();
     }
     // Shutdown: /readyz turns 503 at once, requests are still answered for the drain delay
     // (a load balancer sees the 503 and stops sending), then the listener closes and the
@@ -248,13 +259,11 @@ pub async fn serve_until(
             tokio::time::sleep(delay).await;
         }
     };
-    // With the peer's address, the client a rate limit counts (unless a proxy header names it).
-    let served = axum::serve(
-        listener,
-        app(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await;
+    // Each request carries its peer's address, the client a rate limit counts (unless a proxy
+    // header names it).
+    let (options, stats) = (state.http.connections, state.connections.clone());
+    connections::serve(listener, app(state), options, stats, shutdown).await;
+    let served = Ok(());
     stop.cancel();
     background.close();
     if !background.is_empty() {

@@ -11,11 +11,9 @@ use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
 use super::error::AppError;
+use super::state::{BodyLimit, GuardOptions};
 use crate::engine::models::itl_mixture::{self, ItlMixtureModel};
 use crate::engine::models::{LogisticModel, logistic::batch_x};
-
-/// The largest request body of these endpoints (about 10 million numbers as JSON).
-pub const BODY_LIMIT: usize = 256 << 20;
 
 /// The most numbers one array of a body may hold.
 pub const MAX_VALUES: usize = 10_000_000;
@@ -29,11 +27,38 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 
     async fn from_request(req: Request, state: &S) -> Result<Self, AppError> {
         use axum::extract::rejection::JsonRejection;
+        let limit = body_limit(&req);
         match Json::<T>::from_request(req, state).await {
             Ok(Json(v)) => Ok(ApiJson(v)),
             Err(JsonRejection::BytesRejection(e)) if e.status() == 413 => {
-                Err(AppError::PayloadTooLarge { limit: BODY_LIMIT })
+                Err(AppError::PayloadTooLarge { limit })
             }
+            Err(e) => Err(AppError::InvalidBody {
+                field: None,
+                detail: e.body_text(),
+            }),
+        }
+    }
+}
+
+/// The body limit of the route `req` is for.
+fn body_limit(req: &Request) -> usize {
+    req.extensions()
+        .get::<BodyLimit>()
+        .map_or(GuardOptions::MAX_BODY_BYTES, |l| l.0)
+}
+
+/// A body as bytes, refused as problem+json past the route's limit (413 naming it).
+pub struct ApiBytes(pub bytes::Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for ApiBytes {
+    type Rejection = AppError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, AppError> {
+        let limit = body_limit(&req);
+        match bytes::Bytes::from_request(req, state).await {
+            Ok(b) => Ok(ApiBytes(b)),
+            Err(e) if e.status() == 413 => Err(AppError::PayloadTooLarge { limit }),
             Err(e) => Err(AppError::InvalidBody {
                 field: None,
                 detail: e.body_text(),

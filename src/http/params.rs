@@ -2,7 +2,7 @@
 //! engine queries, refusing anything unknown or malformed with the parameter named and the
 //! accepted values listed. Repeated or comma-separated values are OR; different filters AND.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::engine::fields::{FieldSpec, RUN_ID, published_fields};
 use crate::engine::models::SweepQuery;
@@ -593,6 +593,8 @@ pub struct Params {
     values: BTreeMap<String, Vec<String>>,
     /// The name each canonical parameter was given as (for messages).
     given_as: BTreeMap<String, String>,
+    /// Parameters with a blank item: empty between commas, or white space alone.
+    blank: BTreeSet<String>,
 }
 
 fn canonical(domain: Domain, name: &str) -> Option<String> {
@@ -623,6 +625,7 @@ impl Params {
         let allowed = allowed_once(domain, endpoint);
         let mut values: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut given_as = BTreeMap::new();
+        let mut blank = BTreeSet::new();
         for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
             if !allowed.iter().any(|a| *a == k) {
                 return Err(AppError::UnknownParameter {
@@ -632,10 +635,22 @@ impl Params {
             }
             let key = canonical(domain, &k).unwrap_or_else(|| k.to_string());
             given_as.entry(key.clone()).or_insert_with(|| k.to_string());
+            // An item that is blank among others (`a,,b`, `a,`) or a value of white space alone
+            // is not the same as an empty value (`by=`, "none"): list parameters refuse it.
+            let items: Vec<&str> = v.split(',').collect();
+            if (items.len() > 1 && items.iter().any(|s| s.trim().is_empty()))
+                || (!v.is_empty() && v.trim().is_empty())
+            {
+                blank.insert(key.clone());
+            }
             let entry = values.entry(key).or_default();
-            entry.extend(v.split(',').map(|s| s.trim().to_string()));
+            entry.extend(items.iter().map(|s| s.trim().to_string()));
         }
-        Ok(Params { values, given_as })
+        Ok(Params {
+            values,
+            given_as,
+            blank,
+        })
     }
 
     fn name(&self, key: &str) -> String {
@@ -769,6 +784,9 @@ impl Params {
         let Some(vals) = self.values.get(key) else {
             return Ok(None);
         };
+        if self.blank.contains(key) {
+            return Err(self.blank_item(key, table.field_names()));
+        }
         let names: Vec<String> = vals.iter().filter(|v| !v.is_empty()).cloned().collect();
         for n in &names {
             if table.field_index(n).is_none() {
@@ -780,6 +798,18 @@ impl Params {
             }
         }
         Ok(Some(names))
+    }
+
+    /// The refusal of a list parameter with a blank item, naming what it takes.
+    fn blank_item(&self, key: &str, allowed: Vec<String>) -> AppError {
+        let name = self.name(key);
+        AppError::InvalidParameter {
+            parameter: name.clone(),
+            detail: format!(
+                "parameter '{name}' has an empty item: give its items separated by single commas, without blank ones"
+            ),
+            allowed: Some(allowed),
+        }
     }
 
     /// A boolean flag (`true`/`false`/`1`/`0`), false when absent.
@@ -1054,6 +1084,18 @@ impl Params {
     pub fn group_query(&self, domain: Domain, table: &RunTable) -> Result<GroupQuery, AppError> {
         let (filters, stability) = self.filters(domain)?;
         let by = self.field_list("by", table)?.unwrap_or_default();
+        // An aggregate list has no "none" form: `agg=` is a blank item like `agg=count,`.
+        let agg_blank = self.blank.contains("agg")
+            || self
+                .values
+                .get("agg")
+                .is_some_and(|v| v.iter().any(String::is_empty));
+        if agg_blank {
+            return Err(self.blank_item(
+                "agg",
+                AggFunc::NAMES.iter().map(|n| n.to_string()).collect(),
+            ));
+        }
         let mut aggs = Vec::new();
         for a in self
             .values

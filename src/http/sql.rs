@@ -3,7 +3,6 @@
 //! negotiation and caching as the rest, and `GET /v1/sql/tables` (what the tables hold). Read-only
 //! and limited (`engine::sql`, `service::sql`).
 
-use axum::body::Bytes;
 use axum::extract::{OriginalUri, RawQuery, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
@@ -16,6 +15,7 @@ use utoipa::ToSchema;
 use super::answer::{Encoded, cached_as, respond};
 use super::encode;
 use super::error::AppError;
+use super::models::ApiBytes;
 use super::negotiate::{Format, negotiate};
 use super::state::AppState;
 use crate::engine::Domain;
@@ -276,7 +276,7 @@ pub async fn sql_post(
     State(state): State<AppState>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
-    body: Bytes,
+    ApiBytes(body): ApiBytes,
 ) -> Result<Response, AppError> {
     let (_, format) = query_params(query.as_deref(), false)?;
     let format = negotiate(format.as_deref(), accept(&headers))?;

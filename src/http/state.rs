@@ -49,6 +49,8 @@ pub struct HttpOptions {
     pub guard: GuardOptions,
     /// Read the source again this often and serve it if its content changed (`--watch`).
     pub watch: Option<std::time::Duration>,
+    /// Timeouts and the bound of the listener's connections.
+    pub connections: super::connections::ConnectionOptions,
 }
 
 impl Default for HttpOptions {
@@ -60,6 +62,7 @@ impl Default for HttpOptions {
             drain_delay: std::time::Duration::ZERO,
             guard: Default::default(),
             watch: None,
+            connections: Default::default(),
         }
     }
 }
@@ -92,6 +95,24 @@ pub struct GuardOptions {
     /// The header that names the client behind a reverse proxy (`x-forwarded-for`: its last
     /// address, the one the proxy saw; `x-real-ip`); none: the connection's peer address.
     pub client_ip_header: Option<axum::http::HeaderName>,
+    /// Largest request body, bytes (`--max-body-bytes`); larger: 413.
+    pub max_body_bytes: usize,
+    /// Largest body of the one route that takes bulk samples, the ITL mixture fit
+    /// (`--max-samples-body-bytes`).
+    pub max_samples_body_bytes: usize,
+}
+
+/// The body limit of the route a request is for (a request extension set beside axum's
+/// `DefaultBodyLimit`), so that a refusal can name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyLimit(pub usize);
+
+impl GuardOptions {
+    /// `--max-body-bytes` unless configured otherwise: 2 MiB (as Datasette's), room for an SQL
+    /// text or a logistic fit of some ten thousand points.
+    pub const MAX_BODY_BYTES: usize = 2 << 20;
+    /// `--max-samples-body-bytes` unless configured otherwise: about ten million numbers as JSON.
+    pub const MAX_SAMPLES_BODY_BYTES: usize = 256 << 20;
 }
 
 /// A client's rate: `per_second` on average, with bursts of up to `burst` requests at once.
@@ -113,6 +134,8 @@ impl Default for GuardOptions {
             loopback: true,
             rate_per_ip: None,
             client_ip_header: None,
+            max_body_bytes: Self::MAX_BODY_BYTES,
+            max_samples_body_bytes: Self::MAX_SAMPLES_BODY_BYTES,
         }
     }
 }
@@ -215,6 +238,8 @@ pub struct AppState {
     pub rates: Arc<Rates>,
     /// Request metrics (`metrics`).
     pub metrics: Arc<super::request_metrics::Metrics>,
+    /// The listener's connections (`connections`).
+    pub connections: Arc<super::connections::ConnectionStats>,
 }
 
 impl AppState {
@@ -235,6 +260,7 @@ impl AppState {
             in_flight: Default::default(),
             rates: Arc::new(Rates::new()),
             metrics: Default::default(),
+            connections: Default::default(),
         }
     }
 }

@@ -65,8 +65,8 @@ async fn file(
 }
 
 fn respond(state: &AppState, f: &StaticFile, headers: &HeaderMap) -> Response {
-    let (body, coding) = f.body(choose_coding(headers));
-    let mut resp = file_response(body, coding, &f.content_type, &f.etag);
+    let (body, coding, done) = f.body(choose_coding(headers));
+    let mut resp = file_response(body, coding, done, &f.content_type, &f.etag);
     let h = resp.headers_mut();
     let cache = match f.freshness {
         Freshness::Immutable => "public, max-age=31536000, immutable".to_string(),

@@ -1,17 +1,22 @@
 //! Writing a compiled data directory from a raw build (docs/toolkit.md §2, §13.1): the two
-//! parquet tables, the raw `results.json`/`prometheus.json` files and the config files under
-//! their relative paths, and a dataset card.
+//! parquet tables, the leaderboard's output-length histograms of the stable LLM runs (so a server
+//! of the directory, local or remote, reads no raw file for them), the raw
+//! `results.json`/`prometheus.json` files and the config files under their relative paths, and a
+//! dataset card.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::Built;
+use super::{Built, histograms};
 use crate::engine::{EngineError, RunTable, frame::Frame};
 use crate::rawtree::sample::write_parquet;
 
 /// What `write_compiled` did.
 #[derive(Debug, Default)]
 pub struct CompileReport {
+    /// Stable LLM runs whose output-length histograms were written, of all stable LLM runs.
+    pub histogram_runs: usize,
+    pub stable_llm_runs: usize,
     pub raw_files_copied: usize,
     pub raw_files_unchanged: usize,
     pub config_files: usize,
@@ -81,6 +86,20 @@ pub fn write_compiled(
         &published(&built.diffusion),
         &|n| built.diffusion.is_nullable(n),
     )?;
+    let llm = &built.llm;
+    let lengths: Vec<Option<Vec<i64>>> = match llm.field_index("results_path") {
+        Some(col) => (0..llm.len())
+            .map(|r| match llm.column(col).get(r) {
+                crate::engine::frame::Value::Str(p) => built.output_lengths.get(p).cloned(),
+                _ => None,
+            })
+            .collect(),
+        None => vec![None; llm.len()],
+    };
+    let histograms = histograms::leaderboard_histograms(llm, &lengths);
+    report.histogram_runs = histograms.len();
+    report.stable_llm_runs = llm.stability_counts().0;
+    histograms::write_histograms(out, llm, histograms::bins_of(llm, &histograms))?;
     if !skip_raw {
         for run in &built.runs {
             for src in [run.path.clone(), run.prometheus_path()] {
@@ -128,12 +147,16 @@ pub fn write_compiled(
             "---\npretty_name: \"The ML.ENERGY Benchmark v3 Dataset\"\nlicense: apache-2.0\nconfigs:\n- config_name: llm\n  data_files:\n  - split: all\n    path: runs/llm.parquet\n  default: true\n- config_name: diffusion\n  data_files:\n  - split: all\n    path: runs/diffusion.parquet\n---\n\n\
 # ML.ENERGY benchmark results\n\nCompiled by `mlenergy-server build` from raw benchmark results: LLM and diffusion inference runs with\n\
 their measured GPU energy, throughput and latency.\n\n* `runs/llm.parquet`: {} LLM runs ({stable} stable, {unstable} unstable, see `is_stable` and `unstable_reason`).\n\
-* `runs/diffusion.parquet`: {} diffusion runs.\n* `llm/`, `diffusion/`: the raw `results.json` and `prometheus.json` files{}.\n\
+* `runs/diffusion.parquet`: {} diffusion runs.\n* `histograms/llm_output_lengths.parquet`: the output-length histogram of each stable LLM run ({} of {}), one row\n\
+  per (run, bin), keyed by `run_id`: the leaderboard's model files are made from them.\n\
+* `llm/`, `diffusion/`: the raw `results.json` and `prometheus.json` files{}.\n\
 * `configs/`: the model_info.json and monolithic.config.yaml files the rows were derived from.\n\n\
 License: Apache-2.0. Cite \"The ML.ENERGY Benchmark: Toward Automated Inference Energy Measurement and Optimization\"\n\
 (Chung et al., NeurIPS 2025 Datasets and Benchmarks).\n",
             built.llm.len(),
             built.diffusion.len(),
+            report.histogram_runs,
+            report.stable_llm_runs,
             if skip_raw {
                 " (not included in this build)"
             } else {

@@ -15,6 +15,7 @@ pub mod compile;
 pub mod configs;
 pub mod discover;
 pub mod generate;
+pub mod histograms;
 pub mod path;
 pub mod results;
 pub mod rows;
@@ -150,6 +151,9 @@ pub struct Built {
     /// The config directories the rows were derived from (given or auto-detected).
     pub llm_config_dir: Option<PathBuf>,
     pub diffusion_config_dir: Option<PathBuf>,
+    /// The output lengths of each LLM row's successful requests, by its `results_path`, where
+    /// they could be read (the leaderboard's histograms are made from them).
+    pub output_lengths: HashMap<String, Vec<i64>>,
 }
 
 /// Build both run tables from raw roots (stable and unstable LLM runs, as the published
@@ -232,12 +236,16 @@ pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built
     apply_cascade(&groups, &mns, &mut status);
 
     let mut llm_rows = Vec::new();
+    let mut output_lengths = HashMap::new();
     for ((run, outcome), st) in llm.into_iter().zip(status) {
         match outcome.row {
             Ok(Some(mut row)) => {
                 row.stability = st;
                 row.results_path = stored_path(&run.path, &run.bench_root);
                 row.prometheus_path = stored_path(&run.prometheus_path(), &run.bench_root);
+                if let Some(lengths) = outcome.output_lengths {
+                    output_lengths.insert(row.results_path.clone(), lengths);
+                }
                 llm_rows.push(row);
             }
             Ok(None) => skipped.push(Skipped {
@@ -274,5 +282,6 @@ pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built
         cache: new_cache,
         llm_config_dir: llm_cfg,
         diffusion_config_dir: diff_cfg,
+        output_lengths,
     })
 }

@@ -69,10 +69,19 @@ fn top_object(d: &mut RunDerived) -> serde_json::Map<String, Value> {
     std::mem::take(&mut d.top).into_iter().collect()
 }
 
-/// An LLM `results.json`: its values, and the smoothed ITL pool of the successful requests as the
-/// row statistics read it; `None` where the toolkit's computation raises or the pool is empty
-/// (either drops the run). The timeline is checked but not kept.
-pub fn read_llm(path: &Path) -> Result<(LlmResults, Option<Vec<f64>>), String> {
+/// What the build reads of an LLM `results.json`.
+pub struct LlmRead {
+    pub values: LlmResults,
+    /// The smoothed ITL pool of the successful requests as the row statistics read it; `None`
+    /// where the toolkit's computation raises or the pool is empty (either drops the run).
+    pub itl: Option<Vec<f64>>,
+    /// The successful requests' output lengths (`LLMRun.output_lengths()`), if readable.
+    pub output_lengths: Option<Vec<i64>>,
+}
+
+/// An LLM `results.json`: its values, ITL pool and output lengths. The timeline is checked but
+/// not kept.
+pub fn read_llm(path: &Path) -> Result<LlmRead, String> {
     let spec = Reading {
         requests: true,
         timeline: false,
@@ -82,7 +91,12 @@ pub fn read_llm(path: &Path) -> Result<(LlmResults, Option<Vec<f64>>), String> {
     let mut d = read_path(path, spec).map_err(message)?;
     let values =
         serde_json::from_value(Value::Object(top_object(&mut d))).map_err(|e| e.to_string())?;
-    Ok((values, d.itl.ok().map(|s| s.iter().collect())))
+    let output_lengths = crate::rawfile::output_lengths(&d, false).ok();
+    Ok(LlmRead {
+        values,
+        itl: d.itl.ok().map(|s| s.iter().collect()),
+        output_lengths,
+    })
 }
 
 /// A diffusion `results.json`: the top-level values the toolkit reads, by key. The timeline is

@@ -126,14 +126,21 @@ pub(super) struct LlmOutcome {
     pub(super) group: Option<(String, String, String, i64)>,
     pub(super) max_num_seqs: Option<i64>,
     pub(super) row: Result<Option<LlmRow>, String>,
+    /// The output lengths of the successful requests, where the file gives them all (no
+    /// `serde(default)`: a build cache written before they were kept is read as empty, so every
+    /// file is read again once).
+    pub(super) output_lengths: Option<Vec<i64>>,
 }
 
 pub(super) fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> LlmOutcome {
     let p = &run.parsed;
     let read = read_llm(&run.path);
     let results: Result<LlmResults, String> =
-        read.as_ref().map(|r| r.0.clone()).map_err(String::clone);
-    let pool = read.ok().and_then(|r| r.1);
+        read.as_ref().map(|r| r.values.clone()).map_err(String::clone);
+    let (pool, output_lengths) = match read {
+        Ok(r) => (r.itl, r.output_lengths),
+        Err(_) => (None, None),
+    };
     let prom_path = run.prometheus_path();
     let prometheus: Option<Result<Prometheus, String>> = prom_path.exists().then(|| {
         confined(&run.bench_root, prom_path.clone())
@@ -271,6 +278,7 @@ pub(super) fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache)
         group,
         max_num_seqs,
         row,
+        output_lengths,
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::Value as Json;
 use super::{Domain, EngineError, RunTable};
 pub use crate::engine::arrow_conv::{write_parquet, write_parquet_with};
 use crate::engine::fields::{FieldSpec, FieldType, published_fields};
-use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
+use crate::engine::frame::{ColumnData, Frame, Value};
 
 fn bad(msg: impl Into<String>) -> EngineError {
     EngineError::Load(msg.into())
@@ -238,17 +238,10 @@ fn write_histograms(
     llm: &RunTable,
     id_map: &HashMap<String, usize>,
 ) -> Result<(), EngineError> {
+    use super::histograms::Bin;
     let path = real.join("llm_output_length_histogram_bins.csv");
     let mut rdr =
         csv::Reader::from_path(&path).map_err(|e| bad(format!("{}: {e}", path.display())))?;
-    struct Bin {
-        row: usize,
-        index: i64,
-        lo: f64,
-        hi: f64,
-        right_closed: bool,
-        count: i64,
-    }
     let mut bins = Vec::new();
     for rec in rdr.records() {
         let rec = rec.map_err(|e| bad(format!("{}: {e}", path.display())))?;
@@ -275,51 +268,7 @@ fn write_histograms(
             count: int(10)?,
         });
     }
-    bins.sort_by_key(|b| (b.row, b.index));
-    let rows: Vec<Option<usize>> = bins.iter().map(|b| Some(b.row)).collect();
-    let col = |name: &str| {
-        let i = llm.field_index(name).expect("llm field");
-        FrameColumn {
-            name: name.to_string(),
-            data: llm.column(i).take(&rows),
-        }
-    };
-    let frame = Frame {
-        columns: vec![
-            col("run_id"),
-            col("task"),
-            col("model_id"),
-            col("gpu_model"),
-            col("num_gpus"),
-            col("max_num_seqs"),
-            col("num_request_repeats"),
-            FrameColumn {
-                name: "bin_index".into(),
-                data: ColumnData::Int(bins.iter().map(|b| Some(b.index)).collect()),
-            },
-            FrameColumn {
-                name: "bin_lo".into(),
-                data: ColumnData::Float(bins.iter().map(|b| Some(b.lo)).collect()),
-            },
-            FrameColumn {
-                name: "bin_hi".into(),
-                data: ColumnData::Float(bins.iter().map(|b| Some(b.hi)).collect()),
-            },
-            FrameColumn {
-                name: "right_closed".into(),
-                data: ColumnData::Bool(bins.iter().map(|b| Some(b.right_closed)).collect()),
-            },
-            FrameColumn {
-                name: "count".into(),
-                data: ColumnData::Int(bins.iter().map(|b| Some(b.count)).collect()),
-            },
-        ],
-    };
-    write_parquet(
-        &out.join("histograms").join("llm_output_lengths.parquet"),
-        &frame,
-        &|_| false,
-    )
+    super::histograms::write_histograms(out, llm, bins)
 }
 
 const SAMPLE_README: &str = "\

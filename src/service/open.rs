@@ -14,6 +14,7 @@ use crate::store::cache::{CacheLocation, CachedStore, sweep_staging};
 use crate::store::catalog::Catalog;
 use crate::store::derived::DerivedStore;
 use crate::store::hub::{Hub, HubConfig, parse_hf_url};
+use crate::rawtree::histograms::{self, Histograms};
 use crate::store::{FetchError, StoreUpstream, Upstream};
 
 /// A `--data` value that names a remote source.
@@ -180,6 +181,15 @@ pub async fn load_remote(
                 .summary("runs/diffusion.parquet")
                 .await
                 .map_err(fetch_message)?;
+            let histograms = match hub.summary(histograms::PATH).await {
+                Ok(path) => std::fs::read(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))
+                    .and_then(|b| histograms::read_histograms(b.into(), histograms::PATH))
+                    .map(Some),
+                Err(FetchError::NotFound(_)) => Ok(None),
+                Err(e) => Err(e.to_string()),
+            };
+            let histograms = usable_histograms(histograms);
             let commit = hub.commit.clone();
             let date = hub.date.clone();
             let location = format!("hf://datasets/{}@{}", hub.repo_id(), hub.revision);
@@ -191,6 +201,7 @@ pub async fn load_remote(
                 remote: Some(cached(Arc::new(hub))),
                 derived: Some(derived),
                 date,
+                histograms,
             };
             let path = |p: &PathBuf| {
                 p.to_str()
@@ -214,6 +225,7 @@ pub async fn load_remote(
                     .await
                     .map_err(|e| format!("{url}/{file}: {e}"))?;
             }
+            let histograms = usable_histograms(remote_histograms(&cached).await);
             let source = Source {
                 location: url.clone(),
                 revision: None,
@@ -222,6 +234,7 @@ pub async fn load_remote(
                 remote: Some(cached),
                 derived: Some(derived),
                 date: None,
+                histograms,
             };
             let dataset = load_compiled(
                 ctx,
@@ -290,6 +303,7 @@ pub async fn load_compiled_dir(root: &Path) -> Result<Snapshot, EngineError> {
     let diffusion = local_parquet(root, Domain::Diffusion)?;
     let root = std::path::absolute(root)?;
     let date = compiled_date(&root);
+    let histograms = usable_histograms(histograms::read_histograms_file(&root));
     let source = Source {
         location: format!("local:{}", root.display()),
         revision: None,
@@ -298,6 +312,7 @@ pub async fn load_compiled_dir(root: &Path) -> Result<Snapshot, EngineError> {
         remote: None,
         derived: None,
         date,
+        histograms,
     };
     let dataset = load_compiled(summary_context(), &llm, &diffusion).await?;
     Ok(Snapshot::new(dataset, source))
@@ -401,6 +416,38 @@ pub async fn load_raw_root(root: &Path) -> Result<Snapshot, EngineError> {
             remote: None,
             derived: None,
             date: None,
+            histograms: None,
         },
     ))
+}
+
+/// The histograms a source carries, if they can be used; a file that cannot is reported and
+/// left aside (the leaderboard then reads the runs' raw files, on request).
+fn usable_histograms(read: Result<Option<Histograms>, String>) -> Option<Arc<Histograms>> {
+    match read {
+        Ok(h) => h.map(Arc::new),
+        Err(e) => {
+            tracing::warn!(error = %e, "the source's output-length histograms are unusable; the leaderboard reads raw files for them instead");
+            None
+        }
+    }
+}
+
+/// The histograms file of an object-store source, through its cache (absent: `None`).
+async fn remote_histograms(cached: &CachedStore) -> Result<Option<Histograms>, String> {
+    use object_store::ObjectStoreExt;
+    match cached.ensure(histograms::PATH).await {
+        Ok(_) => {}
+        Err(FetchError::NotFound(_)) => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", histograms::PATH)),
+    }
+    let location = object_store::path::Path::from(histograms::PATH);
+    let bytes = cached
+        .get(&location)
+        .await
+        .map_err(|e| format!("{}: {e}", histograms::PATH))?
+        .bytes()
+        .await
+        .map_err(|e| format!("{}: {e}", histograms::PATH))?;
+    histograms::read_histograms(bytes, histograms::PATH).map(Some)
 }

@@ -32,6 +32,10 @@ pub struct Source {
     /// `snapshot_date` metadata or its summaries' modification date, the hub revision's commit
     /// date. `None`: the date it was loaded.
     pub date: Option<String>,
+    /// The LLM runs' output-length histograms the source carries
+    /// (`histograms/llm_output_lengths.parquet`), read at load: the leaderboard's model files
+    /// are made from them without reading raw files.
+    pub histograms: Option<Arc<crate::rawtree::histograms::Histograms>>,
 }
 
 impl Source {

@@ -44,12 +44,14 @@ pub struct StaticFile {
 }
 
 impl StaticFile {
-    /// The bytes in `coding` if it is one this file is sent in, else as they are.
-    pub fn body(&self, coding: Coding) -> (Bytes, Coding) {
+    /// The bytes in `coding` if it is one this file is sent in, else as they are; and whether
+    /// they are final (not a quick form sent until the most effort's is made).
+    pub fn body(&self, coding: Coding) -> (Bytes, Coding, bool) {
         if self.compressible && coding != Coding::Identity {
-            (self.data.get(coding), coding)
+            let (bytes, done) = self.data.get(coding);
+            (bytes, coding, done)
         } else {
-            (self.data.body().clone(), Coding::Identity)
+            (self.data.body().clone(), Coding::Identity, true)
         }
     }
 }
@@ -169,12 +171,12 @@ impl StaticSite {
         self.files.is_empty()
     }
 
-    /// Make every text file's compressed forms (at the most effort: once, off the request path).
-    pub fn compress_all(&self) {
+    /// Queue every text file's compressed forms at the most effort, a file at a time on the
+    /// thread that yields to requests (until then a file is sent at a quick level).
+    pub fn refine_all(&self) {
         for f in self.files.values().filter(|f| f.compressible) {
-            for c in Coding::COMPRESSED {
-                f.data.get(c);
-            }
+            let f = f.clone();
+            super::coding::refine_later(Box::new(move || f.data.refine()));
         }
     }
 }

@@ -10,7 +10,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::histograms::{Histogram, Histograms};
+use crate::rawtree::histograms::{Histogram, Histograms};
 use crate::engine::frame::Value;
 use crate::engine::{Domain, RunTable};
 use crate::pycompat::json::PyJson;

@@ -4,28 +4,32 @@
 //!
 //! Every file but the LLM model files is made when the snapshot's site is first asked for. An LLM
 //! model file needs its runs' output lengths: precomputed in the compiled directory (data/sample
-//! has them), else read from the runs' raw results, group by group, by a task started after the
-//! server starts ([`Leaderboard::warm`]) or by the first request for that file, whichever comes
+//! has them, and `build` writes them; read at load from a remote source too), else read from the
+//! runs' raw results by the first request for that file (raw files are fetched lazily), or, when
+//! configured, by a task started after the server starts ([`Leaderboard::warm`]), whichever comes
 //! first (one read either way). A group whose runs have no usable raw file is served without the
 //! histogram keys and says why (`Site::status`, a `Warning` on the file).
+//!
+//! A file is sent compressed at a quick level from its first request; once the server runs, each
+//! is compressed at the most effort, a file at a time, by the thread that yields to requests
+//! (`coding::refine_later`), and sent so from then on.
 
 pub mod files;
-pub mod histograms;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
 use self::files::Group;
-use self::histograms::{Histograms, group_histograms, read_histograms};
-use super::coding::{Coding, Effort, Precompressed};
+use super::coding::{Effort, Precompressed, refine_later};
 use super::derived::DerivedData;
 use super::error::ServiceError;
 use super::snapshot::Snapshot;
 use crate::engine::Domain;
+use crate::rawtree::histograms::{Histograms, group_histograms};
 
 /// One file of the site: its bytes in every coding, its entity tag, and a note when it lacks
 /// something the leaderboard's build would have put in it.
@@ -35,6 +39,8 @@ pub struct SiteFile {
     /// A strong entity tag of the identity body (quoted), from its SHA-256.
     pub etag: String,
     pub warning: Option<String>,
+    /// Whether it is queued to be compressed at the most effort.
+    queued: AtomicBool,
 }
 
 impl SiteFile {
@@ -44,6 +50,7 @@ impl SiteFile {
             etag: format!("\"lb-{}\"", hex::encode(&digest[..16])),
             data: Precompressed::new(Bytes::from(text), Effort::Most),
             warning,
+            queued: AtomicBool::new(false),
         })
     }
 }
@@ -79,16 +86,20 @@ pub struct Site {
     without: Mutex<Vec<String>>,
     /// LLM model files made at build from precomputed histograms.
     precomputed_llm: usize,
-    /// Whether the start-up task has compressed every file in every coding.
-    compressed: std::sync::atomic::AtomicBool,
+    /// Whether files are compressed at the most effort once made (the server's, shared by every
+    /// site of its leaderboard; off in-process, where nothing runs in the background).
+    refine: Arc<AtomicBool>,
+    /// Whether the files made at build are queued for that, and how many files are done.
+    queued: AtomicBool,
+    refined: AtomicUsize,
 }
 
 impl Site {
     /// Build the site of `snapshot`: every file that needs no raw read.
-    fn build(snapshot: &Snapshot, last_updated: String) -> Site {
+    fn build(snapshot: &Snapshot, last_updated: String, refine: Arc<AtomicBool>) -> Site {
         let started = std::time::Instant::now();
         let (tasks, models) = files::groups(snapshot);
-        let precomputed = precomputed_histograms(snapshot);
+        let precomputed = snapshot.source.histograms.as_deref();
         let mut out = HashMap::new();
         out.insert(
             "index.json".to_string(),
@@ -101,12 +112,11 @@ impl Site {
         let mut precomputed_llm = 0;
         for g in models {
             let t = snapshot.table(g.domain);
-            let covered = precomputed
-                .as_ref()
-                .is_some_and(|h| g.rows.iter().all(|&r| h.contains_key(t.run_id(r))));
+            let covered =
+                precomputed.is_some_and(|h| g.rows.iter().all(|&r| h.contains_key(t.run_id(r))));
             if g.domain == Domain::Diffusion || covered {
                 precomputed_llm += usize::from(g.domain == Domain::Llm);
-                let text = files::model(snapshot, &g, precomputed.as_ref());
+                let text = files::model(snapshot, &g, precomputed);
                 out.insert(g.path(), SiteFile::new(text, None));
             } else {
                 pending.insert(
@@ -132,14 +142,49 @@ impl Site {
             made: AtomicUsize::new(0),
             without: Mutex::new(Vec::new()),
             precomputed_llm,
-            compressed: Default::default(),
+            refine,
+            queued: AtomicBool::new(false),
+            refined: AtomicUsize::new(0),
+        }
+    }
+
+    /// Queue `file` to be compressed at the most effort, unless the site is gone by then (a
+    /// newer snapshot replaced it).
+    fn refine_file(self: &Arc<Self>, file: Arc<SiteFile>) {
+        if file.queued.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let site = Arc::downgrade(self);
+        refine_later(Box::new(move || {
+            if let Some(site) = site.upgrade() {
+                file.data.refine();
+                site.refined.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+    }
+
+    /// Queue every file made so far (once), if the server refines its files; files made later
+    /// are queued as they are made.
+    fn refine_all(self: &Arc<Self>) {
+        if !self.refine.load(Ordering::SeqCst) {
+            return;
+        }
+        self.queued.store(true, Ordering::SeqCst);
+        let made: Vec<Arc<SiteFile>> = self
+            .files
+            .values()
+            .cloned()
+            .chain(self.pending.values().filter_map(|p| p.file.get().cloned()))
+            .collect();
+        for f in made {
+            self.refine_file(f);
         }
     }
 
     /// The file at `path` (`index.json`, `tasks/…`, `models/…`), made now from raw files if it
     /// needs them and nobody made it yet; `None` for a file the leaderboard does not have.
     pub async fn file(
-        &self,
+        self: &Arc<Self>,
         snapshot: &Arc<Snapshot>,
         derived: &DerivedData,
         path: &str,
@@ -167,6 +212,10 @@ impl Site {
                 Ok::<_, ServiceError>(SiteFile::new(text, warning))
             })
             .await?;
+        // Made after the site's files were queued: queued now (else with them; once either way).
+        if self.queued.load(Ordering::SeqCst) {
+            self.refine_file(file.clone());
+        }
         Ok(Some(file.clone()))
     }
 
@@ -182,12 +231,13 @@ impl Site {
         v
     }
 
-    /// How far the LLM model files' histograms are.
-    /// Whether every file is compressed in every coding (by the start-up task).
+    /// Whether every file made is compressed at the most effort in every coding (until then a
+    /// file is sent at a quick level).
     pub fn compressed(&self) -> bool {
-        self.compressed.load(Ordering::SeqCst)
+        self.refined.load(Ordering::SeqCst) == self.files.len() + self.made.load(Ordering::SeqCst)
     }
 
+    /// How far the LLM model files' histograms are.
     pub fn status(&self) -> HistogramStatus {
         let without = self
             .without
@@ -200,21 +250,6 @@ impl Site {
             ready: self.precomputed_llm + made - without.len(),
             pending: self.pending.len() - made,
             without,
-        }
-    }
-}
-
-/// The precomputed histograms of a local compiled directory, if it has them.
-fn precomputed_histograms(snapshot: &Snapshot) -> Option<Histograms> {
-    if snapshot.source.remote.is_some() || !snapshot.source.location.starts_with("local:") {
-        return None;
-    }
-    let root = snapshot.source.root.as_ref()?;
-    match read_histograms(root) {
-        Ok(h) => h,
-        Err(e) => {
-            tracing::warn!(error = %e, "precomputed histograms unusable; reading raw files instead");
-            None
         }
     }
 }
@@ -259,6 +294,8 @@ pub struct Leaderboard {
     /// Whether [`Leaderboard::warm`] reads the raw files of the pending files (else each file
     /// reads its runs' when first asked for).
     read_in_background: bool,
+    /// Whether sites compress their files at the most effort (set by [`Leaderboard::warm`]).
+    refine: Arc<AtomicBool>,
     current: Mutex<Option<Arc<Site>>>,
 }
 
@@ -267,6 +304,7 @@ impl Leaderboard {
         Leaderboard {
             last_updated,
             read_in_background,
+            refine: Arc::new(AtomicBool::new(false)),
             current: Mutex::new(None),
         }
     }
@@ -276,7 +314,8 @@ impl Leaderboard {
         self.last_updated.as_deref()
     }
 
-    /// The site of `snapshot`, built now if it is the first time it is asked for.
+    /// The site of `snapshot`, built now if it is the first time it is asked for (and its files
+    /// queued to be compressed at the most effort, once the server runs).
     pub fn site(&self, snapshot: &Snapshot) -> Arc<Site> {
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(site) = current.as_ref()
@@ -285,25 +324,32 @@ impl Leaderboard {
             return site.clone();
         }
         let date = self.last_updated.clone().unwrap_or_else(|| snapshot.date());
-        let site = Arc::new(Site::build(snapshot, date));
+        let site = Arc::new(Site::build(snapshot, date, self.refine.clone()));
         *current = Some(site.clone());
+        drop(current);
+        site.refine_all();
         site
     }
 
-    /// Make every file of `snapshot`'s site: the LLM model files from raw files (one group at a
-    /// time; unless configured to wait for requests), then every file in every coding. For a task
-    /// started after the server starts.
-    /// `stop` ends it between two files (a compression under way is finished first).
+    /// For a task started after the server starts: from now on every site's files are compressed
+    /// at the most effort off the request path (this one's at once, a reloaded snapshot's when it
+    /// is first asked for); and, if configured, the LLM model files are made from raw files now
+    /// (one group at a time) rather than on their first request. `stop` ends the reading between
+    /// two files.
     pub async fn warm(
         &self,
         snapshot: Arc<Snapshot>,
         derived: &DerivedData,
         stop: tokio_util::sync::CancellationToken,
     ) {
+        self.refine.store(true, Ordering::SeqCst);
         let site = self.site(&snapshot);
+        site.refine_all();
+        if !self.read_in_background {
+            return;
+        }
         let started = std::time::Instant::now();
-        let pending = site.pending.keys().filter(|_| self.read_in_background);
-        for path in pending {
+        for path in site.pending.keys() {
             if stop.is_cancelled() {
                 return;
             }
@@ -311,35 +357,13 @@ impl Leaderboard {
                 tracing::warn!(file = %path, error = %e, "leaderboard file not made; a request for it tries again");
             }
         }
-        let all: Vec<Arc<SiteFile>> = site
-            .files
-            .values()
-            .cloned()
-            .chain(site.pending.values().filter_map(|p| p.file.get().cloned()))
-            .collect();
-        let stopped = stop.clone();
-        let _ = tokio::task::spawn_blocking(move || {
-            for f in &all {
-                for c in Coding::COMPRESSED {
-                    if stopped.is_cancelled() {
-                        return;
-                    }
-                    f.data.get(c);
-                }
-            }
-        })
-        .await;
-        if stop.is_cancelled() {
-            return;
-        }
-        site.compressed.store(true, Ordering::SeqCst);
         let status = site.status();
         tracing::info!(
             ready = status.ready,
             without_histograms = status.without.len(),
             pending = status.pending,
             elapsed_ms = started.elapsed().as_millis() as u64,
-            "leaderboard files made and compressed"
+            "leaderboard files made from raw files"
         );
     }
 }
