@@ -75,11 +75,12 @@ fn answer_tag(state: &AppState, content_id: &str, req: &Request) -> String {
     hex::encode(&h.finalize()[..16])
 }
 
-/// An entity tag without `W/`, quotes and a coding suffix: what two representations of one
-/// answer share.
+/// An entity tag without `W/`, quotes and a coding suffix (and the `-q` of a quick form sent
+/// until the final one is made): what two representations of one answer share.
 fn tag_stem(tag: &str) -> &str {
     let t = tag.trim();
     let t = t.strip_prefix("W/").unwrap_or(t).trim_matches('"');
+    let t = t.strip_suffix("-q").unwrap_or(t);
     for c in Coding::COMPRESSED {
         if let Some(stem) = t.strip_suffix(c.etag_suffix()) {
             return stem;

@@ -181,12 +181,12 @@ pub async fn load_remote(
                 .summary("runs/diffusion.parquet")
                 .await
                 .map_err(fetch_message)?;
-            let histograms = match hub.summary(histograms::PATH).await {
-                Ok(path) => std::fs::read(&path)
+            let histograms = match hub.optional_summary(histograms::PATH).await {
+                Ok(Some(path)) => std::fs::read(&path)
                     .map_err(|e| format!("{}: {e}", path.display()))
                     .and_then(|b| histograms::read_histograms(b.into(), histograms::PATH))
                     .map(Some),
-                Err(FetchError::NotFound(_)) => Ok(None),
+                Ok(None) => Ok(None),
                 Err(e) => Err(e.to_string()),
             };
             let histograms = usable_histograms(histograms);

@@ -296,6 +296,38 @@ impl Hub {
         Ok(local)
     }
 
+    /// [`Hub::summary`] of a file the dataset may not have: `None` when the pinned commit has
+    /// no such file. That answer is kept as huggingface_hub keeps it
+    /// (`.no_exist/{commit}/{path}`, an empty file), so a restart on the same commit asks again
+    /// for nothing.
+    pub async fn optional_summary(&self, path: &str) -> Result<Option<PathBuf>, FetchError> {
+        let key = relative_key(path).map_err(|e| FetchError::Refused(format!("{path}: {e}")))?;
+        let marker = self
+            .cache
+            .path()
+            .join(self.repo.folder_name())
+            .join(".no_exist")
+            .join(&self.commit)
+            .join(&key);
+        if marker.is_file() {
+            return Ok(None);
+        }
+        match self.summary(path).await {
+            Ok(local) => Ok(Some(local)),
+            Err(FetchError::NotFound(_)) => {
+                let kept = marker
+                    .parent()
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|()| std::fs::write(&marker, b""));
+                if let Err(e) = kept {
+                    tracing::debug!(error = %e, path = %marker.display(), "cannot record a missing hub file");
+                }
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// One attempt: the resolve request, and the redirect target if there is one.
     async fn get_once(&self, path: &str) -> Result<Download, FetchError> {
         let key = relative_key(path).map_err(|e| FetchError::Refused(format!("{path}: {e}")))?;

@@ -727,7 +727,9 @@ async fn hub_keys_out_of_the_repository_are_never_requested() {
     let asked: Vec<String> = hub.all_gets().into_keys().collect();
     for path in &asked {
         assert!(
-            path.starts_with("runs/") || path == "llm/%2e%2e/%2e%2e/x/results.json",
+            path.starts_with("runs/")
+                || path == "histograms/llm_output_lengths.parquet"
+                || path == "llm/%2e%2e/%2e%2e/x/results.json",
             "the hub was asked for {path}"
         );
     }
@@ -814,4 +816,212 @@ async fn the_dashboard_draws_only_exported_series() {
     assert!(drawn.len() >= 15, "{drawn:?}");
     let missing: Vec<&&str> = drawn.iter().filter(|m| !exported.contains(**m)).collect();
     assert!(missing.is_empty(), "drawn but not exported: {missing:?}");
+}
+
+/// The data/sample LLM run with a raw file: (run_id, results_path).
+async fn llm_raw_run(client: &reqwest::Client, addr: &str) -> (String, String) {
+    let body = client
+        .get(format!(
+            "http://{addr}/v1/llm/runs?fields=run_id,results_path&stability=all"
+        ))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let runs: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|r| {
+            Some((
+                r["run_id"].as_str()?.to_string(),
+                r["results_path"].as_str()?.to_string(),
+            ))
+        })
+        .expect("data/sample has an LLM run with a raw file")
+}
+
+/// Issue 29 item 1: the server, started on the hub as a user starts it (the binary, its defaults),
+/// fetches the summaries and no raw file: the leaderboard's histograms of a source without them are
+/// read when a model file is asked for, not at start. Eight requests at once for one raw file then
+/// make one download, and all eight get the whole file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_fetches_no_raw_file_and_eight_requests_share_one_download() {
+    let hub = FakeHub::start().await;
+    let dirs = Dirs::new();
+    let (endpoint, cache, home) = (
+        hub.url.clone(),
+        dirs.cache.display().to_string(),
+        dirs.home.display().to_string(),
+    );
+    let server = tokio::task::spawn_blocking(move || {
+        crate::binary::start_with_env(
+            &[
+                "--data",
+                &format!("hf://datasets/{REPO}"),
+                "--hf-endpoint",
+                &endpoint,
+                "--cache",
+                &cache,
+            ],
+            &[("HF_HOME", home.as_str()), ("HF_TOKEN", "")],
+        )
+    })
+    .await
+    .unwrap();
+    let client = reqwest::Client::new();
+    let ready = client
+        .get(format!("http://{}/readyz", server.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 200);
+    // Time for a start-up task to have fetched raw files, had it been started.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let gets = hub.all_gets();
+    let mut fetched: Vec<&String> = gets.keys().collect();
+    fetched.sort();
+    assert_eq!(
+        fetched,
+        [
+            "histograms/llm_output_lengths.parquet",
+            "runs/diffusion.parquet",
+            "runs/llm.parquet"
+        ],
+        "only the summaries and the histograms (missing here) are asked for at start: {gets:?}"
+    );
+    assert!(gets.values().all(|n| *n == 1), "{gets:?}");
+
+    let (id, path) = llm_raw_run(&client, &server.addr).await;
+    let whole = sample_file(&path);
+    hub.fault(&path, Some(Fault::Paced(Duration::from_millis(100))));
+    let uri = format!("http://{}/v1/llm/runs/{id}/raw/results.json", server.addr);
+    let answers =
+        futures::future::join_all((0..8).map(|_| async { client.get(&uri).send().await })).await;
+    hub.fault(&path, None);
+    for a in answers {
+        let a = a.unwrap();
+        assert_eq!(a.status(), 200);
+        assert!(a.bytes().await.unwrap() == whole, "every request gets the whole file");
+    }
+    assert_eq!(hub.gets(&path), 1, "one download for the eight requests");
+
+    let metrics = client
+        .get(format!("http://{}/metrics", server.addr))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(metric_of(&metrics, "mlenergy_raw_cache_misses_total"), 1);
+}
+
+/// A small raw tree made by the conformance suite's generator (python3, tests/conformance/rawgen.py):
+/// two LLM models' batch sweeps with failed requests mixed in, and a diffusion run.
+fn generated_tree(root: &std::path::Path) {
+    let script = r#"
+import sys
+from pathlib import Path
+sys.path.insert(0, "tests/conformance")
+import rawgen as g
+root = Path(sys.argv[1])
+cfg = root / "configs" / "vllm"
+g.llm_config(cfg, "gpqa", "org/model-a", "H100")
+for i, b in enumerate(["8", "16", "32"]):
+    g.llm_run(root, max_num_seqs=b, prometheus=g.prom(float(b)), rng_seed=i + 1)
+g.llm_config(cfg, "lm-arena-chat", "org/model-b", "H100")
+for i, b in enumerate(["8", "64"]):
+    g.llm_run(root, task="lm-arena-chat", model_id="org/model-b", max_num_seqs=b, failed=5,
+              prometheus=g.prom(float(b)), rng_seed=10 + i)
+g.diffusion_config(root / "configs" / "xdit", "text-to-image", "org/diff-a")
+g.diffusion_run(root, rng_seed=20)
+"#;
+    let status = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(root)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("python3 runs");
+    assert!(status.success(), "the raw tree generator failed");
+}
+
+/// Issue 29 item 1: `build` writes the leaderboard's histograms into the compiled directory, and a
+/// server of that directory on the hub makes every model file from them, complete, with no raw
+/// read; the same directory without the histograms file makes the same files by reading the raw
+/// files (so the histograms `build` wrote are the ones the raw files give).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_built_directory_carries_the_leaderboards_histograms() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (tree, out) = (tmp.path().join("tree"), tmp.path().join("compiled"));
+    generated_tree(&tree);
+    let built = std::process::Command::new(env!("CARGO_BIN_EXE_mlenergy-server"))
+        .arg("build")
+        .arg(&tree)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&built.stderr);
+    assert!(built.status.success(), "{report}");
+    assert!(
+        report.contains("output-length histograms of 5 of 5 stable LLM runs"),
+        "{report}"
+    );
+    assert!(out.join("histograms/llm_output_lengths.parquet").is_file());
+
+    let mut made: Vec<Vec<(String, Vec<u8>)>> = Vec::new();
+    for carried in [true, false] {
+        let hub = FakeHub::start_dir(&out, carried).await;
+        let dirs = Dirs::new();
+        let app = service(&dirs.options(&hub, None, 1 << 30)).await;
+        let ready = app.get("/readyz").await.json();
+        let histograms = &ready["leaderboard"]["histograms"];
+        assert_eq!(histograms["files"], 2);
+        assert_eq!(histograms["ready"], if carried { 2 } else { 0 });
+        let listed = app
+            .get("/leaderboard/data/models/nothing.json")
+            .await
+            .problem(404, "unknown_leaderboard_file");
+        let mut files = Vec::new();
+        for name in listed["allowed"].as_array().unwrap() {
+            let name = name.as_str().unwrap();
+            let r = app.get(&format!("/leaderboard/data/models/{name}")).await;
+            assert_eq!(r.status, 200);
+            assert!(r.headers.get("warning").is_none(), "{name}: {:?}", r.headers);
+            files.push((name.to_string(), r.body));
+        }
+        let llm_files = files
+            .iter()
+            .filter(|(_, body)| {
+                String::from_utf8_lossy(body).contains("\"output_length_distribution\"")
+            })
+            .count();
+        assert_eq!(llm_files, 2, "both LLM model files have their histograms");
+        let raw_gets: usize = hub
+            .all_gets()
+            .iter()
+            .filter(|(p, _)| p.ends_with("results.json"))
+            .map(|(_, n)| n)
+            .sum();
+        if carried {
+            assert_eq!(raw_gets, 0, "no raw file read: {:?}", hub.all_gets());
+        } else {
+            assert_eq!(raw_gets, 5, "each stable LLM run's raw file read once");
+        }
+        let ready = app.get("/readyz").await.json();
+        assert_eq!(
+            ready["leaderboard"]["histograms"],
+            serde_json::json!({"files": 2, "ready": 2, "pending": 0, "without": []})
+        );
+        made.push(files);
+    }
+    assert!(
+        made[0] == made[1],
+        "the built histograms are those of the raw files"
+    );
 }

@@ -223,19 +223,28 @@ pub struct FakeHub {
 }
 
 impl FakeHub {
-    /// data/sample as the dataset: both summaries and every file under llm/ and diffusion/.
+    /// data/sample as the dataset: both summaries and every file under llm/ and diffusion/ (not
+    /// its histograms: a source without them).
     pub async fn start() -> FakeHub {
+        Self::start_dir(&sample_dir(), false).await
+    }
+
+    /// The compiled directory `root` as the dataset: both summaries, every raw results file, and
+    /// its histograms file if `histograms`.
+    pub async fn start_dir(root: &std::path::Path, histograms: bool) -> FakeHub {
         let mut files = HashMap::new();
-        let root = sample_dir();
-        for e in walkdir::WalkDir::new(&root).into_iter().flatten() {
+        for e in walkdir::WalkDir::new(root).into_iter().flatten() {
             if e.file_type().is_file() {
                 let rel = e
                     .path()
-                    .strip_prefix(&root)
+                    .strip_prefix(root)
                     .unwrap()
                     .to_string_lossy()
                     .replace('\\', "/");
-                if rel.starts_with("runs/") || rel.ends_with("results.json") {
+                if rel.starts_with("runs/")
+                    || rel.ends_with("results.json")
+                    || (histograms && rel.starts_with("histograms/"))
+                {
                     files.insert(rel, std::fs::read(e.path()).unwrap());
                 }
             }
