@@ -7,6 +7,7 @@ import math
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -157,6 +158,45 @@ def test_toolkit_reads_the_compiled_directory(built):
     first = compiled.task("gpqa")[0]
     assert Path(first._results_path).is_file()
     assert first.output_lengths() == LLMRuns.from_raw_results(r1, stable_only=False).task("gpqa")[0].output_lengths()
+
+
+def test_the_built_histograms_are_the_leaderboards(built):
+    """`build` writes histograms/llm_output_lengths.parquet (issue 29): per (model, task) group of
+    stable runs, numpy's 50 bins over the pooled output lengths the toolkit reads, each run counted
+    on the shared edges, one row per run and bin keyed by the server's run_id."""
+    r1, r2, out, stderr = built
+    table = pq.read_table(out / "histograms" / "llm_output_lengths.parquet").to_pylist()
+    assert [c for c in table[0]] == ["run_id", "task", "model_id", "gpu_model", "num_gpus", "max_num_seqs",
+                                     "num_request_repeats", "bin_index", "bin_lo", "bin_hi", "right_closed",
+                                     "count"]
+    rows = {(r["task"], r["model_id"], r["gpu_model"], r["num_gpus"], r["max_num_seqs"], r["num_request_repeats"]):
+            r for r in pq.read_table(out / "runs" / "llm.parquet").to_pylist()}
+    stable = [r for r in LLMRuns.from_raw_results(r1, r2, stable_only=True)]
+    groups = {}
+    for r in stable:
+        groups.setdefault((r.model_id, r.task), []).append(r)
+    expected = {}
+    for runs in groups.values():
+        lengths = [np.asarray(r.output_lengths(), dtype=np.int64) for r in runs]
+        _, edges = np.histogram(np.concatenate(lengths), bins=50)
+        for r, l in zip(runs, lengths):
+            counts, _ = np.histogram(l, bins=edges)
+            key = (r.task, r.model_id, r.gpu_model, r.num_gpus, r.max_num_seqs, r.num_request_repeats)
+            assert key in rows
+            expected[key] = ([float(e) for e in edges], [int(c) for c in counts])
+    got = {}
+    for b in table:
+        key = (b["task"], b["model_id"], b["gpu_model"], b["num_gpus"], b["max_num_seqs"], b["num_request_repeats"])
+        got.setdefault(key, []).append(b)
+    assert set(got) == set(expected), "every stable run, and only they"
+    for key, bins in got.items():
+        bins.sort(key=lambda b: b["bin_index"])
+        edges, counts = expected[key]
+        assert [b["bin_index"] for b in bins] == list(range(50))
+        assert [b["bin_lo"] for b in bins] + [bins[-1]["bin_hi"]] == edges
+        assert [b["count"] for b in bins] == counts
+        assert [b["right_closed"] for b in bins] == [False] * 49 + [True]
+    assert f"output-length histograms of {len(expected)} of {len(expected)} stable LLM runs" in stderr
 
 
 def test_skipped_files_are_listed(built):

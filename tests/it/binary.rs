@@ -335,3 +335,33 @@ fn keep_text_to_video_only(addr: &str, data: &std::path::Path) {
     let at = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     std::fs::write(data.join("runs/diffusion.parquet"), &raw[at..]).unwrap();
 }
+
+/// Issue 29 item 6: RUST_LOG is honoured when MLENERGY_LOG is not set (an empty one counts as
+/// unset), and MLENERGY_LOG comes first when both are.
+#[test]
+fn rust_log_is_honoured_after_mlenergy_log() {
+    let debug_lines = |env: &[(&str, &str)]| {
+        let server = start_with_env(&[], env);
+        let (status, _, _) = get(&server.addr, "/healthz");
+        assert_eq!(status, 200);
+        std::thread::sleep(Duration::from_millis(300));
+        let logs = server.logs.lock().unwrap();
+        logs.iter()
+            .filter(|l| l.contains("\"level\":\"DEBUG\""))
+            .count()
+    };
+    assert!(
+        debug_lines(&[("MLENERGY_LOG", ""), ("RUST_LOG", "debug")]) > 0,
+        "RUST_LOG=debug shows debug lines"
+    );
+    assert_eq!(
+        debug_lines(&[("MLENERGY_LOG", "info"), ("RUST_LOG", "debug")]),
+        0,
+        "MLENERGY_LOG first"
+    );
+    assert_eq!(
+        debug_lines(&[("MLENERGY_LOG", ""), ("RUST_LOG", "")]),
+        0,
+        "info by default"
+    );
+}

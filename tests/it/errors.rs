@@ -341,3 +341,40 @@ async fn raw_data_of_runs_without_raw_files_is_404() {
         .await
         .problem(404, "not_found");
 }
+
+/// Issue 29 item 4: a list parameter with a blank item (between commas, or white space alone,
+/// such as U+0085) is refused naming the parameter and what it takes, not read as absent; `agg=`
+/// is a blank aggregate. An empty `by=` is still "no fields" (one group).
+#[tokio::test]
+async fn blank_list_items_are_refused() {
+    let app = TestApp::sample().await;
+    for (query, parameter, allowed) in [
+        ("agg=", "agg", "mean"),
+        ("agg=count,", "agg", "mean"),
+        ("agg=count,,mean", "agg", "mean"),
+        ("by=%C2%85", "by", "task"),
+        ("by=%20", "by", "task"),
+        ("by=task,,gpu_model", "by", "task"),
+        ("by=task,", "by", "task"),
+    ] {
+        let p = app
+            .get(&format!("/v1/llm/groups?{query}"))
+            .await
+            .problem(400, "invalid_parameter");
+        assert_eq!(p["parameter"], parameter, "{query}: {p}");
+        let allowed_values: Vec<&str> = p["allowed"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{query}: {p}"))
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        assert!(allowed_values.contains(&allowed), "{query}: {p}");
+        assert!(p["detail"].as_str().unwrap().contains("empty item"), "{p}");
+    }
+    app.get("/v1/llm/fits/logistic?by=%C2%85")
+        .await
+        .problem(400, "invalid_parameter");
+    let r = app.get("/v1/llm/groups?by=&agg=count").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["groups"].as_array().unwrap().len(), 1);
+}

@@ -327,3 +327,82 @@ async fn each_client_ip_has_its_rate() {
         200
     );
 }
+
+/// Issue 29 item 3: every body is bounded by `--max-body-bytes` (2 MiB by default) before it is
+/// read, but the ITL mixture fit's, by `--max-samples-body-bytes`; past its bound a request is 413
+/// problem+json naming the bound.
+#[tokio::test]
+async fn bodies_over_their_routes_limit_are_413_naming_it() {
+    let app = app(
+        GuardOptions {
+            max_body_bytes: 1000,
+            max_samples_body_bytes: 5000,
+            ..GuardOptions::default()
+        },
+        Duration::from_secs(5),
+    )
+    .await;
+    let long_sql = format!("SELECT 1 AS x {}", " ".repeat(2000));
+    let p = app
+        .post("/v1/sql", "text/plain", &long_sql)
+        .await
+        .problem(413, "payload_too_large");
+    assert!(
+        p["detail"].as_str().unwrap().contains("limit of 1000 bytes"),
+        "{p}"
+    );
+    let numbers = |n: usize| (0..n).map(|i| (i % 9 + 1).to_string()).collect::<Vec<_>>();
+    let fit = format!(
+        r#"{{"batch": [{}], "y": [{}]}}"#,
+        numbers(600).join(","),
+        numbers(600).join(",")
+    );
+    assert!(fit.len() > 1000);
+    app.post("/v1/models/logistic/fit", "application/json", &fit)
+        .await
+        .problem(413, "payload_too_large");
+    // The samples route takes more: 3 KB is read (and fitted), 6 KB is not.
+    let samples = |n: usize| {
+        let v: Vec<String> = (0..n)
+            .map(|i| format!("0.0{}", 10 + i % 80))
+            .collect();
+        format!(r#"{{"samples": [{}], "seed": 1}}"#, v.join(","))
+    };
+    let small = samples(500);
+    assert!((1000..5000).contains(&small.len()), "{}", small.len());
+    let r = app
+        .post("/v1/models/itl-mixture/fit", "application/json", &small)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let large = samples(1000);
+    assert!(large.len() > 5000);
+    let p = app
+        .post("/v1/models/itl-mixture/fit", "application/json", &large)
+        .await
+        .problem(413, "payload_too_large");
+    assert!(
+        p["detail"].as_str().unwrap().contains("limit of 5000 bytes"),
+        "{p}"
+    );
+    // A short SQL body is still read.
+    let r = app.post("/v1/sql", "text/plain", "SELECT 1 AS x").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    // The default: 2 MiB for an SQL text.
+    let app = TestApp::sample().await;
+    let p = app
+        .post(
+            "/v1/sql",
+            "text/plain",
+            &format!("SELECT 1 {}", " ".repeat(3 << 20)),
+        )
+        .await
+        .problem(413, "payload_too_large");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("limit of {} bytes", 2 << 20)),
+        "{p}"
+    );
+}

@@ -9,6 +9,7 @@ mod binary;
 mod catalog;
 mod charts;
 mod confine;
+mod connections;
 mod errors;
 mod fleet;
 mod formats;

@@ -1,0 +1,174 @@
+//! Issue 29 item 5: the listener's connections, with real sockets against `serve_until`. A client
+//! that sends part of a request's headers and then nothing is closed after the header read
+//! timeout; one past `--max-connections` is answered 503 and closed at once; a kept-alive
+//! connection is answered again within the keep-alive timeout (not the header timeout) and closed
+//! after it; each is counted in /metrics.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlenergy_server::http::connections::ConnectionOptions;
+use mlenergy_server::http::{AppState, HttpOptions, Limits};
+use mlenergy_server::service::Service;
+use mlenergy_server::service::open as load;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::common::sample_dir;
+
+/// The server over data/sample with these connection bounds, on a free port; stopped when the
+/// sender is dropped or sent to.
+async fn server(
+    connections: ConnectionOptions,
+) -> (String, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let dataset = load::load_compiled_dir(&sample_dir()).await.unwrap();
+    let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:")
+        .await
+        .unwrap();
+    let mut state = AppState::new(
+        Arc::new(Service::new(dataset, catalog)),
+        Limits {
+            max_rows: 100_000,
+            stream_bytes: Limits::STREAM_BYTES,
+        },
+        8 << 20,
+    );
+    state.http = Arc::new(HttpOptions {
+        connections,
+        ..HttpOptions::default()
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        mlenergy_server::http::serve_until(state, listener, async {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+    });
+    (addr, stop, task)
+}
+
+/// Read one answer (head and a Content-Length body) from a kept-alive connection.
+async fn answer(s: &mut TcpStream) -> (u16, String) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse().unwrap());
+            if buf.len() >= end + 4 + len {
+                let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+                let body = String::from_utf8_lossy(&buf[end + 4..end + 4 + len]).into_owned();
+                return (status, body);
+            }
+        }
+        let n = tokio::time::timeout(Duration::from_secs(10), s.read(&mut chunk))
+            .await
+            .expect("an answer within 10 s")
+            .unwrap();
+        assert!(n > 0, "closed before the answer: {}", String::from_utf8_lossy(&buf));
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Whether the server closes `s` within `within` (end of stream or a reset).
+async fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
+    let mut chunk = [0u8; 1024];
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, s.read(&mut chunk)).await {
+            Err(_) => return false,
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+        }
+    }
+}
+
+/// `name{kind="..."} N` of the metrics text.
+fn closed(metrics: &str, kind: &str) -> u64 {
+    let prefix = format!("mlenergy_http_connections_closed_total{{kind=\"{kind}\"}} ");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{prefix} in {metrics}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_open_connections_are_closed_and_refused_past_the_bound() {
+    let (addr, stop, task) = server(ConnectionOptions {
+        header_read_timeout: Duration::from_millis(800),
+        keep_alive_timeout: Duration::from_millis(2500),
+        max_connections: 4,
+    })
+    .await;
+    // Four connections send a request line and one header, then nothing.
+    let mut half = Vec::new();
+    for _ in 0..4 {
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        half.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A fifth is answered 503 at once and closed.
+    let mut fifth = TcpStream::connect(&addr).await.unwrap();
+    let mut refused = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), fifth.read_to_end(&mut refused))
+        .await
+        .expect("answered at once")
+        .ok();
+    let refused = String::from_utf8_lossy(&refused);
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(refused.contains("--max-connections"), "{refused}");
+    // The four are closed once the header timeout has passed, with no answer.
+    for s in &mut half {
+        assert!(
+            closed_within(s, Duration::from_secs(10)).await,
+            "a half-open connection is closed"
+        );
+    }
+
+    // A connection that completes its requests is answered, and kept alive past the header
+    // timeout: a second request 1.5 s later is answered on it.
+    let mut kept = TcpStream::connect(&addr).await.unwrap();
+    let request = format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    kept.write_all(request.as_bytes()).await.unwrap();
+    assert_eq!(answer(&mut kept).await.0, 200);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    kept.write_all(request.as_bytes()).await.unwrap();
+    assert_eq!(answer(&mut kept).await.0, 200);
+    // With no further request it is closed after the keep-alive timeout.
+    let idle_from = Instant::now();
+    assert!(closed_within(&mut kept, Duration::from_secs(15)).await);
+    assert!(idle_from.elapsed() >= Duration::from_millis(1500));
+    // A silent connection is closed too.
+    let mut silent = TcpStream::connect(&addr).await.unwrap();
+    assert!(closed_within(&mut silent, Duration::from_secs(15)).await);
+
+    let mut m = TcpStream::connect(&addr).await.unwrap();
+    m.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let (status, metrics) = answer(&mut m).await;
+    assert_eq!(status, 200);
+    assert_eq!(closed(&metrics, "refused"), 1);
+    assert_eq!(closed(&metrics, "header_timeout"), 4);
+    assert_eq!(closed(&metrics, "idle"), 2);
+    assert!(
+        metrics.contains("mlenergy_http_connections_open 1\n"),
+        "only the metrics request's connection is open: {metrics}"
+    );
+    drop(m);
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(30), task)
+        .await
+        .expect("the server stops")
+        .unwrap();
+}
