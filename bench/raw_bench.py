@@ -78,6 +78,16 @@ class AnonPeak:
         self.thread.join()
 
 
+def big_run(root: Path, requests: int) -> Path:
+    """Write the large LLM run (8 GPUs, `requests` requests of 50-250 tokens, a 30-minute timeline,
+    indent=2 like the real files) under the raw root `root`; returns its run directory."""
+    g.llm_config(root / "configs" / "vllm", "lm-arena-chat", "org/big", "H100")
+    start = 1_700_000_000.0
+    tl = g.timeline(random.Random(1), 8, start, start + 1800, steady=(start + 60.0, start + 1740.0))
+    return g.llm_run(root, task="lm-arena-chat", model_id="org/big", num_gpus="8", max_num_seqs="256",
+                     n_requests=requests, tokens=(50, 250), prometheus=g.prom(250.0), timeline=tl, indent=2)
+
+
 def main():
     ap = bench_args(__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=13000)
@@ -87,12 +97,7 @@ def main():
     build_release(args)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "raw"
-        g.llm_config(root / "configs" / "vllm", "lm-arena-chat", "org/big", "H100")
-        start = 1_700_000_000.0
-        tl = g.timeline(random.Random(1), 8, start, start + 1800, steady=(start + 60.0, start + 1740.0))
-        d = g.llm_run(root, task="lm-arena-chat", model_id="org/big", num_gpus="8", max_num_seqs="256",
-                      n_requests=args.requests, tokens=(50, 250), prometheus=g.prom(250.0), timeline=tl,
-                      indent=2)
+        d = big_run(root, args.requests)
         size = (d / "results.json").stat().st_size
         cache = Path(tmp) / "cache"
         # Serve it the way the published dataset is served: compiled summaries, raw files on demand.
