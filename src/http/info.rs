@@ -324,8 +324,9 @@ pub struct LeaderboardReadiness {
     /// The LLM model files' output-length histograms: ready, still to read from raw files (a
     /// request for such a file reads them at once), or left out, with why.
     pub histograms: crate::service::leaderboard::HistogramStatus,
-    /// Whether every file is held compressed in every coding (a start-up task; until then a
-    /// file is compressed on its first request in a coding).
+    /// Whether every file made is held compressed at the most effort in every coding (by a
+    /// thread that runs only when a core is idle, a file at a time, once the server runs; until
+    /// then a file is sent compressed at a quick level).
     pub compressed: bool,
 }
 

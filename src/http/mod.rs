@@ -232,7 +232,9 @@ pub async fn serve_until(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let background = state.service.derived.background().clone();
-    // The leaderboard's files that need raw reads are made now rather than on first request.
+    // The leaderboard's site is made and compressed off the request path, yielding to requests;
+    // its files that need raw reads are made now if so configured (else on first request).
+    crate::service::leaderboard::Leaderboard::prepare(&state.service);
     let service = state.service.clone();
     let stop = tokio_util::sync::CancellationToken::new();
     let stop_warming = stop.clone();

@@ -44,7 +44,7 @@ impl Service {
             prefetch: Prefetch::new(catalog.clone()),
             fits,
             catalog,
-            leaderboard: Leaderboard::new(None, true),
+            leaderboard: Leaderboard::new(None, false),
             sql: Sql::new(SqlLimits::default(), Sql::default_concurrency(), Sql::QUEUE),
             reloader: Reloader::default(),
             measurements: Default::default(),

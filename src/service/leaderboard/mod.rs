@@ -315,39 +315,62 @@ impl Leaderboard {
     }
 
     /// The site of `snapshot`, built now if it is the first time it is asked for (and its files
-    /// queued to be compressed at the most effort, once the server runs).
+    /// queued to be compressed at the most effort, once the server runs). Built outside the lock,
+    /// so a request is never held behind a build on the thread that yields to requests; when two
+    /// build at once, the first to finish is kept.
     pub fn site(&self, snapshot: &Snapshot) -> Arc<Site> {
-        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(site) = current.as_ref()
-            && site.generation == snapshot.generation
-        {
-            return site.clone();
+        let current = || {
+            let current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+            current
+                .as_ref()
+                .filter(|s| s.generation == snapshot.generation)
+                .cloned()
+        };
+        if let Some(site) = current() {
+            return site;
         }
         let date = self.last_updated.clone().unwrap_or_else(|| snapshot.date());
-        let site = Arc::new(Site::build(snapshot, date, self.refine.clone()));
-        *current = Some(site.clone());
+        let built = Arc::new(Site::build(snapshot, date, self.refine.clone()));
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        match current.as_ref() {
+            Some(kept) if kept.generation == snapshot.generation => return kept.clone(),
+            // A newer snapshot's site is served already: this one is for the request alone.
+            Some(kept) if kept.generation > snapshot.generation => return built,
+            _ => *current = Some(built.clone()),
+        }
         drop(current);
-        site.refine_all();
-        site
+        built.refine_all();
+        built
     }
 
-    /// For a task started after the server starts: from now on every site's files are compressed
-    /// at the most effort off the request path (this one's at once, a reloaded snapshot's when it
-    /// is first asked for); and, if configured, the LLM model files are made from raw files now
-    /// (one group at a time) rather than on their first request. `stop` ends the reading between
-    /// two files.
+    /// For the server, once it runs: from now on every site's files are compressed at the most
+    /// effort off the request path (a reloaded snapshot's when its site is made), and the served
+    /// snapshot's site is made by the thread that yields to requests (a request that needs it
+    /// first makes it at once).
+    pub fn prepare(service: &Arc<super::Service>) {
+        service.leaderboard.refine.store(true, Ordering::SeqCst);
+        let service = Arc::downgrade(service);
+        refine_later(Box::new(move || {
+            if let Some(service) = service.upgrade() {
+                // Queued here too, in case a request made the site before the flag was set.
+                service.leaderboard.site(&service.snapshot()).refine_all();
+            }
+        }));
+    }
+
+    /// If configured (`--leaderboard-histograms background`), make the LLM model files whose
+    /// histograms need raw files now, one group at a time, rather than on their first request.
+    /// For a task started after the server starts; `stop` ends it between two files.
     pub async fn warm(
         &self,
         snapshot: Arc<Snapshot>,
         derived: &DerivedData,
         stop: tokio_util::sync::CancellationToken,
     ) {
-        self.refine.store(true, Ordering::SeqCst);
-        let site = self.site(&snapshot);
-        site.refine_all();
         if !self.read_in_background {
             return;
         }
+        let site = self.site(&snapshot);
         let started = std::time::Instant::now();
         for path in site.pending.keys() {
             if stop.is_cancelled() {
