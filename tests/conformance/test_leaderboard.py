@@ -178,19 +178,27 @@ def fetch(url):
         return r.read()
 
 
-def test_files_from_a_raw_tree_are_the_builds(tree):
+@pytest.mark.parametrize("reading", ["on-request", "background"])
+def test_files_from_a_raw_tree_are_the_builds(tree, reading):
     want = expected_files(tree)
     assert any(p.startswith("models/") and "output_length_distribution" in v.decode() for p, v in want.items())
-    with running_server(f"raw:{tree}", args=("--leaderboard-date", DATE)) as base:
-        # The model files' histograms are read after start; /readyz says when they all are.
-        deadline = time.time() + 60
-        while True:
+    llm_models = sum(1 for p in want if p.startswith("models/") and b"output_length" in want[p])
+    with running_server(f"raw:{tree}", args=("--leaderboard-date", DATE, "--leaderboard-histograms", reading)) as base:
+        if reading == "background":
+            # The model files' histograms are read after start; /readyz says when they all are.
+            deadline = time.time() + 60
+            while True:
+                h = json.loads(fetch(f"{base}/readyz"))["leaderboard"]["histograms"]
+                if h["pending"] == 0 or time.time() > deadline:
+                    break
+                time.sleep(0.1)
+            assert h["pending"] == 0 and h["without"] == [], h
+            assert h["ready"] == llm_models
+        else:
+            # Nothing is read until a model file is asked for (the default: raw files are read lazily).
+            time.sleep(1)
             h = json.loads(fetch(f"{base}/readyz"))["leaderboard"]["histograms"]
-            if h["pending"] == 0 or time.time() > deadline:
-                break
-            time.sleep(0.1)
-        assert h["pending"] == 0 and h["without"] == [], h
-        assert h["ready"] == sum(1 for p in want if p.startswith("models/") and b"output_length" in want[p])
+            assert (h["pending"], h["ready"]) == (llm_models, 0), h
         index = json.loads(fetch(f"{base}/leaderboard/data/index.json"))
         served = {"index.json"} | {f"tasks/{t}.json" for t in index["tasks"]}
         for t in index["tasks"]:
@@ -200,6 +208,8 @@ def test_files_from_a_raw_tree_are_the_builds(tree):
         for path, body in want.items():
             got = fetch(f"{base}/leaderboard/data/{path}")
             assert got == body, (path, got.decode()[:2000], body.decode()[:2000])
+        h = json.loads(fetch(f"{base}/readyz"))["leaderboard"]["histograms"]
+        assert (h["pending"], h["ready"], h["without"]) == (0, llm_models, []), h
 
 
 def test_a_request_reads_the_raw_files_itself(tree):
@@ -229,11 +239,27 @@ def test_a_compiled_tree_with_raw_files_gives_the_builds_bytes(tree, tmp_path):
             assert fetch(f"{base}/leaderboard/data/{path}") == body, path
 
 
-def test_a_compiled_tree_without_raw_files_leaves_the_histograms_out(tree, tmp_path):
-    """Built with --skip-raw, the compiled directory has no raw files: the LLM model files are
-    served without the histogram keys (the frontend hides that panel), and say why."""
+def test_a_compiled_tree_without_raw_files_carries_the_histograms(tree, tmp_path):
+    """Built with --skip-raw, the compiled directory has no raw files but the histograms `build`
+    made from them: every file is the leaderboard build's, with no raw read."""
     out = tmp_path / "compiled"
     build(tree, out, "--skip-raw")
+    assert (out / "histograms" / "llm_output_lengths.parquet").is_file()
+    want = expected_files(tree)
+    with running_server(str(out), args=("--leaderboard-date", DATE)) as base:
+        for path, body in want.items():
+            with urllib.request.urlopen(f"{base}/leaderboard/data/{path}") as r:
+                assert (r.read(), r.headers.get("Warning")) == (body, None), path
+
+
+def test_a_compiled_tree_without_raw_files_leaves_the_histograms_out(tree, tmp_path):
+    """A compiled directory with neither raw files nor histograms (built with --skip-raw before
+    build wrote them): the LLM model files are served without the histogram keys (the frontend
+    hides that panel), and say why."""
+    out = tmp_path / "compiled"
+    build(tree, out, "--skip-raw")
+    import shutil
+    shutil.rmtree(out / "histograms")
     want = expected_files(tree)
     with running_server(str(out), args=("--leaderboard-date", DATE)) as base:
         for path, body in want.items():
