@@ -215,10 +215,7 @@ impl AsyncWrite for Watched {
         Pin::new(&mut self.stream).poll_flush(cx)
     }
 
-    fn poll_shutdown(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<std::io::Result<()>> {
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
@@ -328,7 +325,10 @@ pub async fn serve(
 /// (out of descriptors) is logged and the listener pauses, as hyper's did.
 async fn accept_failed(e: std::io::Error) {
     use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
-    if matches!(e.kind(), ConnectionRefused | ConnectionAborted | ConnectionReset) {
+    if matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset
+    ) {
         return;
     }
     tracing::error!(error = %e, "accept failed; pausing the listener for a second");

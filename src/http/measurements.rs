@@ -116,9 +116,11 @@ fn filter_of(
                 values: value.split(',').map(number).collect::<Result<_, _>>()?,
             },
             ColType::Bool => {
-                if let Some(bad) = values
-                    .iter()
-                    .find(|v| !matches!(v.as_str(), "true" | "false"))
+                // Every item, a blank one too (`is_stable=` names neither).
+                if let Some(bad) = value
+                    .split(',')
+                    .map(str::trim)
+                    .find(|v| !matches!(*v, "true" | "false"))
                 {
                     return Err(AppError::InvalidParameter {
                         parameter: raw.into(),

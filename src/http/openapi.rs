@@ -637,17 +637,11 @@ fn value_schema(kind: &ValueKind) -> (Schema, Option<bool>) {
                 .into(),
             None,
         ),
-        // An empty item is accepted and skipped (`by=` is no field: one group).
-        ValueKind::FieldList(names) => array(
-            string_schema().enum_values(Some(
-                names
-                    .iter()
-                    .cloned()
-                    .chain([String::new()])
-                    .collect::<Vec<_>>(),
-            )),
-            false,
-        ),
+        // An empty list is an empty value (`by=` is no field: one group); a blank item among
+        // others (`a,,b`) or of white space is refused.
+        ValueKind::FieldList(names) => {
+            array(string_schema().enum_values(Some(names.clone())), false)
+        }
         ValueKind::SortKeys(names) => array(
             string_schema().pattern(Some(format!("^-?(?:{})$", alternatives(names)))),
             false,
@@ -663,7 +657,14 @@ fn value_schema(kind: &ValueKind) -> (Schema, Option<bool>) {
                 all = alternatives(fields),
                 num = alternatives(numeric),
             );
-            array(string_schema().pattern(Some(pattern)), false)
+            // At least one: `agg=` names no aggregate and is refused, as a blank item is.
+            (
+                ArrayBuilder::new()
+                    .items(string_schema().pattern(Some(pattern)))
+                    .min_items(Some(1))
+                    .into(),
+                Some(false),
+            )
         }
         ValueKind::Duration => (
             string_schema()

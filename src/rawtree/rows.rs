@@ -135,8 +135,10 @@ pub(super) struct LlmOutcome {
 pub(super) fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache) -> LlmOutcome {
     let p = &run.parsed;
     let read = read_llm(&run.path);
-    let results: Result<LlmResults, String> =
-        read.as_ref().map(|r| r.values.clone()).map_err(String::clone);
+    let results: Result<LlmResults, String> = read
+        .as_ref()
+        .map(|r| r.values.clone())
+        .map_err(String::clone);
     let (pool, output_lengths) = match read {
         Ok(r) => (r.itl, r.output_lengths),
         Err(_) => (None, None),

@@ -9,12 +9,12 @@ use std::sync::Arc;
 use super::snapshot::{Snapshot, Source};
 use crate::engine::load::{from_tables, load_compiled, local_parquet, summary_context};
 use crate::engine::{Domain, EngineError};
+use crate::rawtree::histograms::{self, Histograms};
 use crate::store::bound::Bound;
 use crate::store::cache::{CacheLocation, CachedStore, sweep_staging};
 use crate::store::catalog::Catalog;
 use crate::store::derived::DerivedStore;
 use crate::store::hub::{Hub, HubConfig, parse_hf_url};
-use crate::rawtree::histograms::{self, Histograms};
 use crate::store::{FetchError, StoreUpstream, Upstream};
 
 /// A `--data` value that names a remote source.

@@ -20,7 +20,11 @@ use crate::common::sample_dir;
 /// sender is dropped or sent to.
 async fn server(
     connections: ConnectionOptions,
-) -> (String, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
     let dataset = load::load_compiled_dir(&sample_dir()).await.unwrap();
     let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:")
         .await
@@ -71,7 +75,11 @@ async fn answer(s: &mut TcpStream) -> (u16, String) {
             .await
             .expect("an answer within 10 s")
             .unwrap();
-        assert!(n > 0, "closed before the answer: {}", String::from_utf8_lossy(&buf));
+        assert!(
+            n > 0,
+            "closed before the answer: {}",
+            String::from_utf8_lossy(&buf)
+        );
         buf.extend_from_slice(&chunk[..n]);
     }
 }

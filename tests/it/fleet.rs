@@ -178,7 +178,11 @@ async fn metric(client: &reqwest::Client, server: &Server, name: &str) -> u64 {
 }
 
 /// (run_id, results_path) of the first run of `domain` with a raw file.
-async fn raw_run(client: &reqwest::Client, server: &Server, domain: &str) -> (String, String) {
+pub(crate) async fn raw_run(
+    client: &reqwest::Client,
+    server: &Server,
+    domain: &str,
+) -> (String, String) {
     let runs = json(
         client,
         server,

@@ -348,7 +348,10 @@ async fn bodies_over_their_routes_limit_are_413_naming_it() {
         .await
         .problem(413, "payload_too_large");
     assert!(
-        p["detail"].as_str().unwrap().contains("limit of 1000 bytes"),
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("limit of 1000 bytes"),
         "{p}"
     );
     let numbers = |n: usize| (0..n).map(|i| (i % 9 + 1).to_string()).collect::<Vec<_>>();
@@ -363,9 +366,7 @@ async fn bodies_over_their_routes_limit_are_413_naming_it() {
         .problem(413, "payload_too_large");
     // The samples route takes more: 3 KB is read (and fitted), 6 KB is not.
     let samples = |n: usize| {
-        let v: Vec<String> = (0..n)
-            .map(|i| format!("0.0{}", 10 + i % 80))
-            .collect();
+        let v: Vec<String> = (0..n).map(|i| format!("0.0{}", 10 + i % 80)).collect();
         format!(r#"{{"samples": [{}], "seed": 1}}"#, v.join(","))
     };
     let small = samples(500);
@@ -381,7 +382,10 @@ async fn bodies_over_their_routes_limit_are_413_naming_it() {
         .await
         .problem(413, "payload_too_large");
     assert!(
-        p["detail"].as_str().unwrap().contains("limit of 5000 bytes"),
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("limit of 5000 bytes"),
         "{p}"
     );
     // A short SQL body is still read.

@@ -818,32 +818,6 @@ async fn the_dashboard_draws_only_exported_series() {
     assert!(missing.is_empty(), "drawn but not exported: {missing:?}");
 }
 
-/// The data/sample LLM run with a raw file: (run_id, results_path).
-async fn llm_raw_run(client: &reqwest::Client, addr: &str) -> (String, String) {
-    let body = client
-        .get(format!(
-            "http://{addr}/v1/llm/runs?fields=run_id,results_path&stability=all"
-        ))
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
-    let runs: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    runs["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find_map(|r| {
-            Some((
-                r["run_id"].as_str()?.to_string(),
-                r["results_path"].as_str()?.to_string(),
-            ))
-        })
-        .expect("data/sample has an LLM run with a raw file")
-}
-
 /// Issue 29 item 1: the server, started on the hub as a user starts it (the binary, its defaults),
 /// fetches the summaries and no raw file: the leaderboard's histograms of a source without them are
 /// read when a model file is asked for, not at start. Eight requests at once for one raw file then
@@ -895,7 +869,7 @@ async fn a_start_fetches_no_raw_file_and_eight_requests_share_one_download() {
     );
     assert!(gets.values().all(|n| *n == 1), "{gets:?}");
 
-    let (id, path) = llm_raw_run(&client, &server.addr).await;
+    let (id, path) = crate::fleet::raw_run(&client, &server, "llm").await;
     let whole = sample_file(&path);
     hub.fault(&path, Some(Fault::Paced(Duration::from_millis(100))));
     let uri = format!("http://{}/v1/llm/runs/{id}/raw/results.json", server.addr);
@@ -905,7 +879,10 @@ async fn a_start_fetches_no_raw_file_and_eight_requests_share_one_download() {
     for a in answers {
         let a = a.unwrap();
         assert_eq!(a.status(), 200);
-        assert!(a.bytes().await.unwrap() == whole, "every request gets the whole file");
+        assert!(
+            a.bytes().await.unwrap() == whole,
+            "every request gets the whole file"
+        );
     }
     assert_eq!(hub.gets(&path), 1, "one download for the eight requests");
 
@@ -992,7 +969,11 @@ async fn a_built_directory_carries_the_leaderboards_histograms() {
             let name = name.as_str().unwrap();
             let r = app.get(&format!("/leaderboard/data/models/{name}")).await;
             assert_eq!(r.status, 200);
-            assert!(r.headers.get("warning").is_none(), "{name}: {:?}", r.headers);
+            assert!(
+                r.headers.get("warning").is_none(),
+                "{name}: {:?}",
+                r.headers
+            );
             files.push((name.to_string(), r.body));
         }
         let llm_files = files

@@ -259,6 +259,16 @@ async fn bad_parameters_are_named() {
         .await
         .problem(400, "invalid_parameter");
     assert_eq!(p["parameter"], "ttft_s");
+    // A boolean filter's blank item names neither value (schemathesis found `b.is_stable=`
+    // answered as a filter that matches nothing).
+    for q in ["b.is_stable=", "b.is_stable=true,"] {
+        let p = app
+            .get(&format!("/v1/measurements/compare?metric=energy_j&{q}"))
+            .await
+            .problem(400, "invalid_parameter");
+        assert_eq!(p["parameter"], "b.is_stable", "{q}");
+        assert_eq!(p["allowed"], serde_json::json!(["true", "false"]));
+    }
     // Numbers as the document writes them: at most 15 digits before the point.
     let p = app
         .get("/v1/measurements/latency_samples?process_index=9999999999999999")

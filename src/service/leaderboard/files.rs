@@ -10,10 +10,10 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::rawtree::histograms::{Histogram, Histograms};
 use crate::engine::frame::Value;
 use crate::engine::{Domain, RunTable};
 use crate::pycompat::json::PyJson;
+use crate::rawtree::histograms::{Histogram, Histograms};
 use crate::service::snapshot::Snapshot;
 
 /// The tasks of each architecture group (the leaderboard's fixed sets).
