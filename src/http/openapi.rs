@@ -637,11 +637,18 @@ fn value_schema(kind: &ValueKind) -> (Schema, Option<bool>) {
                 .into(),
             None,
         ),
-        // An empty list is an empty value (`by=` is no field: one group); a blank item among
-        // others (`a,,b`) or of white space is refused.
-        ValueKind::FieldList(names) => {
-            array(string_schema().enum_values(Some(names.clone())), false)
-        }
+        // An empty item is accepted and skipped (`by=` is no field: one group); an item of white
+        // space alone is none of these and refused.
+        ValueKind::FieldList(names) => array(
+            string_schema().enum_values(Some(
+                names
+                    .iter()
+                    .cloned()
+                    .chain([String::new()])
+                    .collect::<Vec<_>>(),
+            )),
+            false,
+        ),
         ValueKind::SortKeys(names) => array(
             string_schema().pattern(Some(format!("^-?(?:{})$", alternatives(names)))),
             false,
@@ -657,7 +664,7 @@ fn value_schema(kind: &ValueKind) -> (Schema, Option<bool>) {
                 all = alternatives(fields),
                 num = alternatives(numeric),
             );
-            // At least one: `agg=` names no aggregate and is refused, as a blank item is.
+            // No empty item (`agg=`, `agg=count,` are refused), and at least one when given.
             (
                 ArrayBuilder::new()
                     .items(string_schema().pattern(Some(pattern)))

@@ -593,7 +593,7 @@ pub struct Params {
     values: BTreeMap<String, Vec<String>>,
     /// The name each canonical parameter was given as (for messages).
     given_as: BTreeMap<String, String>,
-    /// Parameters with a blank item: empty between commas, or white space alone.
+    /// Parameters with an item of white space alone.
     blank: BTreeSet<String>,
 }
 
@@ -635,12 +635,10 @@ impl Params {
             }
             let key = canonical(domain, &k).unwrap_or_else(|| k.to_string());
             given_as.entry(key.clone()).or_insert_with(|| k.to_string());
-            // An item that is blank among others (`a,,b`, `a,`) or a value of white space alone
-            // is not the same as an empty value (`by=`, "none"): list parameters refuse it.
+            // An item of white space alone (` `, U+0085) is no empty item: a list parameter
+            // refuses it (an empty one is skipped, as the document says).
             let items: Vec<&str> = v.split(',').collect();
-            if (items.len() > 1 && items.iter().any(|s| s.trim().is_empty()))
-                || (!v.is_empty() && v.trim().is_empty())
-            {
+            if items.iter().any(|s| !s.is_empty() && s.trim().is_empty()) {
                 blank.insert(key.clone());
             }
             let entry = values.entry(key).or_default();
@@ -806,7 +804,7 @@ impl Params {
         AppError::InvalidParameter {
             parameter: name.clone(),
             detail: format!(
-                "parameter '{name}' has an empty item: give its items separated by single commas, without blank ones"
+                "parameter '{name}' has an empty item (or one of white space alone): give its items separated by commas"
             ),
             allowed: Some(allowed),
         }
@@ -1084,7 +1082,7 @@ impl Params {
     pub fn group_query(&self, domain: Domain, table: &RunTable) -> Result<GroupQuery, AppError> {
         let (filters, stability) = self.filters(domain)?;
         let by = self.field_list("by", table)?.unwrap_or_default();
-        // An aggregate list has no "none" form: `agg=` is a blank item like `agg=count,`.
+        // An aggregate list has no empty item: `agg=` and `agg=count,` are refused.
         let agg_blank = self.blank.contains("agg")
             || self
                 .values
