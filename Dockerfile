@@ -3,6 +3,7 @@ FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+COPY crates ./crates
 # The catalog schema is embedded in the binary at compile time.
 COPY migrations ./migrations
 # Present so CARGO_MANIFEST_DIR/data/sample exists at build time; the runtime image copies it again.

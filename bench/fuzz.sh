@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fuzz targets of fuzz/ (issue 19 item 7), each for a number of executions with libFuzzer
+# The fuzz targets of fuzz/ and fuzz/http/ (issue 19 item 7), each for a number of executions with libFuzzer
 # through cargo-fuzz (stable toolchain: RUSTC_BOOTSTRAP=1, --sanitizer none):
 #
 #   bash bench/fuzz.sh                 # every target, 10 million executions each (the target)
@@ -8,19 +8,25 @@
 #   FUZZ_TARGETS="raw_results raw_paths" bash bench/fuzz.sh
 #
 # Seeds: small results.json documents of the raw format's shapes, results paths of both domains,
-# query strings and model bodies (written to fuzz/corpus/<target>/ on first use; libFuzzer adds
-# what it finds there). A finding stops its target with the input saved under
-# fuzz/artifacts/<target>/ and makes the script exit non-zero. It prints executions and exec/s
+# query strings and model bodies (written to corpus/<target>/ of the target's package, fuzz/ or
+# fuzz/http/, on first use; libFuzzer adds what it finds there). A finding stops its target with
+# the input saved under artifacts/<target>/ of its package and makes the script exit non-zero. It prints executions and exec/s
 # per target; it asserts nothing about speed. Two targets run at a time (one per core).
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
+out="$(cd .. && pwd)/bench/out"
 runs=${FUZZ_RUNS:-10000000}
-targets=${FUZZ_TARGETS:-raw_results raw_paths query_strings json_bodies peer_json}
+# Two cargo-fuzz packages: the readers' targets in fuzz/ link only the small crates they exercise
+# (mlenergy-rawfile, mlenergy-peer); the HTTP targets in fuzz/http/ link the whole server.
+readers="raw_results raw_paths peer_json"
+http="query_strings json_bodies"
+targets=${FUZZ_TARGETS:-$readers $http}
+package_of() { case " $http " in *" $1 "*) echo http ;; *) echo . ;; esac; }
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 export RUSTC_BOOTSTRAP=1
-# Development profile (fuzz/Cargo.toml: dependencies optimised, debug assertions on): about half
-# an hour to build on two cores. FUZZ_QUICK_BUILD=1 (CI's short run) builds the dependencies
-# unoptimised instead, in a target directory of its own: a quicker build, slower executions.
+# Development profile (Cargo.toml of each package: dependencies optimised, debug assertions on).
+# FUZZ_QUICK_BUILD=1 (CI's short run) builds the dependencies unoptimised instead, in a target
+# directory of its own: a quicker build, slower executions.
 build=(--dev --sanitizer none)
 if [ -n "${FUZZ_QUICK_BUILD:-}" ]; then
   mkdir -p .cargo
@@ -28,14 +34,24 @@ if [ -n "${FUZZ_QUICK_BUILD:-}" ]; then
   trap 'rm -rf .cargo' EXIT
   build+=(--target-dir target/quick)
 fi
-cargo fuzz build "${build[@]}"
+for package in . http; do
+  wanted=""
+  for t in $targets; do [ "$(package_of "$t")" = "$package" ] && wanted=1; done
+  if [ -n "$wanted" ]; then
+    start=$SECONDS
+    (cd "$package" && cargo fuzz build "${build[@]}")
+    echo "fuzz build of $package: $((SECONDS - start)) s"
+  fi
+done
 
 python3 - <<'PY'
 import json
 from pathlib import Path
 
+HTTP = {"query_strings", "json_bodies"}
+
 def put(target, name, data):
-    d = Path("corpus") / target
+    d = (Path("http") if target in HTTP else Path(".")) / "corpus" / target
     d.mkdir(parents=True, exist_ok=True)
     p = d / name
     if not p.exists():
@@ -73,16 +89,17 @@ PY
 
 status=0
 run_one() {
-  local t=$1 log="../bench/out/fuzz-$1.log"
-  mkdir -p ../bench/out
+  local t=$1 log="$out/fuzz-$1.log" package
+  package=$(package_of "$1")
+  mkdir -p "$out"
   local start=$SECONDS
-  if cargo fuzz run "${build[@]}" "$t" "corpus/$t" -- \
-      -runs="$runs" -seed="${FUZZ_SEED:-0}" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 >"$log" 2>&1; then
+  if (cd "$package" && cargo fuzz run "${build[@]}" "$t" "corpus/$t" -- \
+      -runs="$runs" -seed="${FUZZ_SEED:-0}" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1) >"$log" 2>&1; then
     local execs
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
     echo "$t: $execs executions in $((SECONDS - start)) s, $(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?') exec/s, no finding"
   else
-    echo "$t: FINDING (or failure), see bench/out/fuzz-$t.log and fuzz/artifacts/$t/" >&2
+    echo "$t: FINDING (or failure), see bench/out/fuzz-$t.log and fuzz/$package/artifacts/$t/" >&2
     tail -30 "$log" >&2
     return 1
   fi

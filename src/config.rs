@@ -251,6 +251,20 @@ pub struct ServeArgs {
     /// SQL queries that may wait for a turn; beyond them, 503 with Retry-After.
     #[arg(long, env = "MLENERGY_SQL_QUEUE", default_value_t = crate::service::sql::Sql::QUEUE)]
     pub sql_queue: usize,
+    /// The PostgreSQL wire protocol (feature `pg`).
+    #[cfg(feature = "pg")]
+    #[command(flatten)]
+    pub pg: PgArgs,
+    /// Arrow Flight SQL (feature `flight`).
+    #[cfg(feature = "flight")]
+    #[command(flatten)]
+    pub flight: FlightArgs,
+}
+
+/// The PostgreSQL wire protocol's options (built with the `pg` feature).
+#[cfg(feature = "pg")]
+#[derive(Debug, Clone, Args)]
+pub struct PgArgs {
     /// Serve the PostgreSQL wire protocol on this address too (psql, Grafana, Metabase, DBeaver):
     /// the same tables, read-only policy and limits as /v1/sql. Off by default.
     #[arg(long, env = "MLENERGY_PG_BIND")]
@@ -268,6 +282,24 @@ pub struct ServeArgs {
     /// Wire-protocol connections open at once; more are closed at once.
     #[arg(long, env = "MLENERGY_PG_MAX_CONNECTIONS", default_value_t = 64)]
     pub pg_max_connections: usize,
+}
+
+#[cfg(feature = "pg")]
+impl PgArgs {
+    /// The wire protocol's options.
+    pub fn options(&self) -> crate::pg::PgOptions {
+        crate::pg::PgOptions {
+            password: self.pg_password.clone().filter(|p| !p.is_empty()),
+            tls: self.pg_tls_cert.clone().zip(self.pg_tls_key.clone()),
+            max_connections: self.pg_max_connections,
+        }
+    }
+}
+
+/// Arrow Flight SQL's options (built with the `flight` feature).
+#[cfg(feature = "flight")]
+#[derive(Debug, Clone, Args)]
+pub struct FlightArgs {
     /// Serve Arrow Flight SQL (gRPC) on this address too (ADBC, the Flight SQL JDBC driver,
     /// Grafana's Flight SQL plugin): the same tables, policy and limits as /v1/sql. Off by default.
     #[arg(long, env = "MLENERGY_FLIGHT_BIND")]

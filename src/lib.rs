@@ -1,6 +1,9 @@
 //! mlenergy-server: an HTTP query service over the ML.ENERGY benchmark-v3 dataset.
 //!
-//! Layers, each importing only the ones below it (`tests/it/layers.rs` checks it):
+//! The workspace's lower layers are crates of their own, so Cargo keeps them below: `engine`
+//! (crates/engine), `peer` (crates/peer), `rawfile` (crates/rawfile, with path confinement) and
+//! `pycompat` (crates/pycompat), re-exported here under those names. This crate's own modules
+//! import only the ones below them (`tests/it/layers.rs` checks it):
 //!
 //! - `config` (with the binary's `main`): the command line and environment.
 //! - `http`: axum; extract the request, call the service, encode the answer. Beside it `pg`
@@ -18,13 +21,16 @@
 
 pub mod chart;
 pub mod config;
-pub mod engine;
+#[cfg(feature = "flight")]
 pub mod flight;
 pub mod http;
-pub mod peer;
+#[cfg(feature = "pg")]
 pub mod pg;
-pub mod pycompat;
-pub mod rawfile;
 pub mod rawtree;
 pub mod service;
 pub mod store;
+
+pub use mlenergy_engine as engine;
+pub use mlenergy_peer as peer;
+pub use mlenergy_pycompat as pycompat;
+pub use mlenergy_rawfile as rawfile;

@@ -22,7 +22,10 @@ use mlenergy_server::service::open::{open_dataset, reopen_dataset};
 use mlenergy_server::service::reload::Reloader;
 use mlenergy_server::service::sql::Sql;
 use mlenergy_server::service::static_site::StaticSite;
-use mlenergy_server::{flight, pg};
+#[cfg(feature = "flight")]
+use mlenergy_server::flight;
+#[cfg(feature = "pg")]
+use mlenergy_server::pg;
 use tracing_subscriber::EnvFilter;
 
 /// The log filter: `MLENERGY_LOG` if set, else `RUST_LOG` (what most Rust services read), else
@@ -158,16 +161,13 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 .map_or_else(default_max_connections, |n| n as usize),
         },
     });
-    if let Some(addr) = args.pg_bind {
-        let options = pg::PgOptions {
-            password: args.pg_password.clone().filter(|p| !p.is_empty()),
-            tls: args.pg_tls_cert.clone().zip(args.pg_tls_key.clone()),
-            max_connections: args.pg_max_connections,
-        };
-        let bound = pg::start(state.service.clone(), addr, options).await?;
-        tracing::info!(addr = %bound, tls = args.pg_tls_cert.is_some(), password = args.pg_password.is_some(), "postgres wire protocol listening");
+    #[cfg(feature = "pg")]
+    if let Some(addr) = args.pg.pg_bind {
+        let bound = pg::start(state.service.clone(), addr, args.pg.options()).await?;
+        tracing::info!(addr = %bound, tls = args.pg.pg_tls_cert.is_some(), password = args.pg.pg_password.is_some(), "postgres wire protocol listening");
     }
-    if let Some(addr) = args.flight_bind {
+    #[cfg(feature = "flight")]
+    if let Some(addr) = args.flight.flight_bind {
         let bound = flight::start(state.service.clone(), addr).await?;
         tracing::info!(addr = %bound, "Flight SQL listening");
     }

@@ -27,7 +27,8 @@ elif [ -n "${MLENERGY_REQUIRE_POSTGRES:-}" ]; then
   echo "MLENERGY_REQUIRE_POSTGRES is set but MLENERGY_TEST_POSTGRES is not" >&2
   exit 1
 fi
-cargo test --locked "${ignored[@]}"
+# Every crate of the workspace: the server and crates/* (each crate's own unit tests).
+cargo test --locked --workspace "${ignored[@]}"
 
 # The conformance suite runs the binary `cargo test` built, wherever cargo put it (a shared
 # CARGO_TARGET_DIR included); MLENERGY_SERVER_BIN names another one.

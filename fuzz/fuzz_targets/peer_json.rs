@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mlenergy_server::peer::json::{fast, parse};
+use mlenergy_peer::json::{fast, parse};
 
 fuzz_target!(|data: &[u8]| {
     let reference = serde_json::from_slice::<serde_json::Value>(data).ok();

@@ -6,8 +6,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mlenergy_server::rawtree::path::parse_results_path;
-use mlenergy_server::store::confine::relative_key;
+use mlenergy_rawfile::path::parse_results_path;
+use mlenergy_rawfile::confine::relative_key;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

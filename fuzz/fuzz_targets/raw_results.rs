@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mlenergy_server::rawfile::{read_run, read_run_at, read_run_fast};
+use mlenergy_rawfile::{read_run, read_run_at, read_run_fast};
 
 fuzz_target!(|data: &[u8]| {
     for llm in [true, false] {

@@ -227,8 +227,7 @@ impl FlightSql {
         let sql = &number_placeholders(sql);
         let snapshot = self.service.snapshot();
         self.service
-            .sql
-            .plan(&Surface::PLAIN, &snapshot, &self.service.derived, sql)
+            .sql_plan(&Surface::PLAIN, &snapshot, sql)
             .await
             .map_err(sql_status)
     }
@@ -237,12 +236,12 @@ impl FlightSql {
         let sql = &number_placeholders(sql);
         let snapshot = self.service.snapshot();
         self.service
-            .sql
-            .run(
+            .sql(
+                &Surface::PLAIN,
                 &snapshot,
-                &self.service.derived,
                 sql,
                 ParamValues::from(params),
+                None,
             )
             .await
             .map_err(failure_status)
@@ -251,8 +250,7 @@ impl FlightSql {
     async fn tables(&self) -> Result<Vec<(String, SchemaRef)>, Status> {
         let snapshot = self.service.snapshot();
         self.service
-            .sql
-            .tables(&Surface::PLAIN, &snapshot, &self.service.derived)
+            .sql_tables(&Surface::PLAIN, &snapshot)
             .await
             .map_err(sql_status)
     }

@@ -20,7 +20,7 @@ use super::negotiate::{Format, negotiate};
 use super::state::AppState;
 use crate::engine::Domain;
 use crate::engine::sql::{SqlAnswer, SqlError, frame_of};
-use crate::service::sql::SqlFailure;
+use crate::service::sql::{SqlFailure, Surface};
 use crate::service::sql_tables::RawTableKind;
 
 /// The query string of /v1/sql: `q` (GET only) and `format`.
@@ -142,8 +142,7 @@ async fn answer(
     let run = async {
         let a = state
             .service
-            .sql
-            .run(&snapshot, &state.service.derived, sql, params.into())
+            .sql(&Surface::PLAIN, &snapshot, sql, params.into(), None)
             .await?;
         Ok::<_, AppError>(Encoded {
             content_type: format.content_type(),

@@ -352,15 +352,7 @@ impl PgSession {
         let snapshot = self.service.snapshot();
         let answer = self
             .service
-            .sql
-            .run_on(
-                &SURFACE,
-                &snapshot,
-                &self.service.derived,
-                text,
-                params,
-                timeout,
-            )
+            .sql(&SURFACE, &snapshot, text, params, timeout)
             .await
             .map_err(failure)?;
         encode_answer(answer, format, options)

@@ -16,7 +16,7 @@ pub mod configs;
 pub mod discover;
 pub mod generate;
 pub mod histograms;
-pub mod path;
+pub use mlenergy_rawfile::path;
 pub mod results;
 pub mod rows;
 pub mod sample;

@@ -2,6 +2,11 @@
 //! and the catalog.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::ParamValues;
+use datafusion::logical_expr::LogicalPlan;
 
 use super::derived::DerivedData;
 use super::fits::Fits;
@@ -9,8 +14,8 @@ use super::leaderboard::Leaderboard;
 use super::prefetch::Prefetch;
 use super::reload::Reloader;
 use super::snapshot::{Snapshot, Snapshots};
-use super::sql::Sql;
-use crate::engine::sql::SqlLimits;
+use super::sql::{Sql, SqlFailure, Surface};
+use crate::engine::sql::{SqlAnswer, SqlError, SqlLimits};
 use crate::store::catalog::Catalog;
 
 /// Everything requests are answered from. Cheap to share (`Arc`).
@@ -70,6 +75,41 @@ impl Service {
             .reload(current, false, |s| self.snapshots.swap(s))
             .await?;
         Ok(swapped.unwrap_or_else(|| self.snapshot()))
+    }
+
+    /// Run read-only SQL on `surface` over `snapshot` (through the gate, under the limits,
+    /// counted), with a tighter time limit when the client asked for one: what every SQL front end
+    /// (HTTP, the PostgreSQL wire, Flight SQL) calls.
+    pub async fn sql(
+        &self,
+        surface: &Surface,
+        snapshot: &Arc<Snapshot>,
+        text: &str,
+        params: ParamValues,
+        timeout: Option<Duration>,
+    ) -> Result<SqlAnswer, SqlFailure> {
+        self.sql
+            .run_on(surface, snapshot, &self.derived, text, params, timeout)
+            .await
+    }
+
+    /// The logical plan of `text` on `surface` over `snapshot` (a prepared statement's schema).
+    pub async fn sql_plan(
+        &self,
+        surface: &Surface,
+        snapshot: &Arc<Snapshot>,
+        text: &str,
+    ) -> Result<LogicalPlan, SqlError> {
+        self.sql.plan(surface, snapshot, &self.derived, text).await
+    }
+
+    /// The tables `surface` sees over `snapshot`, with their schemas.
+    pub async fn sql_tables(
+        &self,
+        surface: &Surface,
+        snapshot: &Arc<Snapshot>,
+    ) -> Result<Vec<(String, SchemaRef)>, SqlError> {
+        self.sql.tables(surface, snapshot, &self.derived).await
     }
 
     /// `reload`, but only when the source's content changed (`--watch`): `Ok(None)` when it is

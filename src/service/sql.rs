@@ -189,20 +189,8 @@ impl Sql {
         }
     }
 
-    /// Run `sql` with `params` over `snapshot` (the plain surface), through the gate, under the
-    /// limits, counted.
-    pub async fn run(
-        &self,
-        snapshot: &Arc<Snapshot>,
-        derived: &DerivedData,
-        text: &str,
-        params: ParamValues,
-    ) -> Result<SqlAnswer, SqlFailure> {
-        self.run_on(&Surface::PLAIN, snapshot, derived, text, params, None)
-            .await
-    }
-
-    /// `run` on `surface`, with a tighter time limit when the client asked for one.
+    /// Run `text` with `params` on `surface` over `snapshot`, through the gate, under the limits
+    /// (a tighter time limit when the client asked for one), counted.
     pub async fn run_on(
         &self,
         surface: &Surface,

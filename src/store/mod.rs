@@ -14,7 +14,7 @@
 pub mod bound;
 pub mod cache;
 pub mod catalog;
-pub mod confine;
+pub use mlenergy_rawfile::confine;
 pub mod derived;
 pub mod fetch;
 pub mod hub;

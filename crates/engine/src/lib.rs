@@ -1,0 +1,35 @@
+//! The query engine: loads the run summaries through DataFusion and answers typed questions
+//! (filtered, sorted, projected run lists; groups with aggregates; field catalog; dataset info).
+//! It knows nothing of HTTP, of raw files or of where the data came from: the service layer
+//! opens sources into a [`Dataset`], and `http` turns requests into these calls.
+//!
+//! Crate `mlenergy-engine`: depends only on `mlenergy-pycompat` of the workspace (Cargo enforces
+//! it); no HTTP (utoipa only for the `openapi` feature's schemas). This file only declares and
+//! re-exports.
+
+pub mod arrow_conv;
+pub mod dataset;
+pub mod domain;
+pub mod error;
+pub mod fields;
+pub mod frame;
+pub mod frame_query;
+pub mod frontier;
+pub mod group;
+pub mod load;
+pub mod models;
+pub mod parquet_runs;
+pub mod query;
+pub mod runid;
+pub mod sql;
+pub mod sql_functions;
+pub mod stats;
+pub mod table;
+
+pub use self::dataset::Dataset;
+pub use self::domain::Domain;
+pub use self::error::EngineError;
+pub use self::frontier::{BestQuery, Chosen, FrontierQuery};
+pub use self::group::{AggFunc, AggSpec, GroupQuery, GroupResult};
+pub use self::query::{Filter, RunQuery, Selection, SortKey, Stability};
+pub use self::table::RunTable;

@@ -1,0 +1,99 @@
+//! The router over data/sample, built once per fuzzing process, and one request through it: the
+//! answer must not be a 5xx, and a 4xx must be a problem+json document.
+
+use std::sync::OnceLock;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use mlenergy_server::http::{AppState, Limits, app};
+use mlenergy_server::service::Service;
+use tower::ServiceExt;
+
+struct App {
+    rt: tokio::runtime::Runtime,
+    router: Router,
+    /// A run of each domain with raw files: (llm, diffusion).
+    pub runs: (String, String),
+}
+
+fn the_app() -> &'static App {
+    static APP: OnceLock<App> = OnceLock::new();
+    APP.get_or_init(|| {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/sample");
+        let router = rt.block_on(async {
+            let dataset = mlenergy_server::service::open::load_compiled_dir(&sample)
+                .await
+                .expect("data/sample loads");
+            let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:")
+                .await
+                .unwrap();
+            let limits = Limits {
+                max_rows: 100_000,
+                stream_bytes: Limits::STREAM_BYTES,
+            };
+            app(AppState::new(
+                std::sync::Arc::new(Service::new(dataset, catalog)),
+                limits,
+                8 << 20,
+            ))
+        });
+        let mut app = App {
+            rt,
+            router,
+            runs: (String::new(), String::new()),
+        };
+        let first = |app: &App, uri: &str| -> String {
+            let (_, body) = app.send(Request::get(uri).body(Body::empty()).unwrap());
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            v["runs"][0]["run_id"].as_str().unwrap().to_string()
+        };
+        app.runs = (
+            first(&app, "/v1/llm/runs?stability=all&limit=1&fields=run_id,results_path&sort=-results_path"),
+            first(&app, "/v1/diffusion/runs?limit=1&fields=run_id,results_path&sort=-results_path"),
+        );
+        app
+    })
+}
+
+impl App {
+    fn send(&self, req: Request<Body>) -> (StatusCode, Vec<u8>) {
+        self.rt.block_on(async {
+            let resp = self.router.clone().oneshot(req).await.unwrap();
+            let status = resp.status();
+            let problem = resp
+                .headers()
+                .get("content-type")
+                .is_some_and(|v| v.as_bytes() == b"application/problem+json");
+            let body = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
+            if status.is_client_error() {
+                assert!(problem, "a {status} that is not problem+json: {}", String::from_utf8_lossy(&body));
+            }
+            (status, body)
+        })
+    }
+}
+
+/// `path` with `{llm}` and `{diffusion}` replaced by a run of that domain with raw files.
+pub fn with_runs(path: &str) -> String {
+    let app = the_app();
+    path.replace("{llm}", &app.runs.0)
+        .replace("{diffusion}", &app.runs.1)
+}
+
+/// Send `req`; panics on a 5xx, or a 4xx that is not problem+json.
+pub fn check(req: Request<Body>) {
+    let (method, uri) = (req.method().clone(), req.uri().clone());
+    let (status, body) = the_app().send(req);
+    assert!(
+        !status.is_server_error(),
+        "{method} {uri}: {status} {}",
+        String::from_utf8_lossy(&body)
+    );
+}
