@@ -17,7 +17,9 @@ cd "$(dirname "$0")/../fuzz"
 out="$(cd .. && pwd)/bench/out"
 runs=${FUZZ_RUNS:-10000000}
 # Two cargo-fuzz packages: the readers' targets in fuzz/ link only the small crates they exercise
-# (mlenergy-rawfile, mlenergy-peer); the HTTP targets in fuzz/http/ link the whole server.
+# (mlenergy-rawfile, mlenergy-peer); the HTTP targets in fuzz/http/ link the whole server. Each is
+# named with --fuzz-dir (cargo-fuzz would take fuzz/ from any directory below it); both build in
+# one target directory, so what they share is built once.
 readers="raw_results raw_paths peer_json"
 http="query_strings json_bodies"
 targets=${FUZZ_TARGETS:-$readers $http}
@@ -39,7 +41,7 @@ for package in . http; do
   for t in $targets; do [ "$(package_of "$t")" = "$package" ] && wanted=1; done
   if [ -n "$wanted" ]; then
     start=$SECONDS
-    (cd "$package" && cargo fuzz build "${build[@]}")
+    cargo fuzz build --fuzz-dir "$PWD/$package" "${build[@]}"
     echo "fuzz build of $package: $((SECONDS - start)) s"
   fi
 done
@@ -93,8 +95,8 @@ run_one() {
   package=$(package_of "$1")
   mkdir -p "$out"
   local start=$SECONDS
-  if (cd "$package" && cargo fuzz run "${build[@]}" "$t" "corpus/$t" -- \
-      -runs="$runs" -seed="${FUZZ_SEED:-0}" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1) >"$log" 2>&1; then
+  if cargo fuzz run --fuzz-dir "$PWD/$package" "${build[@]}" "$t" "$package/corpus/$t" -- \
+      -runs="$runs" -seed="${FUZZ_SEED:-0}" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 >"$log" 2>&1; then
     local execs
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
     echo "$t: $execs executions in $((SECONDS - start)) s, $(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?') exec/s, no finding"

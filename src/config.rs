@@ -89,11 +89,69 @@ pub enum LogFormat {
     Json,
 }
 
+/// `serve`'s options, a block per concern; each block becomes the options of its part in one place
+/// (the methods below and on the blocks).
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
+    #[command(flatten)]
+    pub http: HttpArgs,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
+    pub leaderboard: LeaderboardArgs,
+    #[command(flatten)]
+    pub sql: SqlArgs,
+    #[command(flatten)]
+    pub admin: AdminArgs,
+    /// The PostgreSQL wire protocol (feature `pg`).
+    #[cfg(feature = "pg")]
+    #[command(flatten)]
+    pub pg: PgArgs,
+    /// Arrow Flight SQL (feature `flight`).
+    #[cfg(feature = "flight")]
+    #[command(flatten)]
+    pub flight: FlightArgs,
+}
+
+/// The HTTP listener and its answers.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "HTTP")]
+pub struct HttpArgs {
     /// Address to listen on.
     #[arg(long, env = "MLENERGY_BIND", default_value = "127.0.0.1:8080")]
     pub bind: SocketAddr,
+    /// Log line format.
+    #[arg(long, env = "MLENERGY_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    /// An origin allowed to read answers from a browser (`https://ml.energy`); repeat it, or
+    /// separate origins with commas. Default: any origin.
+    #[arg(long = "cors-origin", env = "MLENERGY_CORS_ORIGINS", value_delimiter = ',', value_parser = parse_origin)]
+    pub cors_origins: Vec<String>,
+    /// `Cache-Control: max-age` of answers, in seconds. Answers of a hub source pinned to a
+    /// commit (`hf://datasets/ORG/NAME@<40-hex commit>`) are `immutable` instead.
+    #[arg(long, env = "MLENERGY_CACHE_MAX_AGE", default_value_t = crate::http::HttpOptions::MAX_AGE)]
+    pub cache_max_age: u32,
+    /// Memory for cached encoded responses, in bytes.
+    #[arg(long, env = "MLENERGY_RESPONSE_CACHE_BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub response_cache_bytes: u64,
+    /// Long answers (ITLs, output lengths) estimated at this many bytes or more are streamed
+    /// while they are encoded, and not cached.
+    #[arg(long, env = "MLENERGY_STREAM_ANSWER_BYTES", default_value_t = crate::http::Limits::STREAM_BYTES)]
+    pub stream_answer_bytes: usize,
+    /// On shutdown (SIGTERM, Ctrl-C), how long to keep answering after /readyz turns 503, so a
+    /// load balancer stops sending before the listener closes.
+    #[arg(long, env = "MLENERGY_DRAIN_DELAY", default_value = "0s", value_parser = humantime::parse_duration)]
+    pub drain_delay: std::time::Duration,
+}
+
+/// What is served and where it comes from.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Data source")]
+pub struct SourceArgs {
     /// Compiled data directory (runs/llm.parquet, runs/diffusion.parquet); a raw benchmark root
     /// (detected, or forced with a `raw:` prefix) whose rows are derived at start; the Hugging
     /// Face dataset `hf://datasets/ORG/NAME[@REVISION]`; or an object_store URL (s3://, gs://,
@@ -106,6 +164,31 @@ pub struct ServeArgs {
     /// or forced with a `lem:` or `ipw:` prefix).
     #[arg(long = "import", value_name = "PATH")]
     pub imports: Vec<String>,
+    /// Read the --data source again this often (e.g. 5m) and serve it when its content changed:
+    /// a new commit of a hub revision such as main, a rewritten directory. Off by default.
+    #[arg(long, env = "MLENERGY_WATCH", value_parser = humantime::parse_duration)]
+    pub watch: Option<std::time::Duration>,
+    /// Hugging Face endpoint.
+    #[arg(long, env = "HF_ENDPOINT", default_value = "https://huggingface.co")]
+    pub hf_endpoint: String,
+    /// Hugging Face token (for the gated dataset); default: the token file in HF_HOME.
+    #[arg(long, env = "HF_TOKEN", hide_env_values = true)]
+    pub hf_token: Option<String>,
+    /// Hugging Face home (the hub cache is HF_HOME/hub).
+    #[arg(long, env = "HF_HOME")]
+    pub hf_home: Option<PathBuf>,
+    /// Longest wait for an upstream answer or for the next chunk of a download.
+    #[arg(long, env = "MLENERGY_UPSTREAM_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub upstream_timeout: std::time::Duration,
+    /// Extra attempts after an upstream 5xx, refused connection or timeout.
+    #[arg(long, env = "MLENERGY_UPSTREAM_RETRIES", default_value_t = 2)]
+    pub upstream_retries: u32,
+}
+
+/// The raw cache, persisted derived data and the catalog.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Cache")]
+pub struct CacheArgs {
     /// Raw cache for remote sources, and persisted derived data (ITLs, output lengths, timelines)
     /// for every source: a directory, or an object_store URL shared by replicas.
     /// Default: $XDG_CACHE_HOME/mlenergy-server (~/.cache/mlenergy-server).
@@ -122,68 +205,15 @@ pub struct ServeArgs {
     /// file once, the others waiting; a lease whose replica died is taken over after this long.
     #[arg(long, env = "MLENERGY_CACHE_LEASE_TTL", default_value = "30s", value_parser = humantime::parse_duration)]
     pub cache_lease_ttl: std::time::Duration,
-    /// Hugging Face endpoint.
-    #[arg(long, env = "HF_ENDPOINT", default_value = "https://huggingface.co")]
-    pub hf_endpoint: String,
-    /// Hugging Face token (for the gated dataset); default: the token file in HF_HOME.
-    #[arg(long, env = "HF_TOKEN", hide_env_values = true)]
-    pub hf_token: Option<String>,
-    /// Hugging Face home (the hub cache is HF_HOME/hub).
-    #[arg(long, env = "HF_HOME")]
-    pub hf_home: Option<PathBuf>,
-    /// Longest wait for an upstream answer or for the next chunk of a download.
-    #[arg(long, env = "MLENERGY_UPSTREAM_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
-    pub upstream_timeout: std::time::Duration,
-    /// Extra attempts after an upstream 5xx, refused connection or timeout.
-    #[arg(long, env = "MLENERGY_UPSTREAM_RETRIES", default_value_t = 2)]
-    pub upstream_retries: u32,
-    /// Log line format.
-    #[arg(long, env = "MLENERGY_LOG_FORMAT", value_enum, default_value = "text")]
-    pub log_format: LogFormat,
+}
+
+/// The bounds of requests and connections.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Limits")]
+pub struct LimitArgs {
     /// Largest page a run list may ask for (`limit`).
     #[arg(long, env = "MLENERGY_MAX_ROWS", default_value_t = crate::http::params::DEFAULT_MAX_ROWS)]
     pub max_rows: usize,
-    /// Memory for cached encoded responses, in bytes.
-    #[arg(long, env = "MLENERGY_RESPONSE_CACHE_BYTES", default_value_t = 64 * 1024 * 1024)]
-    pub response_cache_bytes: u64,
-    /// Long answers (ITLs, output lengths) estimated at this many bytes or more are streamed
-    /// while they are encoded, and not cached.
-    #[arg(long, env = "MLENERGY_STREAM_ANSWER_BYTES", default_value_t = crate::http::Limits::STREAM_BYTES)]
-    pub stream_answer_bytes: usize,
-    /// The leaderboard's `index.json` `last_updated` (YYYY-MM-DD). Default: the snapshot's date
-    /// (the embedded dataset's 2026-02-16, a hub revision's commit date, a compiled directory's
-    /// modification date).
-    #[arg(long, env = "MLENERGY_LEADERBOARD_DATE", value_parser = parse_date)]
-    pub leaderboard_date: Option<String>,
-    /// When the leaderboard's LLM model files read their runs' raw files for the output-length
-    /// histograms (a source without precomputed ones, which `build` writes): `on-request`, a
-    /// pair's runs when its file is first asked for (raw files are fetched lazily); or
-    /// `background`, from the start (every stable LLM run's results.json is read, downloaded
-    /// first from a remote source: tens of gigabytes for the published dataset).
-    #[arg(
-        long,
-        env = "MLENERGY_LEADERBOARD_HISTOGRAMS",
-        value_enum,
-        default_value = "on-request"
-    )]
-    pub leaderboard_histograms: HistogramReading,
-    /// `Cache-Control: max-age` of answers, in seconds. Answers of a hub source pinned to a
-    /// commit (`hf://datasets/ORG/NAME@<40-hex commit>`) are `immutable` instead.
-    #[arg(long, env = "MLENERGY_CACHE_MAX_AGE", default_value_t = crate::http::HttpOptions::MAX_AGE)]
-    pub cache_max_age: u32,
-    /// An origin allowed to read answers from a browser (`https://ml.energy`); repeat it, or
-    /// separate origins with commas. Default: any origin.
-    #[arg(long = "cors-origin", env = "MLENERGY_CORS_ORIGINS", value_delimiter = ',', value_parser = parse_origin)]
-    pub cors_origins: Vec<String>,
-    /// A built leaderboard frontend (its `dist/`, built with base `/leaderboard/`), served at
-    /// `/leaderboard/` beside its data: one process is a whole leaderboard. Read into memory at
-    /// start; a path with no file and no extension gets its index.html (client routes).
-    #[arg(long, env = "MLENERGY_LEADERBOARD_UI", value_name = "DIR")]
-    pub leaderboard_ui: Option<PathBuf>,
-    /// On shutdown (SIGTERM, Ctrl-C), how long to keep answering after /readyz turns 503, so a
-    /// load balancer stops sending before the listener closes.
-    #[arg(long, env = "MLENERGY_DRAIN_DELAY", default_value = "0s", value_parser = humantime::parse_duration)]
-    pub drain_delay: std::time::Duration,
     /// Time limit to an answer's head; past it the work is stopped and the answer is 504.
     #[arg(long, env = "MLENERGY_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub request_timeout: std::time::Duration,
@@ -231,14 +261,40 @@ pub struct ServeArgs {
     /// once. Default: 4096, or three quarters of the process's descriptor limit if that is lower.
     #[arg(long, env = "MLENERGY_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: Option<u32>,
-    /// The bearer token admin actions (prefetch) need. Unset: they are allowed only when the
-    /// server listens on loopback.
-    #[arg(long, env = "MLENERGY_ADMIN_TOKEN", hide_env_values = true)]
-    pub admin_token: Option<String>,
-    /// Read the --data source again this often (e.g. 5m) and serve it when its content changed:
-    /// a new commit of a hub revision such as main, a rewritten directory. Off by default.
-    #[arg(long, env = "MLENERGY_WATCH", value_parser = humantime::parse_duration)]
-    pub watch: Option<std::time::Duration>,
+}
+
+/// The leaderboard's data files and frontend.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Leaderboard")]
+pub struct LeaderboardArgs {
+    /// The leaderboard's `index.json` `last_updated` (YYYY-MM-DD). Default: the snapshot's date
+    /// (the embedded dataset's 2026-02-16, a hub revision's commit date, a compiled directory's
+    /// modification date).
+    #[arg(long, env = "MLENERGY_LEADERBOARD_DATE", value_parser = parse_date)]
+    pub leaderboard_date: Option<String>,
+    /// When the leaderboard's LLM model files read their runs' raw files for the output-length
+    /// histograms (a source without precomputed ones, which `build` writes): `on-request`, a
+    /// pair's runs when its file is first asked for (raw files are fetched lazily); or
+    /// `background`, from the start (every stable LLM run's results.json is read, downloaded
+    /// first from a remote source: tens of gigabytes for the published dataset).
+    #[arg(
+        long,
+        env = "MLENERGY_LEADERBOARD_HISTOGRAMS",
+        value_enum,
+        default_value = "on-request"
+    )]
+    pub leaderboard_histograms: HistogramReading,
+    /// A built leaderboard frontend (its `dist/`, built with base `/leaderboard/`), served at
+    /// `/leaderboard/` beside its data: one process is a whole leaderboard. Read into memory at
+    /// start; a path with no file and no extension gets its index.html (client routes).
+    #[arg(long, env = "MLENERGY_LEADERBOARD_UI", value_name = "DIR")]
+    pub leaderboard_ui: Option<PathBuf>,
+}
+
+/// Read-only SQL on every surface (HTTP, PostgreSQL wire, Flight SQL).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "SQL")]
+pub struct SqlArgs {
     /// The time limit of an SQL query (it is stopped and answered 422 past it).
     #[arg(long, env = "MLENERGY_SQL_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
     pub sql_timeout: std::time::Duration,
@@ -251,19 +307,22 @@ pub struct ServeArgs {
     /// SQL queries that may wait for a turn; beyond them, 503 with Retry-After.
     #[arg(long, env = "MLENERGY_SQL_QUEUE", default_value_t = crate::service::sql::Sql::QUEUE)]
     pub sql_queue: usize,
-    /// The PostgreSQL wire protocol (feature `pg`).
-    #[cfg(feature = "pg")]
-    #[command(flatten)]
-    pub pg: PgArgs,
-    /// Arrow Flight SQL (feature `flight`).
-    #[cfg(feature = "flight")]
-    #[command(flatten)]
-    pub flight: FlightArgs,
+}
+
+/// Admin actions (prefetch, reload, evictions).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Admin")]
+pub struct AdminArgs {
+    /// The bearer token admin actions (prefetch) need. Unset: they are allowed only when the
+    /// server listens on loopback.
+    #[arg(long, env = "MLENERGY_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
 }
 
 /// The PostgreSQL wire protocol's options (built with the `pg` feature).
 #[cfg(feature = "pg")]
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "PostgreSQL wire protocol")]
 pub struct PgArgs {
     /// Serve the PostgreSQL wire protocol on this address too (psql, Grafana, Metabase, DBeaver):
     /// the same tables, read-only policy and limits as /v1/sql. Off by default.
@@ -299,6 +358,7 @@ impl PgArgs {
 /// Arrow Flight SQL's options (built with the `flight` feature).
 #[cfg(feature = "flight")]
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Flight SQL")]
 pub struct FlightArgs {
     /// Serve Arrow Flight SQL (gRPC) on this address too (ADBC, the Flight SQL JDBC driver,
     /// Grafana's Flight SQL plugin): the same tables, policy and limits as /v1/sql. Off by default.
@@ -350,30 +410,31 @@ impl ServeArgs {
     pub fn source_options(&self) -> crate::service::open::SourceOptions {
         use crate::service::open::default_cache_dir;
         use crate::store::{FetchOptions, hub::HubConfig};
+        let (source, cache) = (&self.source, &self.cache);
         crate::service::open::SourceOptions {
             hub: HubConfig {
-                endpoint: self.hf_endpoint.clone(),
-                token: self.hf_token.clone(),
-                home: self.hf_home.clone(),
+                endpoint: source.hf_endpoint.clone(),
+                token: source.hf_token.clone(),
+                home: source.hf_home.clone(),
                 fetch: FetchOptions {
-                    timeout: self.upstream_timeout,
-                    retries: self.upstream_retries,
+                    timeout: source.upstream_timeout,
+                    retries: source.upstream_retries,
                 },
             },
-            cache: self
+            cache: cache
                 .cache
                 .clone()
                 .unwrap_or_else(|| default_cache_dir().display().to_string()),
-            catalog: self.catalog.clone(),
-            max_bytes: self.cache_max_bytes,
-            lease_ttl: self.cache_lease_ttl,
+            catalog: cache.catalog.clone(),
+            max_bytes: cache.cache_max_bytes,
+            lease_ttl: cache.cache_lease_ttl,
         }
     }
 
     /// The data directory to serve: `--data`, else `data/sample` in the working directory, else
     /// the one next to this crate's sources.
     pub fn data_dir(&self) -> String {
-        if let Some(d) = &self.data {
+        if let Some(d) = &self.source.data {
             return d.clone();
         }
         let local = PathBuf::from("data/sample");
@@ -384,6 +445,78 @@ impl ServeArgs {
             .join("data/sample")
             .display()
             .to_string()
+    }
+
+    /// The service's options (its reloader and imported measurements are the caller's to add).
+    pub fn service_options(&self) -> crate::service::ServiceOptions {
+        use crate::service::sql::Sql;
+        crate::service::ServiceOptions {
+            sql_limits: crate::engine::sql::SqlLimits {
+                timeout: self.sql.sql_timeout,
+                memory_bytes: self.sql.sql_memory_bytes,
+                max_rows: self.limits.max_rows,
+            },
+            sql_concurrency: self
+                .sql
+                .sql_concurrency
+                .unwrap_or_else(Sql::default_concurrency),
+            sql_queue: self.sql.sql_queue,
+            leaderboard_date: self.leaderboard.leaderboard_date.clone(),
+            histograms_in_background: self.leaderboard.leaderboard_histograms
+                == HistogramReading::Background,
+            ..Default::default()
+        }
+    }
+
+    /// The HTTP front end's options, with the leaderboard frontend read from `--leaderboard-ui`.
+    pub fn http_options(
+        &self,
+        leaderboard_ui: Option<std::sync::Arc<crate::service::static_site::StaticSite>>,
+    ) -> crate::http::HttpOptions {
+        let (l, http) = (&self.limits, &self.http);
+        crate::http::HttpOptions {
+            max_age: http.cache_max_age,
+            cors_origins: http.cors_origins.clone(),
+            leaderboard_ui,
+            drain_delay: http.drain_delay,
+            watch: self.source.watch.filter(|d| !d.is_zero()),
+            guard: crate::http::state::GuardOptions {
+                max_uri_bytes: l.max_uri_bytes,
+                max_header_bytes: l.max_header_bytes,
+                max_in_flight: l.max_in_flight,
+                max_costly_in_flight: l.max_costly_in_flight.unwrap_or(
+                    crate::http::state::GuardOptions::default().max_costly_in_flight,
+                ),
+                request_timeout: l.request_timeout,
+                admin_token: self.admin.admin_token.clone().filter(|t| !t.is_empty()),
+                loopback: http.bind.ip().is_loopback(),
+                rate_per_ip: l
+                    .rate_limit_per_ip
+                    .map(|per_second| crate::http::state::RateLimit {
+                        per_second,
+                        burst: l.rate_limit_burst,
+                    }),
+                client_ip_header: l.client_ip_header.clone(),
+                max_body_bytes: l.max_body_bytes,
+                max_samples_body_bytes: l.max_samples_body_bytes,
+            },
+            connections: crate::http::connections::ConnectionOptions {
+                header_read_timeout: l.header_read_timeout,
+                keep_alive_timeout: l.keep_alive_timeout,
+                max_connections: l.max_connections.map_or_else(
+                    crate::http::connections::default_max_connections,
+                    |n| n as usize,
+                ),
+            },
+        }
+    }
+
+    /// The bounds of answers (rows of a page, the size past which long answers stream).
+    pub fn answer_limits(&self) -> crate::http::Limits {
+        crate::http::Limits {
+            max_rows: self.limits.max_rows,
+            stream_bytes: self.http.stream_answer_bytes,
+        }
     }
 }
 

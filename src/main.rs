@@ -6,21 +6,16 @@ use std::time::Instant;
 
 use clap::Parser;
 use mlenergy_server::config::{
-    BuildArgs, Cli, Command, HealthcheckArgs, HistogramReading, ImportArgs, LogFormat, ServeArgs,
+    BuildArgs, Cli, Command, HealthcheckArgs, ImportArgs, LogFormat, ServeArgs,
 };
-use mlenergy_server::engine::sql::SqlLimits;
-use mlenergy_server::http::connections::{ConnectionOptions, default_max_connections};
-use mlenergy_server::http::state::{GuardOptions, RateLimit};
-use mlenergy_server::http::{self, AppState, HttpOptions, Limits};
+use mlenergy_server::http::{self, AppState};
 use mlenergy_server::peer::ImportSpec;
 use mlenergy_server::rawtree::compile::write_compiled;
 use mlenergy_server::rawtree::sample;
 use mlenergy_server::rawtree::{BuildCache, BuildOptions, build};
 use mlenergy_server::service::Service;
-use mlenergy_server::service::leaderboard::Leaderboard;
 use mlenergy_server::service::open::{open_dataset, reopen_dataset};
 use mlenergy_server::service::reload::Reloader;
-use mlenergy_server::service::sql::Sql;
 use mlenergy_server::service::static_site::StaticSite;
 #[cfg(feature = "flight")]
 use mlenergy_server::flight;
@@ -87,41 +82,24 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                 as futures::future::BoxFuture<'static, _>
         }
     };
-    let mut service = Service::new(dataset, catalog);
-    if !args.imports.is_empty() {
-        let specs: Vec<ImportSpec> = args.imports.iter().map(|s| ImportSpec::parse(s)).collect();
+    let mut options = args.service_options();
+    options.reloader = Reloader::new(Arc::new(reopen));
+    if !args.source.imports.is_empty() {
+        let specs: Vec<ImportSpec> = args
+            .source
+            .imports
+            .iter()
+            .map(|s| ImportSpec::parse(s))
+            .collect();
         let frames = mlenergy_server::peer::load(&specs).map_err(|e| format!("--import: {e}"))?;
-        service.measurements = mlenergy_server::service::measurements::Measurements::new(frames);
+        options.measurements = mlenergy_server::service::measurements::Measurements::new(frames);
         tracing::info!(
-            runs = service.measurements.imported_runs(),
+            runs = options.measurements.imported_runs(),
             "measurements imported"
         );
     }
-    service.reloader = Reloader::new(Arc::new(reopen));
-    service.leaderboard = Leaderboard::new(
-        args.leaderboard_date.clone(),
-        args.leaderboard_histograms == HistogramReading::Background,
-    );
-    service.sql = Sql::new(
-        SqlLimits {
-            timeout: args.sql_timeout,
-            memory_bytes: args.sql_memory_bytes,
-            max_rows: args.max_rows,
-        },
-        args.sql_concurrency
-            .unwrap_or_else(Sql::default_concurrency),
-        args.sql_queue,
-    );
-    let state = AppState::new(
-        Arc::new(service),
-        Limits {
-            max_rows: args.max_rows,
-            stream_bytes: args.stream_answer_bytes,
-        },
-        args.response_cache_bytes,
-    );
-    let mut state = state;
-    let leaderboard_ui = match &args.leaderboard_ui {
+    let service = Service::with_options(dataset, catalog, options);
+    let leaderboard_ui = match &args.leaderboard.leaderboard_ui {
         Some(dir) => {
             let site = StaticSite::load(dir).map_err(|e| format!("--leaderboard-ui: {e}"))?;
             tracing::info!(dir = %site.root().display(), files = site.len(), "serving the leaderboard's frontend at /leaderboard/");
@@ -129,38 +107,12 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         }
         None => None,
     };
-    state.http = Arc::new(HttpOptions {
-        max_age: args.cache_max_age,
-        cors_origins: args.cors_origins.clone(),
-        leaderboard_ui,
-        drain_delay: args.drain_delay,
-        watch: args.watch.filter(|d| !d.is_zero()),
-        guard: GuardOptions {
-            max_uri_bytes: args.max_uri_bytes,
-            max_header_bytes: args.max_header_bytes,
-            max_in_flight: args.max_in_flight,
-            max_costly_in_flight: args
-                .max_costly_in_flight
-                .unwrap_or(GuardOptions::default().max_costly_in_flight),
-            request_timeout: args.request_timeout,
-            admin_token: args.admin_token.clone().filter(|t| !t.is_empty()),
-            loopback: args.bind.ip().is_loopback(),
-            rate_per_ip: args.rate_limit_per_ip.map(|per_second| RateLimit {
-                per_second,
-                burst: args.rate_limit_burst,
-            }),
-            client_ip_header: args.client_ip_header.clone(),
-            max_body_bytes: args.max_body_bytes,
-            max_samples_body_bytes: args.max_samples_body_bytes,
-        },
-        connections: ConnectionOptions {
-            header_read_timeout: args.header_read_timeout,
-            keep_alive_timeout: args.keep_alive_timeout,
-            max_connections: args
-                .max_connections
-                .map_or_else(default_max_connections, |n| n as usize),
-        },
-    });
+    let mut state = AppState::new(
+        Arc::new(service),
+        args.answer_limits(),
+        args.http.response_cache_bytes,
+    );
+    state.http = Arc::new(args.http_options(leaderboard_ui));
     #[cfg(feature = "pg")]
     if let Some(addr) = args.pg.pg_bind {
         let bound = pg::start(state.service.clone(), addr, args.pg.options()).await?;
@@ -171,11 +123,12 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         let bound = flight::start(state.service.clone(), addr).await?;
         tracing::info!(addr = %bound, "Flight SQL listening");
     }
-    http::serve(state, args.bind, |addr| {
+    let bind = args.http.bind;
+    http::serve(state, bind, |addr| {
         tracing::info!(%addr, ready_ms = started.elapsed().as_millis() as u64, "listening");
     })
     .await
-    .map_err(|e| format!("cannot serve on {}: {e}", args.bind))
+    .map_err(|e| format!("cannot serve on {bind}: {e}"))
 }
 
 /// GET /readyz over a plain TCP connection; an unspecified bind address (0.0.0.0) is checked on
@@ -293,11 +246,11 @@ async fn main() -> ExitCode {
         Some(Command::Build(a)) => build_command(&a),
         Some(Command::Import(a)) => import_command(&a),
         Some(Command::Serve(a)) => {
-            init_tracing(a.log_format);
+            init_tracing(a.http.log_format);
             serve(a).await
         }
         None => {
-            init_tracing(cli.serve.log_format);
+            init_tracing(cli.serve.http.log_format);
             serve(cli.serve).await
         }
     };

@@ -39,8 +39,46 @@ pub struct Service {
     pub measurements: super::measurements::Measurements,
 }
 
+/// What a [`Service`] is built from besides its snapshot and catalog; the default is what
+/// [`Service::new`] builds (the server's defaults, no reloader, no imported measurements).
+pub struct ServiceOptions {
+    /// The limits of every SQL query, the queries run at once, and those that may wait.
+    pub sql_limits: SqlLimits,
+    pub sql_concurrency: usize,
+    pub sql_queue: usize,
+    /// The leaderboard's `last_updated` (`None`: the snapshot's date).
+    pub leaderboard_date: Option<String>,
+    /// Whether the leaderboard reads raw files for its histograms from the start, rather than
+    /// when a model file is first asked for.
+    pub histograms_in_background: bool,
+    /// Reading the dataset again (`POST /v1/admin/reload`, SIGHUP, `--watch`).
+    pub reloader: Reloader,
+    /// Other tools' measurements (`--import`).
+    pub measurements: super::measurements::Measurements,
+}
+
+impl Default for ServiceOptions {
+    fn default() -> Self {
+        ServiceOptions {
+            sql_limits: SqlLimits::default(),
+            sql_concurrency: Sql::default_concurrency(),
+            sql_queue: Sql::QUEUE,
+            leaderboard_date: None,
+            histograms_in_background: false,
+            reloader: Reloader::default(),
+            measurements: Default::default(),
+        }
+    }
+}
+
 impl Service {
+    /// A service with the default options.
     pub fn new(snapshot: Snapshot, catalog: Catalog) -> Self {
+        Self::with_options(snapshot, catalog, ServiceOptions::default())
+    }
+
+    /// A service built from `options`, once.
+    pub fn with_options(snapshot: Snapshot, catalog: Catalog, options: ServiceOptions) -> Self {
         let derived = DerivedData::new(DerivedData::MEMORY_BYTES);
         let fits = Fits::new(64 << 20, derived.background().clone());
         Service {
@@ -49,10 +87,17 @@ impl Service {
             prefetch: Prefetch::new(catalog.clone()),
             fits,
             catalog,
-            leaderboard: Leaderboard::new(None, false),
-            sql: Sql::new(SqlLimits::default(), Sql::default_concurrency(), Sql::QUEUE),
-            reloader: Reloader::default(),
-            measurements: Default::default(),
+            leaderboard: Leaderboard::new(
+                options.leaderboard_date,
+                options.histograms_in_background,
+            ),
+            sql: Sql::new(
+                options.sql_limits,
+                options.sql_concurrency,
+                options.sql_queue,
+            ),
+            reloader: options.reloader,
+            measurements: options.measurements,
         }
     }
 

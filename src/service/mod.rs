@@ -24,5 +24,5 @@ pub mod sql_tables;
 pub mod static_site;
 
 pub use self::error::ServiceError;
-pub use self::handle::Service;
+pub use self::handle::{Service, ServiceOptions};
 pub use self::snapshot::{NoRawFile, RawFile, RefusedPath, Snapshot, Snapshots, Source};
