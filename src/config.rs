@@ -484,9 +484,9 @@ impl ServeArgs {
                 max_uri_bytes: l.max_uri_bytes,
                 max_header_bytes: l.max_header_bytes,
                 max_in_flight: l.max_in_flight,
-                max_costly_in_flight: l.max_costly_in_flight.unwrap_or(
-                    crate::http::state::GuardOptions::default().max_costly_in_flight,
-                ),
+                max_costly_in_flight: l
+                    .max_costly_in_flight
+                    .unwrap_or(crate::http::state::GuardOptions::default().max_costly_in_flight),
                 request_timeout: l.request_timeout,
                 admin_token: self.admin.admin_token.clone().filter(|t| !t.is_empty()),
                 loopback: http.bind.ip().is_loopback(),
@@ -503,10 +503,11 @@ impl ServeArgs {
             connections: crate::http::connections::ConnectionOptions {
                 header_read_timeout: l.header_read_timeout,
                 keep_alive_timeout: l.keep_alive_timeout,
-                max_connections: l.max_connections.map_or_else(
-                    crate::http::connections::default_max_connections,
-                    |n| n as usize,
-                ),
+                max_connections: l
+                    .max_connections
+                    .map_or_else(crate::http::connections::default_max_connections, |n| {
+                        n as usize
+                    }),
             },
         }
     }

@@ -8,8 +8,12 @@ use clap::Parser;
 use mlenergy_server::config::{
     BuildArgs, Cli, Command, HealthcheckArgs, ImportArgs, LogFormat, ServeArgs,
 };
+#[cfg(feature = "flight")]
+use mlenergy_server::flight;
 use mlenergy_server::http::{self, AppState};
 use mlenergy_server::peer::ImportSpec;
+#[cfg(feature = "pg")]
+use mlenergy_server::pg;
 use mlenergy_server::rawtree::compile::write_compiled;
 use mlenergy_server::rawtree::sample;
 use mlenergy_server::rawtree::{BuildCache, BuildOptions, build};
@@ -17,10 +21,6 @@ use mlenergy_server::service::Service;
 use mlenergy_server::service::open::{open_dataset, reopen_dataset};
 use mlenergy_server::service::reload::Reloader;
 use mlenergy_server::service::static_site::StaticSite;
-#[cfg(feature = "flight")]
-use mlenergy_server::flight;
-#[cfg(feature = "pg")]
-use mlenergy_server::pg;
 use tracing_subscriber::EnvFilter;
 
 /// The log filter: `MLENERGY_LOG` if set, else `RUST_LOG` (what most Rust services read), else

@@ -343,27 +343,21 @@ async fn bodies_over_their_routes_limit_are_413_naming_it() {
     )
     .await;
     let long_sql = format!("SELECT 1 AS x {}", " ".repeat(2000));
-    let p = app
-        .post("/v1/sql", "text/plain", &long_sql)
-        .await
-        .problem(413, "payload_too_large");
-    assert!(
-        p["detail"]
-            .as_str()
-            .unwrap()
-            .contains("limit of 1000 bytes"),
-        "{p}"
-    );
+    refused_over(&app, "/v1/sql", "text/plain", &long_sql, 1000).await;
     let numbers = |n: usize| (0..n).map(|i| (i % 9 + 1).to_string()).collect::<Vec<_>>();
     let fit = format!(
         r#"{{"batch": [{}], "y": [{}]}}"#,
         numbers(600).join(","),
         numbers(600).join(",")
     );
-    assert!(fit.len() > 1000);
-    app.post("/v1/models/logistic/fit", "application/json", &fit)
-        .await
-        .problem(413, "payload_too_large");
+    refused_over(
+        &app,
+        "/v1/models/logistic/fit",
+        "application/json",
+        &fit,
+        1000,
+    )
+    .await;
     // The samples route takes more: 3 KB is read (and fitted), 6 KB is not.
     let samples = |n: usize| {
         let v: Vec<String> = (0..n).map(|i| format!("0.0{}", 10 + i % 80)).collect();
@@ -376,37 +370,34 @@ async fn bodies_over_their_routes_limit_are_413_naming_it() {
         .await;
     assert_eq!(r.status, 200, "{}", r.text());
     let large = samples(1000);
-    assert!(large.len() > 5000);
-    let p = app
-        .post("/v1/models/itl-mixture/fit", "application/json", &large)
-        .await
-        .problem(413, "payload_too_large");
-    assert!(
-        p["detail"]
-            .as_str()
-            .unwrap()
-            .contains("limit of 5000 bytes"),
-        "{p}"
-    );
+    refused_over(
+        &app,
+        "/v1/models/itl-mixture/fit",
+        "application/json",
+        &large,
+        5000,
+    )
+    .await;
     // A short SQL body is still read.
     let r = app.post("/v1/sql", "text/plain", "SELECT 1 AS x").await;
     assert_eq!(r.status, 200, "{}", r.text());
 
     // The default: 2 MiB for an SQL text.
     let app = TestApp::sample().await;
+    let long_sql = format!("SELECT 1 {}", " ".repeat(3 << 20));
+    refused_over(&app, "/v1/sql", "text/plain", &long_sql, 2 << 20).await;
+}
+
+/// `body` (longer than `limit`) posted to `uri` is 413 naming `limit`.
+async fn refused_over(app: &TestApp, uri: &str, content_type: &str, body: &str, limit: usize) {
+    assert!(body.len() > limit);
     let p = app
-        .post(
-            "/v1/sql",
-            "text/plain",
-            &format!("SELECT 1 {}", " ".repeat(3 << 20)),
-        )
+        .post(uri, content_type, body)
         .await
         .problem(413, "payload_too_large");
+    let detail = p["detail"].as_str().unwrap();
     assert!(
-        p["detail"]
-            .as_str()
-            .unwrap()
-            .contains(&format!("limit of {} bytes", 2 << 20)),
-        "{p}"
+        detail.contains(&format!("limit of {limit} bytes")),
+        "{uri}: {p}"
     );
 }

@@ -191,5 +191,8 @@ fn the_check_sees_an_upward_import() {
     // one `super` does not.
     let text = "use super::super::http::state; use super::fetch::Upstream; use super::{bound, x};";
     assert_eq!(named_layers_in(text, &["store", "cache"]), ["http"]);
-    assert_eq!(named_layers_in("use super::{http, fetch};", &["store"]), ["http", "fetch"]);
+    assert_eq!(
+        named_layers_in("use super::{http, fetch};", &["store"]),
+        ["http", "fetch"]
+    );
 }

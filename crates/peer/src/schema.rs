@@ -942,8 +942,8 @@ pub fn columns(table: &str) -> Option<&'static [Col]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mlenergy_engine::arrow_conv::dictionary_texts;
     use arrow::array::{Array, AsArray};
+    use mlenergy_engine::arrow_conv::dictionary_texts;
 
     fn sample(run: &Text, kind: &Text, seq: i64, v: Option<f64>) -> LatencySampleRow {
         LatencySampleRow {

@@ -129,12 +129,12 @@ mod runfile {
     use serde_json::Value;
 
     use super::{ItlSamples, Reading, ResultsList, RunDerived};
-    use mlenergy_pycompat::value::{py_int, truthy};
     use crate::common_shapes::{self as usual, Seen};
     use crate::itl::smooth_into;
     use crate::python_values::{ItlSeed, scalars_answer};
     use crate::timeline::Timeline;
     use crate::window::{AtReader, Fallback, Forward, ReadAt, Window};
+    use mlenergy_pycompat::value::{py_int, truthy};
 
     #[derive(Default)]
     struct Acc {

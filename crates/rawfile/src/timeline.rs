@@ -138,9 +138,9 @@ mod parse {
     use serde_json::Value;
 
     use super::{Points, Power, Series, Timeline};
+    use crate::python_values::scalars_answer;
     use mlenergy_pycompat::value::coerce_int;
     use mlenergy_pycompat::value::safe_float;
-    use crate::python_values::scalars_answer;
 
     /// Drain the rest of a sequence.
     fn drain<'de, A: SeqAccess<'de>>(seq: &mut A) -> Result<(), A::Error> {
