@@ -104,7 +104,10 @@ fn one_task(params: &Params) -> Option<String> {
     path = "/v1/{domain}/charts/pareto.svg",
     tag = "charts",
     params(("domain" = crate::engine::Domain, Path, description = "llm or diffusion")),
-    responses((status = 200, description = "An 800 × 500 SVG chart", content_type = "image/svg+xml", body = String))
+    responses((status = 200, description = "An 800 × 500 SVG chart", content_type = "image/svg+xml", body = String),
+        super::problems::ChartProblems,
+    ),
+    extensions(("x-query" = json!("pareto_chart"))),
 )]
 pub async fn pareto_chart(
     State(state): State<AppState>,
@@ -198,7 +201,10 @@ pub async fn pareto_chart(
     path = "/v1/{domain}/charts/sweep.svg",
     tag = "charts",
     params(("domain" = crate::engine::Domain, Path, description = "llm or diffusion")),
-    responses((status = 200, description = "An 800 × 500 SVG chart", content_type = "image/svg+xml", body = String))
+    responses((status = 200, description = "An 800 × 500 SVG chart", content_type = "image/svg+xml", body = String),
+        super::problems::ChartProblems,
+    ),
+    extensions(("x-query" = json!("sweep_chart"))),
 )]
 pub async fn sweep_chart(
     State(state): State<AppState>,
@@ -297,7 +303,10 @@ pub async fn sweep_chart(
         ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
         ("run_id" = String, Path, description = "Run id"),
     ),
-    responses((status = 200, description = "An 800 × 500 SVG chart", content_type = "image/svg+xml", body = String))
+    responses((status = 200, description = "An 800 × 500 SVG chart", content_type = "image/svg+xml", body = String),
+        super::problems::RawChartProblems,
+    ),
+    extensions(("x-query" = json!("timeline_chart"))),
 )]
 pub async fn timeline_chart(
     State(state): State<AppState>,
@@ -373,7 +382,10 @@ pub async fn timeline_chart(
     path = "/v1/llm/runs/{run_id}/itl.svg",
     tag = "charts",
     params(("run_id" = String, Path, description = "Run id")),
-    responses((status = 200, description = "An 800 × 500 SVG chart", content_type = "image/svg+xml", body = String))
+    responses((status = 200, description = "An 800 × 500 SVG chart", content_type = "image/svg+xml", body = String),
+        super::problems::RawChartProblems,
+    ),
+    extensions(("x-query" = json!("itl_chart"))),
 )]
 pub async fn itl_chart(
     State(state): State<AppState>,
@@ -388,11 +400,7 @@ pub async fn itl_chart(
         return Ok(hit);
     }
     let row = run_row(&snapshot, Domain::Llm, &run_id)?;
-    let raw = state
-        .service
-        .derived
-        .get(&snapshot, Domain::Llm, row)
-        .await?;
+    let raw = state.service.derived(&snapshot, Domain::Llm, row).await?;
     let samples: Vec<f64> = crate::rawfile::itl_samples(&raw)
         .map_err(|e| crate::service::derived::raw_error(&run_id, &e))?
         .joined()

@@ -88,11 +88,7 @@ async fn itl_summary(
     let mut counts = Vec::new();
     let mut hists = Vec::new();
     for &row in &rows {
-        let raw = state
-            .service
-            .derived
-            .get(&snapshot, Domain::Llm, row)
-            .await?;
+        let raw = state.service.derived(&snapshot, Domain::Llm, row).await?;
         let joined = rawfile::itl_samples(&raw)
             .map_err(|e| raw_error(t.run_id(row), &e))?
             .joined();
@@ -178,11 +174,7 @@ async fn answer(
     let mut derived = Vec::with_capacity(rows.len());
     let mut lengths: Vec<datafusion::arrow::buffer::ScalarBuffer<i64>> = Vec::new();
     for &row in &rows {
-        let raw = state
-            .service
-            .derived
-            .get(&snapshot, Domain::Llm, row)
-            .await?;
+        let raw = state.service.derived(&snapshot, Domain::Llm, row).await?;
         let checked = match kind {
             Kind::OutputLengths => {
                 rawfile::output_lengths(&raw, include_unsuccessful).map(|v| lengths.push(v.into()))
@@ -281,7 +273,9 @@ async fn answer(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-    )
+        super::problems::RawProblems,
+    ),
+    extensions(("x-query" = json!("output_lengths_one"))),
 )]
 pub async fn run_output_lengths(
     State(state): State<AppState>,
@@ -310,7 +304,9 @@ pub async fn run_output_lengths(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-    )
+        super::problems::RawProblems,
+    ),
+    extensions(("x-query" = json!("output_lengths_many"))),
 )]
 pub async fn output_lengths(
     State(state): State<AppState>,
@@ -338,7 +334,9 @@ pub async fn output_lengths(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-    )
+        super::problems::RawProblems,
+    ),
+    extensions(("x-query" = json!("itl_one"))),
 )]
 pub async fn run_itl(
     State(state): State<AppState>,
@@ -366,7 +364,9 @@ pub async fn run_itl(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-    )
+        super::problems::RawProblems,
+    ),
+    extensions(("x-query" = json!("itl_many"))),
 )]
 pub async fn itl(
     State(state): State<AppState>,

@@ -66,7 +66,9 @@ fn answer(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-    )
+        super::problems::LookupProblems,
+    ),
+    extensions(("x-query" = json!("sweep"))),
 )]
 pub async fn logistic_fits(
     State(state): State<AppState>,
@@ -87,8 +89,7 @@ pub async fn logistic_fits(
     let domain = p.domain;
     let frame = state
         .service
-        .fits
-        .get_or_fit(&p.snapshot, &request, async move {
+        .fit(&p.snapshot, &request, async move {
             tokio::task::spawn_blocking(move || snapshot.table(domain).sweep_fits(&q))
                 .await
                 .map_err(|e| ServiceError::Internal(format!("fit task failed: {e}")))?
@@ -112,13 +113,12 @@ async fn run_mixture(
     let t = &p.snapshot.llm;
     let run_id = t.run_id(row).to_string();
     let request = format!("itl-mixture|{run_id}|{max_samples:?}|{seed}");
-    let derived_service = &state.service.derived;
+    let service = &state.service;
     let snapshot = p.snapshot.clone();
     let fitted = state
         .service
-        .fits
-        .get_or_fit(&p.snapshot, &request, async move {
-            let d = derived_service.get(&snapshot, Domain::Llm, row).await?;
+        .fit(&p.snapshot, &request, async move {
+            let d = service.derived(&snapshot, Domain::Llm, row).await?;
             let samples = crate::rawfile::itl_samples(&d)
                 .map_err(|e| crate::service::derived::raw_error(&run_id, &e))?;
             let total = samples.len();
@@ -235,7 +235,9 @@ fn stack(frames: &[Arc<Frame>]) -> Frame {
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-    )
+        super::problems::RawProblems,
+    ),
+    extensions(("x-query" = json!("itl_mixture_one"))),
 )]
 pub async fn run_itl_mixture(
     State(state): State<AppState>,
@@ -282,7 +284,9 @@ pub async fn run_itl_mixture(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-    )
+        super::problems::RawProblems,
+    ),
+    extensions(("x-query" = json!("itl_mixture_many"))),
 )]
 pub async fn itl_mixtures(
     State(state): State<AppState>,

@@ -108,7 +108,9 @@ fn encode_chosen(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-    )
+        super::problems::LookupProblems,
+    ),
+    extensions(("x-query" = json!("pareto"))),
 )]
 pub async fn pareto(
     State(state): State<AppState>,
@@ -181,7 +183,9 @@ pub async fn pareto(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-    )
+        super::problems::LookupProblems,
+    ),
+    extensions(("x-query" = json!("best"))),
 )]
 pub async fn best(
     State(state): State<AppState>,

@@ -75,7 +75,9 @@ fn group_json(out: &mut Vec<u8>, domain: &str, g: &GroupResult, warnings: &[Stri
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-    )
+        super::problems::LookupProblems,
+    ),
+    extensions(("x-query" = json!("group"))),
 )]
 pub async fn groups(
     State(state): State<AppState>,

@@ -39,6 +39,7 @@ pub struct FieldList {
     params(("domain" = Domain, Path, description = "llm or diffusion")),
     responses(
         (status = 200, description = "Fields in output order", body = FieldList),
+        super::problems::NotFoundProblem,
     )
 )]
 pub async fn fields(
@@ -176,7 +177,7 @@ pub async fn datasets(State(state): State<AppState>) -> Json<DatasetList> {
             })
             .collect(),
         snapshot: snapshot_id(&snapshot.content_id),
-        last_reload: state.service.reloader.last().map(|r| LastReload {
+        last_reload: state.service.last_reload().map(|r| LastReload {
             at: humantime::format_rfc3339_millis(r.at).to_string(),
             snapshot: snapshot_id(&r.content_id),
             error: r.error,
@@ -257,7 +258,8 @@ pub struct CacheInfo {
 pub async fn cache(State(state): State<AppState>) -> Result<Json<CacheInfo>, AppError> {
     use std::sync::atomic::Ordering::Relaxed;
     let snapshot = state.service.snapshot();
-    let (files, bytes) = state.service.catalog.totals().await?;
+    let (files, bytes) = state.service.cache_totals().await?;
+    let (catalog, replica) = state.service.catalog_names();
     let remote = snapshot.source.remote.as_ref();
     let bound = remote
         .map(|r| r.bound())
@@ -281,8 +283,8 @@ pub async fn cache(State(state): State<AppState>) -> Result<Json<CacheInfo>, App
             (None, None) => "none: this dataset has no raw files".to_string(),
         },
         derived_location: snapshot.source.derived.as_ref().and_then(|d| d.location()),
-        catalog: state.service.catalog.url().to_string(),
-        replica: state.service.catalog.replica().to_string(),
+        catalog: catalog.to_string(),
+        replica: replica.to_string(),
         max_bytes: bound.map(|b| b.max_bytes()),
         files,
         bytes,
@@ -341,7 +343,7 @@ pub struct LeaderboardReadiness {
 ))]
 pub async fn readyz(State(state): State<AppState>) -> (axum::http::StatusCode, Json<Readiness>) {
     let snapshot = state.service.snapshot();
-    let site = state.service.leaderboard.site(&snapshot);
+    let site = state.service.leaderboard_site(&snapshot);
     let draining = state.draining.load(std::sync::atomic::Ordering::SeqCst);
     let code = if draining {
         axum::http::StatusCode::SERVICE_UNAVAILABLE

@@ -60,8 +60,12 @@ pub fn site_file_response(file: &SiteFile, coding: Coding, content_type: &'stati
 /// The file at `path` of the served snapshot's leaderboard, or 404 naming the files of its kind.
 async fn serve(state: &AppState, headers: &HeaderMap, path: String) -> Result<Response, AppError> {
     let snapshot = state.service.snapshot();
-    let site = state.service.leaderboard.site(&snapshot);
-    match site.file(&snapshot, &state.service.derived, &path).await? {
+    let site = state.service.leaderboard_site(&snapshot);
+    match state
+        .service
+        .leaderboard_file(&site, &snapshot, &path)
+        .await?
+    {
         Some(file) => Ok(site_file_response(
             &file,
             choose_coding(headers),
@@ -104,7 +108,9 @@ pub async fn index(
     path = "/leaderboard/data/tasks/{file}",
     tag = "leaderboard",
     params(("file" = String, Path, description = "`<task>.json`, e.g. gpqa.json")),
-    responses((status = 200, description = "tasks/<task>.json, as the leaderboard publishes it", content_type = "application/json"))
+    responses((status = 200, description = "tasks/<task>.json, as the leaderboard publishes it", content_type = "application/json"),
+        super::problems::NotFoundProblem,
+    )
 )]
 pub async fn task(
     State(state): State<AppState>,
@@ -120,7 +126,9 @@ pub async fn task(
     path = "/leaderboard/data/models/{file}",
     tag = "leaderboard",
     params(("file" = String, Path, description = "`<org>__<name>__<task>.json`, e.g. Qwen__Qwen3-8B__gpqa.json")),
-    responses((status = 200, description = "models/<org>__<name>__<task>.json, as the leaderboard publishes it", content_type = "application/json"))
+    responses((status = 200, description = "models/<org>__<name>__<task>.json, as the leaderboard publishes it", content_type = "application/json"),
+        super::problems::LeaderboardModelProblems,
+    )
 )]
 pub async fn model(
     State(state): State<AppState>,
@@ -150,7 +158,9 @@ pub async fn bare_index(
     path = "/data/tasks/{file}",
     tag = "leaderboard",
     params(("file" = String, Path, description = "`<task>.json`")),
-    responses((status = 200, description = "tasks/<task>.json", content_type = "application/json"))
+    responses((status = 200, description = "tasks/<task>.json", content_type = "application/json"),
+        super::problems::NotFoundProblem,
+    )
 )]
 pub async fn bare_task(
     State(state): State<AppState>,
@@ -166,7 +176,9 @@ pub async fn bare_task(
     path = "/data/models/{file}",
     tag = "leaderboard",
     params(("file" = String, Path, description = "`<org>__<name>__<task>.json`")),
-    responses((status = 200, description = "models/<org>__<name>__<task>.json", content_type = "application/json"))
+    responses((status = 200, description = "models/<org>__<name>__<task>.json", content_type = "application/json"),
+        super::problems::LeaderboardModelProblems,
+    )
 )]
 pub async fn bare_model(
     State(state): State<AppState>,

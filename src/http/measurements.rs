@@ -262,7 +262,7 @@ fn list(
     let snapshot = state.service.snapshot();
     let path = uri.path().to_string();
     let encoded = cached(&state.cache, &snapshot, uri, format, || {
-        let view = state.service.measurements.view(&snapshot);
+        let view = state.service.measurements(&snapshot);
         let frame = view.table(table);
         let mut rows = filter_rows(frame, &filters)?;
         sort_rows(frame, &mut rows, &sort)?;
@@ -325,6 +325,7 @@ fn list(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
+        super::problems::QueryProblems,
     )
 )]
 pub async fn list_runs(
@@ -353,6 +354,7 @@ pub async fn list_runs(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
+        super::problems::LookupProblems,
     )
 )]
 pub async fn get_run(
@@ -376,7 +378,7 @@ pub async fn get_run(
     let format = format_of(&pairs, &headers)?;
     let fields = projection(&pairs, cols)?;
     let snapshot = state.service.snapshot();
-    let view = state.service.measurements.view(&snapshot);
+    let view = state.service.measurements(&snapshot);
     let runs = view.table("runs");
     let rows = filter_rows(
         runs,
@@ -430,6 +432,7 @@ pub async fn get_run(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
+        super::problems::LookupProblems,
     )
 )]
 pub async fn list_table(
@@ -573,6 +576,7 @@ fn describe_json(d: &crate::engine::stats::Describe) -> serde_json::Value {
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
+        super::problems::QueryProblems,
     )
 )]
 pub async fn repeat_stats(
@@ -615,7 +619,7 @@ pub async fn repeat_stats(
         }
     }
     let snapshot = state.service.snapshot();
-    let view = state.service.measurements.view(&snapshot);
+    let view = state.service.measurements(&snapshot);
     let groups: Vec<Group> = measurements::repeat_stats(&view, &filters, &by, &metric, trim)?;
     let mut warnings: Vec<String> = groups
         .iter()
@@ -671,7 +675,9 @@ pub async fn repeat_stats(
     get,
     path = "/v1/measurements/compare",
     tag = "measurements",
-    responses((status = 200, description = "`{metric, a: {runs, n, mean, ...}, b: {...}, difference, ratio, se, df, t_statistic, p_value, ci95_lo, ci95_hi, cohens_d, hedges_g, warnings}`", body = serde_json::Value))
+    responses((status = 200, description = "`{metric, a: {runs, n, mean, ...}, b: {...}, difference, ratio, se, df, t_statistic, p_value, ci95_lo, ci95_hi, cohens_d, hedges_g, warnings}`", body = serde_json::Value),
+        super::problems::ParameterProblems,
+    )
 )]
 pub async fn compare(
     State(state): State<AppState>,
@@ -685,7 +691,7 @@ pub async fn compare(
     let trim = trim_param(&pairs)?;
     let strict = strict_param(&pairs)?;
     let snapshot = state.service.snapshot();
-    let view = state.service.measurements.view(&snapshot);
+    let view = state.service.measurements(&snapshot);
     let c = measurements::compare(&view, &a, &b, &metric, trim)?;
     refuse_if_strict(strict, &c.warnings)?;
     let side = |s: &measurements::Side| {

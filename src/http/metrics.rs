@@ -129,7 +129,7 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         answers,
     );
 
-    let persisted = state.service.derived.persist_stats();
+    let persisted = state.service.persist_stats();
     r.register(
         "mlenergy_derived_persisted",
         "Runs' derived data (ITLs, output lengths, timelines) written to the derived store",
@@ -234,7 +234,7 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         );
     }
 
-    let sql = state.service.sql.stats();
+    let sql = state.service.sql_stats();
     r.register(
         "mlenergy_sql_queries",
         "SQL queries asked",

@@ -26,6 +26,7 @@ pub mod negotiate;
 pub mod openapi;
 pub mod params;
 pub mod prefetch;
+pub mod problems;
 pub mod raw_file;
 pub mod request_metrics;
 pub mod runs;
@@ -231,19 +232,11 @@ pub async fn serve_until(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let background = state.service.derived.background().clone();
+    let background = state.service.background().clone();
     // The leaderboard's site is made and compressed off the request path, yielding to requests;
     // its files that need raw reads are made now if so configured (else on first request).
-    crate::service::leaderboard::Leaderboard::prepare(&state.service);
-    let service = state.service.clone();
     let stop = tokio_util::sync::CancellationToken::new();
-    let stop_warming = stop.clone();
-    tokio::spawn(async move {
-        service
-            .leaderboard
-            .warm(service.snapshot(), &service.derived, stop_warming)
-            .await
-    });
+    state.service.start_background(stop.clone());
     // The frontend's text files are compressed at the most effort once, off the request path.
     if let Some(site) = &state.http.leaderboard_ui {
         site.refine_all();

@@ -206,7 +206,9 @@ fn num(x: f64) -> Value {
     path = "/v1/models/logistic/fit",
     tag = "models",
     request_body = schema::LogisticFitBody,
-    responses((status = 200, description = "The parameters (L, x0, k, b0) and the fit's quality", body = LogisticFitAnswer))
+    responses((status = 200, description = "The parameters (L, x0, k, b0) and the fit's quality", body = LogisticFitAnswer),
+        super::problems::BodyProblems,
+    )
 )]
 pub async fn logistic_fit(
     _: NoQuery,
@@ -263,7 +265,9 @@ pub struct LogisticEvalAnswer {
     path = "/v1/models/logistic/eval",
     tag = "models",
     request_body = schema::LogisticEvalBody,
-    responses((status = 200, description = "Values and dy/dx at each point", body = LogisticEvalAnswer))
+    responses((status = 200, description = "Values and dy/dx at each point", body = LogisticEvalAnswer),
+        super::problems::BodyProblems,
+    )
 )]
 pub async fn logistic_eval(
     _: NoQuery,
@@ -355,7 +359,9 @@ fn mixture_json(m: &ItlMixtureModel) -> Map<String, Value> {
     path = "/v1/models/itl-mixture/fit",
     tag = "models",
     request_body = schema::MixtureFitBody,
-    responses((status = 200, description = "The parameters, mean and variance, samples fitted", body = MixtureFitAnswer))
+    responses((status = 200, description = "The parameters, mean and variance, samples fitted", body = MixtureFitAnswer),
+        super::problems::BodyProblems,
+    )
 )]
 pub async fn mixture_fit(
     _: NoQuery,
@@ -407,7 +413,9 @@ pub struct MixtureSampleAnswer {
     path = "/v1/models/itl-mixture/sample",
     tag = "models",
     request_body = schema::MixtureSampleBody,
-    responses((status = 200, description = "The draws, in seconds", body = MixtureSampleAnswer))
+    responses((status = 200, description = "The draws, in seconds", body = MixtureSampleAnswer),
+        super::problems::BodyProblems,
+    )
 )]
 pub async fn mixture_sample(
     _: NoQuery,

@@ -13,6 +13,7 @@ use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, SchemaType, T
 use utoipa::{OpenApi, PartialSchema, ToSchema};
 
 use super::params::{self, Endpoint, ParamSpec, ValueKind, spec};
+use super::problems::{PROBLEMS, problem_response};
 use crate::engine::Domain;
 use crate::engine::fields::{FieldSpec, FieldType, RUN_ID, published_fields};
 
@@ -236,359 +237,6 @@ impl Serialize for Group {
     )
 )]
 pub struct ApiDoc;
-
-/// One operation of the API: its path template and method, the query parameters its handler
-/// parses (`None`: it reads no query string), and the problems it can answer with.
-struct Operation {
-    path: &'static str,
-    method: Verb,
-    endpoint: Option<Endpoint>,
-    problems: &'static [u16],
-}
-
-/// The method of an `Operation`.
-#[derive(Clone, Copy, PartialEq)]
-enum Verb {
-    Get,
-    Post,
-    Delete,
-}
-
-impl Verb {
-    fn slot(
-        self,
-        item: &mut utoipa::openapi::PathItem,
-    ) -> &mut Option<utoipa::openapi::path::Operation> {
-        match self {
-            Verb::Get => &mut item.get,
-            Verb::Post => &mut item.post,
-            Verb::Delete => &mut item.delete,
-        }
-    }
-}
-
-/// A JSON body is read: malformed or out of bounds (400), or too large (413).
-const BODY_PROBLEMS: &[u16] = &[400, 413];
-
-/// A raw file is read: the source can refuse it, fail, or be too slow.
-const RAW_PROBLEMS: &[u16] = &[400, 403, 404, 406, 422, 502, 504];
-
-/// A leaderboard model file: unknown (404); an LLM file whose histograms are read from raw files
-/// now, from a source that refuses, fails or is too slow.
-const LEADERBOARD_MODEL_PROBLEMS: &[u16] = &[403, 404, 502, 504];
-
-/// Every operation with a query string or a problem to document. The handlers parse with the
-/// same `Endpoint` values, so the parameters listed are the ones they accept.
-const OPERATIONS: &[Operation] = &[
-    Operation {
-        path: "/v1/measurements/runs",
-        method: Verb::Get,
-        endpoint: None,
-        problems: &[400, 406],
-    },
-    Operation {
-        path: "/v1/measurements/runs/{run_id}",
-        method: Verb::Get,
-        endpoint: None,
-        problems: &[400, 404, 406],
-    },
-    Operation {
-        path: "/v1/measurements/{table}",
-        method: Verb::Get,
-        endpoint: None,
-        problems: &[400, 404, 406],
-    },
-    Operation {
-        path: "/v1/measurements/repeat-stats",
-        method: Verb::Get,
-        endpoint: None,
-        problems: &[400, 406],
-    },
-    Operation {
-        path: "/v1/measurements/compare",
-        method: Verb::Get,
-        endpoint: None,
-        problems: &[400],
-    },
-    Operation {
-        path: "/v1/{domain}/runs",
-        method: Verb::Get,
-        endpoint: Some(Endpoint::List),
-        problems: &[400, 404, 406],
-    },
-    Operation {
-        path: "/v1/{domain}/runs/{run_id}",
-        method: Verb::Get,
-        endpoint: Some(Endpoint::One),
-        problems: &[400, 404, 406],
-    },
-    Operation {
-        path: "/v1/{domain}/groups",
-        method: Verb::Get,
-        endpoint: Some(Endpoint::Group),
-        problems: &[400, 404, 406],
-    },
-    Operation {
-        path: "/v1/{domain}/fields",
-        method: Verb::Get,
-        endpoint: None,
-        problems: &[404],
-    },
-    Operation {
-        path: "/v1/llm/runs/{run_id}/output-lengths",
-        method: Verb::Get,
-        endpoint: Some(params::OUTPUT_LENGTHS_ONE),
-        problems: RAW_PROBLEMS,
-    },
-    Operation {
-        path: "/v1/llm/output-lengths",
-        method: Verb::Get,
-        endpoint: Some(params::OUTPUT_LENGTHS_MANY),
-        problems: RAW_PROBLEMS,
-    },
-    Operation {
-        path: "/v1/llm/runs/{run_id}/itl",
-        method: Verb::Get,
-        endpoint: Some(params::ITL_ONE),
-        problems: RAW_PROBLEMS,
-    },
-    Operation {
-        path: "/v1/llm/itl",
-        method: Verb::Get,
-        endpoint: Some(params::ITL_MANY),
-        problems: RAW_PROBLEMS,
-    },
-    Operation {
-        path: "/v1/{domain}/runs/{run_id}/raw/{file}",
-        method: Verb::Get,
-        endpoint: Some(params::RAW_FILE),
-        problems: &[400, 403, 404, 406, 502, 504],
-    },
-    Operation {
-        path: "/v1/{domain}/runs/{run_id}/timeline",
-        method: Verb::Get,
-        endpoint: Some(params::TIMELINE_ONE),
-        problems: RAW_PROBLEMS,
-    },
-    Operation {
-        path: "/v1/{domain}/timelines",
-        method: Verb::Get,
-        endpoint: Some(params::TIMELINE_MANY),
-        problems: RAW_PROBLEMS,
-    },
-    Operation {
-        path: "/v1/{domain}/prefetch",
-        method: Verb::Post,
-        endpoint: Some(params::PREFETCH),
-        problems: &[400, 401, 403, 404, 406],
-    },
-    Operation {
-        path: "/v1/{domain}/runs/{run_id}/cache",
-        method: Verb::Delete,
-        endpoint: Some(params::EVICT),
-        problems: &[400, 401, 403, 404, 406],
-    },
-    Operation {
-        path: "/v1/jobs/{job_id}",
-        method: Verb::Get,
-        endpoint: None,
-        problems: &[404],
-    },
-    Operation {
-        path: "/v1/{domain}/fits/logistic",
-        method: Verb::Get,
-        endpoint: Some(Endpoint::Sweep),
-        problems: &[400, 404, 406],
-    },
-    Operation {
-        path: "/v1/{domain}/pareto",
-        method: Verb::Get,
-        endpoint: Some(Endpoint::Pareto),
-        problems: &[400, 404, 406],
-    },
-    Operation {
-        path: "/v1/{domain}/best",
-        method: Verb::Get,
-        endpoint: Some(Endpoint::Best),
-        problems: &[400, 404, 406],
-    },
-    Operation {
-        path: "/v1/sql",
-        method: Verb::Get,
-        endpoint: None,
-        problems: &[400, 406, 422, 503],
-    },
-    Operation {
-        path: "/v1/sql",
-        method: Verb::Post,
-        endpoint: None,
-        problems: &[400, 406, 413, 422, 503],
-    },
-    Operation {
-        path: "/v1/{domain}/charts/pareto.svg",
-        method: Verb::Get,
-        endpoint: Some(params::PARETO_CHART),
-        problems: &[400, 404],
-    },
-    Operation {
-        path: "/v1/{domain}/charts/sweep.svg",
-        method: Verb::Get,
-        endpoint: Some(params::SWEEP_CHART),
-        problems: &[400, 404],
-    },
-    Operation {
-        path: "/v1/{domain}/runs/{run_id}/timeline.svg",
-        method: Verb::Get,
-        endpoint: Some(params::TIMELINE_CHART),
-        problems: &[400, 403, 404, 422, 502, 504],
-    },
-    Operation {
-        path: "/v1/llm/runs/{run_id}/itl.svg",
-        method: Verb::Get,
-        endpoint: Some(params::ITL_CHART),
-        problems: &[400, 403, 404, 422, 502, 504],
-    },
-    Operation {
-        path: "/v1/llm/runs/{run_id}/itl-mixture",
-        method: Verb::Get,
-        endpoint: Some(params::ITL_MIXTURE_ONE),
-        problems: RAW_PROBLEMS,
-    },
-    Operation {
-        path: "/v1/llm/fits/itl-mixture",
-        method: Verb::Get,
-        endpoint: Some(params::ITL_MIXTURE_MANY),
-        problems: RAW_PROBLEMS,
-    },
-    Operation {
-        path: "/v1/models/logistic/fit",
-        method: Verb::Post,
-        endpoint: None,
-        problems: BODY_PROBLEMS,
-    },
-    Operation {
-        path: "/v1/models/logistic/eval",
-        method: Verb::Post,
-        endpoint: None,
-        problems: BODY_PROBLEMS,
-    },
-    Operation {
-        path: "/v1/models/itl-mixture/fit",
-        method: Verb::Post,
-        endpoint: None,
-        problems: BODY_PROBLEMS,
-    },
-    Operation {
-        path: "/v1/models/itl-mixture/sample",
-        method: Verb::Post,
-        endpoint: None,
-        problems: BODY_PROBLEMS,
-    },
-    Operation {
-        path: "/leaderboard/data/index.json",
-        method: Verb::Get,
-        endpoint: None,
-        problems: &[],
-    },
-    Operation {
-        path: "/leaderboard/data/tasks/{file}",
-        method: Verb::Get,
-        endpoint: None,
-        problems: &[404],
-    },
-    Operation {
-        path: "/leaderboard/data/models/{file}",
-        method: Verb::Get,
-        endpoint: None,
-        problems: LEADERBOARD_MODEL_PROBLEMS,
-    },
-    Operation {
-        path: "/data/index.json",
-        method: Verb::Get,
-        endpoint: None,
-        problems: &[],
-    },
-    Operation {
-        path: "/data/tasks/{file}",
-        method: Verb::Get,
-        endpoint: None,
-        problems: &[404],
-    },
-    Operation {
-        path: "/data/models/{file}",
-        method: Verb::Get,
-        endpoint: None,
-        problems: LEADERBOARD_MODEL_PROBLEMS,
-    },
-];
-
-/// The shared problem responses: (status, component name, what it means).
-const PROBLEMS: &[(u16, &str, &str)] = &[
-    (
-        400,
-        "BadRequest",
-        "A parameter the endpoint does not take, a malformed value, exact values mixed with a range, or an unknown field or aggregate (`unknown_parameter`, `invalid_parameter`, `unknown_field`), or a request body that is not what the endpoint takes (`invalid_body`), or SQL that is not a query or does not plan (`sql_refused`, `invalid_sql`); `parameter` and `allowed` say which and what would do.",
-    ),
-    (
-        413,
-        "PayloadTooLarge",
-        "The request body is over the endpoint's size limit (`payload_too_large`).",
-    ),
-    (
-        403,
-        "SourceDenied",
-        "The hub refused the raw file (`source_denied`): a gated dataset without access; `detail` says where to request it. Or admin actions are off: the server listens beyond loopback without MLENERGY_ADMIN_TOKEN (`admin_forbidden`).",
-    ),
-    (
-        401,
-        "Unauthorized",
-        "An admin action without the admin token (`unauthorized`): send `Authorization: Bearer <MLENERGY_ADMIN_TOKEN>`.",
-    ),
-    (
-        404,
-        "NotFound",
-        "No such domain, run, job or raw file (`unknown_domain`, `unknown_run`, `unknown_job`, `raw_unavailable`).",
-    ),
-    (
-        406,
-        "NotAcceptable",
-        "`format` or `Accept` names nothing the service produces (`not_acceptable`).",
-    ),
-    (
-        422,
-        "RawInvalid",
-        "The raw file is not valid JSON or lacks what the answer needs (`raw_invalid`), or an SQL query was stopped at a limit: time, memory or rows (`query_limit`, the detail names it).",
-    ),
-    (
-        503,
-        "Busy",
-        "As many requests (or SQL queries) are in flight as the server takes (`busy`); `Retry-After` says when to try again.",
-    ),
-    (
-        502,
-        "UpstreamFailed",
-        "The source failed after bounded retries, or the download was corrupt (`upstream_failed`, `download_corrupt`); nothing was cached.",
-    ),
-    (
-        504,
-        "UpstreamTimeout",
-        "The source did not answer in time (`upstream_timeout`), or the request ran over its time limit (`request_timeout`).",
-    ),
-];
-
-fn problem_response(description: &str) -> utoipa::openapi::Response {
-    utoipa::openapi::ResponseBuilder::new()
-        .description(description)
-        .content(
-            "application/problem+json",
-            utoipa::openapi::ContentBuilder::new()
-                .schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
-                    "Problem",
-                ))))
-                .build(),
-        )
-        .build()
-}
 
 fn string_schema() -> ObjectBuilder {
     ObjectBuilder::new().schema_type(Type::String)
@@ -884,11 +532,10 @@ fn common_specs(endpoint: Endpoint) -> Vec<ParamSpec> {
 }
 
 /// `op`'s parameters with the query parameters of `specs` (path parameters kept, `domain`
-/// dropped for a concrete domain), and its problem responses as references to the shared ones.
+/// dropped for a concrete domain).
 fn complete_operation(
     op: &mut utoipa::openapi::path::Operation,
     specs: Option<Vec<ParamSpec>>,
-    problems: &[u16],
     domain: Option<Domain>,
 ) {
     let mut parameters: Vec<Parameter> = op
@@ -934,18 +581,6 @@ fn complete_operation(
         }
     }
     op.parameters = (!parameters.is_empty()).then_some(parameters);
-    for &status in problems {
-        let (_, name, _) = PROBLEMS
-            .iter()
-            .find(|p| p.0 == status)
-            .expect("a shared problem");
-        op.responses.responses.insert(
-            status.to_string(),
-            RefOr::Ref(utoipa::openapi::Ref::new(format!(
-                "#/components/responses/{name}"
-            ))),
-        );
-    }
     if let Some(d) = domain
         && let Some(id) = &op.operation_id
     {
@@ -954,8 +589,8 @@ fn complete_operation(
 }
 
 /// The document completed from the parameter catalog: each operation's query parameters are the
-/// ones its handler parses (`params::parameter_specs`), its problem responses refer to one shared
-/// definition each, and an operation templated on `{domain}` (which documents the parameters both
+/// ones its handler parses (`params::parameter_specs` of the grammar its annotation names), the
+/// problem responses its annotation names get their shared definitions, and an operation templated on `{domain}` (which documents the parameters both
 /// domains take) gets a concrete copy per domain with that domain's parameters.
 pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
     complete_inner(doc);
@@ -969,41 +604,67 @@ fn complete_inner(doc: &mut utoipa::openapi::OpenApi) {
             .responses
             .insert(name.to_string(), RefOr::T(problem_response(description)));
     }
-    for o in OPERATIONS {
-        let Some(item) = doc.paths.paths.get_mut(o.path) else {
-            panic!("{} is not a documented path", o.path);
-        };
-        let Some(op) = o.method.slot(item).as_mut() else {
-            panic!("{} has no such method", o.path);
-        };
-        if o.path.starts_with("/v1/measurements/") {
-            complete_operation(op, measurement_specs(o.path, None), o.problems, None);
-            continue;
-        }
-        let templated = o.path.contains("{domain}");
-        let base = op.clone();
-        let specs = o.endpoint.map(|e| {
-            if templated {
-                common_specs(e)
-            } else {
-                params::parameter_specs(Domain::Llm, e)
+    let paths: Vec<String> = doc.paths.paths.keys().cloned().collect();
+    for path in paths {
+        for method in METHODS {
+            let Some(op) = doc
+                .paths
+                .paths
+                .get_mut(&path)
+                .and_then(|item| method(item).as_mut())
+            else {
+                continue;
+            };
+            let endpoint = query_of(op, &path);
+            if path.starts_with("/v1/measurements/") {
+                complete_operation(op, measurement_specs(&path, None), None);
+                continue;
             }
-        });
-        complete_operation(op, specs, o.problems, None);
-        if templated {
-            for d in Domain::ALL {
-                let mut concrete = base.clone();
-                complete_operation(
-                    &mut concrete,
-                    o.endpoint.map(|e| params::parameter_specs(d, e)),
-                    o.problems,
-                    Some(d),
-                );
-                let path = o.path.replace("{domain}", d.as_str());
-                *o.method.slot(doc.paths.paths.entry(path).or_default()) = Some(concrete);
+            let templated = path.contains("{domain}");
+            let base = op.clone();
+            let specs = endpoint.map(|e| {
+                if templated {
+                    common_specs(e)
+                } else {
+                    params::parameter_specs(Domain::Llm, e)
+                }
+            });
+            complete_operation(op, specs, None);
+            if templated {
+                for d in Domain::ALL {
+                    let mut concrete = base.clone();
+                    complete_operation(
+                        &mut concrete,
+                        endpoint.map(|e| params::parameter_specs(d, e)),
+                        Some(d),
+                    );
+                    let concrete_path = path.replace("{domain}", d.as_str());
+                    *method(doc.paths.paths.entry(concrete_path).or_default()) = Some(concrete);
+                }
             }
         }
     }
+}
+
+/// The operation slots of a path item, one per method the API uses.
+type Slot = fn(&mut utoipa::openapi::PathItem) -> &mut Option<utoipa::openapi::path::Operation>;
+const METHODS: [Slot; 3] = [|i| &mut i.get, |i| &mut i.post, |i| &mut i.delete];
+
+/// The query grammar `op`'s handler parses with, named in its annotation
+/// (`extensions(("x-query" = json!("list")))`); the extension is taken out of the document.
+fn query_of(op: &mut utoipa::openapi::path::Operation, path: &str) -> Option<Endpoint> {
+    let ext = op.extensions.as_mut()?;
+    let name = ext.remove("x-query")?;
+    if ext.is_empty() {
+        op.extensions = None;
+    }
+    let name = name.as_str().unwrap_or_default();
+    let found = params::QUERIES.iter().find(|(n, _)| *n == name);
+    Some(
+        found
+            .unwrap_or_else(|| panic!("{path}: x-query {name:?} names no query grammar"))
+            .1,
+    )
 }
 
 /// The query parameters of a measurement operation, from the measurement tables' catalog: every
@@ -1173,7 +834,6 @@ fn concrete_measurement_tables(doc: &mut utoipa::openapi::OpenApi) {
         complete_operation(
             &mut op,
             measurement_specs("/v1/measurements/{table}", Some(table)),
-            &[400, 406],
             None,
         );
         op.operation_id = Some(format!("list_{table}"));

@@ -87,6 +87,32 @@ pub const SWEEP_CHART: Endpoint = Endpoint::Chart(&Endpoint::SweepChart);
 pub const TIMELINE_CHART: Endpoint = Endpoint::Chart(&Endpoint::RawOne(&["metric", "every"]));
 pub const ITL_CHART: Endpoint = Endpoint::Chart(&Endpoint::RawOne(&[]));
 
+/// Every endpoint's query grammar by the name a handler's `#[utoipa::path]` gives it
+/// (`extensions(("x-query" = json!("list")))`), from which the document lists its parameters.
+pub const QUERIES: &[(&str, Endpoint)] = &[
+    ("list", Endpoint::List),
+    ("one", Endpoint::One),
+    ("group", Endpoint::Group),
+    ("sweep", Endpoint::Sweep),
+    ("pareto", Endpoint::Pareto),
+    ("best", Endpoint::Best),
+    ("output_lengths_one", OUTPUT_LENGTHS_ONE),
+    ("output_lengths_many", OUTPUT_LENGTHS_MANY),
+    ("itl_one", ITL_ONE),
+    ("itl_many", ITL_MANY),
+    ("timeline_one", TIMELINE_ONE),
+    ("timeline_many", TIMELINE_MANY),
+    ("raw_file", RAW_FILE),
+    ("prefetch", PREFETCH),
+    ("evict", EVICT),
+    ("itl_mixture_one", ITL_MIXTURE_ONE),
+    ("itl_mixture_many", ITL_MIXTURE_MANY),
+    ("pareto_chart", PARETO_CHART),
+    ("sweep_chart", SWEEP_CHART),
+    ("timeline_chart", TIMELINE_CHART),
+    ("itl_chart", ITL_CHART),
+];
+
 /// Samples an ITL mixture is fitted to unless `max_samples` says otherwise (the toolkit's users'
 /// choice: `max_samples=2048, seed=0`).
 pub const DEFAULT_MAX_SAMPLES: usize = 2048;

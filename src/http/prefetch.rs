@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use super::error::AppError;
 use super::params;
 use super::state::{ApiPath, AppState, prepare};
-use crate::service::derived::{Evicted, evict_run};
+use crate::service::derived::Evicted;
 use crate::store::catalog::JobRow;
 
 /// Fetch the raw files of the filtered runs into the cache, in the background.
@@ -24,7 +24,9 @@ use crate::store::catalog::JobRow;
     ),
     responses(
         (status = 202, description = "The job, also at the Location header", body = JobRow),
-    )
+        super::problems::AdminProblems,
+    ),
+    extensions(("x-query" = json!("prefetch"))),
 )]
 pub async fn prefetch(
     State(state): State<AppState>,
@@ -43,8 +45,7 @@ pub async fn prefetch(
     let rows = p.filtered_rows()?;
     let row = state
         .service
-        .prefetch
-        .start(&p.snapshot, p.domain, &rows, query.unwrap_or_default())
+        .prefetch(&p.snapshot, p.domain, &rows, query.unwrap_or_default())
         .await?;
     let mut resp = (StatusCode::ACCEPTED, Json(&row)).into_response();
     if let Ok(v) = HeaderValue::from_str(&format!("/v1/jobs/{}", row.id)) {
@@ -61,6 +62,7 @@ pub async fn prefetch(
     params(("job_id" = String, Path, description = "Job id from POST /v1/{domain}/prefetch")),
     responses(
         (status = 200, description = "The job", body = JobRow),
+        super::problems::NotFoundProblem,
     )
 )]
 pub async fn get_job(
@@ -69,7 +71,6 @@ pub async fn get_job(
 ) -> Result<Json<JobRow>, AppError> {
     state
         .service
-        .prefetch
         .job(&id)
         .await?
         .map(Json)
@@ -89,7 +90,9 @@ pub async fn get_job(
     ),
     responses(
         (status = 200, description = "What was removed (nothing when nothing was cached)", body = Evicted),
-    )
+        super::problems::AdminProblems,
+    ),
+    extensions(("x-query" = json!("evict"))),
 )]
 pub async fn evict(
     State(state): State<AppState>,
@@ -107,7 +110,7 @@ pub async fn evict(
             domain: p.domain.as_str().into(),
             run_id: run.clone(),
         })?;
-    let evicted = evict_run(&state.service.derived, &p.snapshot, p.domain, row).await?;
+    let evicted = state.service.evict(&p.snapshot, p.domain, row).await?;
     tracing::info!(run_id = %evicted.run_id, bytes = evicted.bytes, files = evicted.removed.len(), "evicted a run from the cache");
     Ok(Json(evicted))
 }

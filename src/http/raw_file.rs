@@ -24,7 +24,9 @@ use crate::service::raw_files::open_raw;
     ),
     responses(
         (status = 200, description = "The file, streamed", content_type = "application/json"),
-    )
+        super::problems::RawFileProblems,
+    ),
+    extensions(("x-query" = json!("raw_file"))),
 )]
 pub async fn raw_file(
     State(state): State<AppState>,

@@ -47,7 +47,9 @@ pub(super) fn page_link(path: &str, query: Option<&str>, offset: usize) -> Strin
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-    )
+        super::problems::LookupProblems,
+    ),
+    extensions(("x-query" = json!("list"))),
 )]
 pub async fn list_runs(
     State(state): State<AppState>,
@@ -136,7 +138,9 @@ pub async fn list_runs(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-    )
+        super::problems::LookupProblems,
+    ),
+    extensions(("x-query" = json!("one"))),
 )]
 pub async fn get_run(
     State(state): State<AppState>,

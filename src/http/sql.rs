@@ -193,6 +193,7 @@ async fn answer(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
+        super::problems::SqlProblems,
     )
 )]
 pub async fn sql_get(
@@ -269,6 +270,7 @@ fn scalar(i: usize, v: serde_json::Value) -> Result<ScalarValue, AppError> {
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
+        super::problems::SqlBodyProblems,
     )
 )]
 pub async fn sql_post(
@@ -395,7 +397,7 @@ pub async fn sql_tables(State(state): State<AppState>) -> Response {
             description: format!(
                 "{} A query reads at most {} runs' raw data: name them with run_id = '...' or run_id IN (...).",
                 k.description(),
-                state.service.sql.max_raw_runs
+                state.service.sql_max_raw_runs()
             ),
             rows: None,
             columns: k

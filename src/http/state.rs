@@ -248,7 +248,7 @@ impl AppState {
             "{}|{:?}|{:?}",
             env!("CARGO_PKG_VERSION"),
             limits,
-            service.leaderboard.configured_date()
+            service.leaderboard_date()
         );
         AppState {
             service,

@@ -108,7 +108,7 @@ pub(super) async fn device_timeline(
     per_gpu: bool,
     bucket: Option<f64>,
 ) -> Result<DeviceTimeline, AppError> {
-    let d = state.service.derived.get(snapshot, domain, row).await?;
+    let d = state.service.derived(snapshot, domain, row).await?;
     let mut t =
         run_timeline(&d.timeline, m, domain == Domain::Llm).map_err(|e| AppError::RawInvalid {
             run_id: snapshot.table(domain).run_id(row).to_string(),
@@ -248,7 +248,9 @@ fn encoded(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-    )
+        super::problems::RawProblems,
+    ),
+    extensions(("x-query" = json!("timeline_one"))),
 )]
 pub async fn run_timeline_handler(
     State(state): State<AppState>,
@@ -306,7 +308,9 @@ pub async fn run_timeline_handler(
                 (Vec<u8> = "application/vnd.apache.arrow.stream"),
                 (Vec<u8> = "application/vnd.apache.parquet"),
             )),
-    )
+        super::problems::RawProblems,
+    ),
+    extensions(("x-query" = json!("timeline_many"))),
 )]
 pub async fn timelines(
     State(state): State<AppState>,

@@ -473,8 +473,7 @@ impl QueryParser for PgParser {
                 let snapshot = self.service.snapshot();
                 let plan = self
                     .service
-                    .sql
-                    .plan(&SURFACE, &snapshot, &self.service.derived, &text)
+                    .sql_plan(&SURFACE, &snapshot, &text)
                     .await
                     .map_err(query_error)?;
                 PgStatement::Query { text, plan }

@@ -1,5 +1,6 @@
-//! `Service`, the handle the HTTP layer holds: the served snapshot, derived data, prefetch jobs
-//! and the catalog.
+//! `Service`, the handle every front end holds (HTTP, the PostgreSQL wire, Flight SQL): the served
+//! snapshot, derived data, fits, prefetch jobs, the leaderboard, SQL and the catalog, behind
+//! methods. Its parts are private: a front end asks the service, it does not wire the parts together.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,35 +9,40 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::ParamValues;
 use datafusion::logical_expr::LogicalPlan;
 
-use super::derived::DerivedData;
+use super::derived::{DerivedData, Evicted, PersistStats, evict_run};
+use super::error::ServiceError;
 use super::fits::Fits;
-use super::leaderboard::Leaderboard;
+use super::leaderboard::{Leaderboard, Site, SiteFile};
+use super::measurements::{Measurements, View};
 use super::prefetch::Prefetch;
-use super::reload::Reloader;
+use super::reload::{ReloadOutcome, Reloader};
 use super::snapshot::{Snapshot, Snapshots};
-use super::sql::{Sql, SqlFailure, Surface};
+use super::sql::{Sql, SqlFailure, SqlStats, Surface};
+use crate::engine::Domain;
+use crate::engine::frame::Frame;
 use crate::engine::sql::{SqlAnswer, SqlError, SqlLimits};
-use crate::store::catalog::Catalog;
+use crate::rawfile::RunDerived;
+use crate::store::catalog::{Catalog, JobRow};
 
 /// Everything requests are answered from. Cheap to share (`Arc`).
 pub struct Service {
     snapshots: Snapshots,
     /// Derived raw data of runs (ITLs, output lengths, timelines).
-    pub derived: DerivedData,
+    derived: DerivedData,
     /// Prefetch jobs.
-    pub prefetch: Prefetch,
+    prefetch: Prefetch,
     /// Fitted models over the dataset.
-    pub fits: Fits,
+    fits: Fits,
     /// The catalog database (raw cache index, prefetch jobs).
-    pub catalog: Catalog,
+    catalog: Catalog,
     /// The leaderboard's data files of the served snapshot.
-    pub leaderboard: Leaderboard,
+    pub(in crate::service) leaderboard: Leaderboard,
     /// Read-only SQL over the served snapshot, with its limits and gate.
-    pub sql: Sql,
+    sql: Sql,
     /// Reading the dataset again (`POST /v1/admin/reload`, SIGHUP).
-    pub reloader: Reloader,
+    reloader: Reloader,
     /// Other tools' measurements (`--import`) beside the dataset's runs.
-    pub measurements: super::measurements::Measurements,
+    measurements: Measurements,
 }
 
 /// What a [`Service`] is built from besides its snapshot and catalog; the default is what
@@ -46,6 +52,8 @@ pub struct ServiceOptions {
     pub sql_limits: SqlLimits,
     pub sql_concurrency: usize,
     pub sql_queue: usize,
+    /// The runs a query of a raw-derived SQL table may read (`llm_itl`, ...).
+    pub sql_max_raw_runs: usize,
     /// The leaderboard's `last_updated` (`None`: the snapshot's date).
     pub leaderboard_date: Option<String>,
     /// Whether the leaderboard reads raw files for its histograms from the start, rather than
@@ -54,7 +62,7 @@ pub struct ServiceOptions {
     /// Reading the dataset again (`POST /v1/admin/reload`, SIGHUP, `--watch`).
     pub reloader: Reloader,
     /// Other tools' measurements (`--import`).
-    pub measurements: super::measurements::Measurements,
+    pub measurements: Measurements,
 }
 
 impl Default for ServiceOptions {
@@ -63,6 +71,7 @@ impl Default for ServiceOptions {
             sql_limits: SqlLimits::default(),
             sql_concurrency: Sql::default_concurrency(),
             sql_queue: Sql::QUEUE,
+            sql_max_raw_runs: Sql::MAX_RAW_RUNS,
             leaderboard_date: None,
             histograms_in_background: false,
             reloader: Reloader::default(),
@@ -95,7 +104,8 @@ impl Service {
                 options.sql_limits,
                 options.sql_concurrency,
                 options.sql_queue,
-            ),
+            )
+            .with_max_raw_runs(options.sql_max_raw_runs),
             reloader: options.reloader,
             measurements: options.measurements,
         }
@@ -164,5 +174,131 @@ impl Service {
         self.reloader
             .reload(current, true, |s| self.snapshots.swap(s))
             .await
+    }
+
+    /// A run's derived raw data (ITLs, output lengths, timelines): from memory, the persisted
+    /// copy, or its `results.json` (fetched into the raw cache first from a remote source).
+    pub async fn derived(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        domain: Domain,
+        row: usize,
+    ) -> Result<Arc<RunDerived>, ServiceError> {
+        self.derived.get(snapshot, domain, row).await
+    }
+
+    /// Evict a run's fetched raw files and persisted derived data from the cache.
+    pub async fn evict(
+        &self,
+        snapshot: &Snapshot,
+        domain: Domain,
+        row: usize,
+    ) -> Result<Evicted, ServiceError> {
+        evict_run(&self.derived, snapshot, domain, row).await
+    }
+
+    /// Work still running after its request (persisting derived data and fits): `close` and
+    /// `wait` on it before exiting.
+    pub fn background(&self) -> &tokio_util::task::TaskTracker {
+        self.derived.background()
+    }
+
+    /// What persisting derived data has done since start.
+    pub fn persist_stats(&self) -> PersistStats {
+        self.derived.persist_stats()
+    }
+
+    /// The fit `request` describes over `snapshot`: from memory, the persisted copy, or made by
+    /// `fit` (and persisted off the request path).
+    pub async fn fit<F>(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        request: &str,
+        fit: F,
+    ) -> Result<Arc<Frame>, ServiceError>
+    where
+        F: Future<Output = Result<Frame, ServiceError>>,
+    {
+        self.fits.get_or_fit(snapshot, request, fit).await
+    }
+
+    /// Start a job fetching the raw files of `rows` of `domain` into the raw cache.
+    pub async fn prefetch(
+        &self,
+        snapshot: &Snapshot,
+        domain: Domain,
+        rows: &[usize],
+        query: String,
+    ) -> Result<JobRow, sqlx::Error> {
+        self.prefetch.start(snapshot, domain, rows, query).await
+    }
+
+    /// A prefetch job's progress (`None`: no such job).
+    pub async fn job(&self, id: &str) -> Result<Option<JobRow>, sqlx::Error> {
+        self.prefetch.job(id).await
+    }
+
+    /// The leaderboard's site of `snapshot` (its file list; files made on request).
+    pub fn leaderboard_site(&self, snapshot: &Snapshot) -> Arc<Site> {
+        self.leaderboard.site(snapshot)
+    }
+
+    /// The file at `path` of `site`, made now from raw files if it needs them; `None` for a file
+    /// the leaderboard does not have.
+    pub async fn leaderboard_file(
+        &self,
+        site: &Arc<Site>,
+        snapshot: &Arc<Snapshot>,
+        path: &str,
+    ) -> Result<Option<Arc<SiteFile>>, ServiceError> {
+        site.file(snapshot, &self.derived, path).await
+    }
+
+    /// The leaderboard's configured `last_updated` (`None`: the snapshot's date).
+    pub fn leaderboard_date(&self) -> Option<&str> {
+        self.leaderboard.configured_date()
+    }
+
+    /// For a server about to answer: the leaderboard's site is made and compressed off the request
+    /// path, and its files that need raw reads are made now when so configured; `stop` ends that.
+    pub fn start_background(self: &Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        Leaderboard::prepare(self);
+        let service = self.clone();
+        tokio::spawn(async move {
+            service
+                .leaderboard
+                .warm(service.snapshot(), &service.derived, stop)
+                .await
+        });
+    }
+
+    /// Other tools' measurements (`--import`) beside `snapshot`'s runs.
+    pub fn measurements(&self, snapshot: &Snapshot) -> Arc<View> {
+        self.measurements.view(snapshot)
+    }
+
+    /// The last reload's outcome, if any.
+    pub fn last_reload(&self) -> Option<ReloadOutcome> {
+        self.reloader.last()
+    }
+
+    /// The raw cache's files and bytes, from the catalog.
+    pub async fn cache_totals(&self) -> Result<(u64, u64), sqlx::Error> {
+        self.catalog.totals().await
+    }
+
+    /// The catalog's URL (its password left out) and this replica's name in it.
+    pub fn catalog_names(&self) -> (&str, &str) {
+        (self.catalog.url(), self.catalog.replica())
+    }
+
+    /// SQL's counters since start.
+    pub fn sql_stats(&self) -> SqlStats {
+        self.sql.stats()
+    }
+
+    /// The runs a query of a raw-derived SQL table may read.
+    pub fn sql_max_raw_runs(&self) -> usize {
+        self.sql.max_raw_runs
     }
 }

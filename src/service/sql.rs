@@ -91,6 +91,9 @@ impl Sql {
     /// Queries waiting for a turn unless configured otherwise.
     pub const QUEUE: usize = 16;
 
+    /// Runs one query of a raw-derived table may read unless configured otherwise.
+    pub const MAX_RAW_RUNS: usize = MAX_RAW_RUNS;
+
     /// Queries running at once unless configured otherwise: one per core.
     pub fn default_concurrency() -> usize {
         std::thread::available_parallelism().map_or(2, |n| n.get())
@@ -108,6 +111,12 @@ impl Sql {
             contexts: Mutex::new(Vec::new()),
             counts: Counts::default(),
         }
+    }
+
+    /// The same, reading the raw data of at most `runs` runs in one query.
+    pub fn with_max_raw_runs(mut self, runs: usize) -> Sql {
+        self.max_raw_runs = runs;
+        self
     }
 
     async fn context(

@@ -446,7 +446,7 @@ async fn a_shutdown_waits_for_background_work() {
     );
     let done = std::sync::Arc::new(AtomicBool::new(false));
     let flag = done.clone();
-    state.service.derived.background().spawn_blocking(move || {
+    state.service.background().spawn_blocking(move || {
         std::thread::sleep(std::time::Duration::from_millis(300));
         flag.store(true, Ordering::SeqCst);
     });

@@ -7,7 +7,6 @@ use std::time::Duration;
 use mlenergy_server::engine::sql::SqlLimits;
 use mlenergy_server::http::state::GuardOptions;
 use mlenergy_server::http::{HttpOptions, Limits};
-use mlenergy_server::service::sql::Sql;
 
 use crate::common::TestApp;
 
@@ -28,14 +27,12 @@ async fn app(guard: GuardOptions, sql_timeout: Duration) -> TestApp {
             ..HttpOptions::default()
         },
         move |s| {
-            s.sql = Sql::new(
-                SqlLimits {
-                    timeout: sql_timeout,
-                    ..SqlLimits::default()
-                },
-                4,
-                16,
-            )
+            s.sql_limits = SqlLimits {
+                timeout: sql_timeout,
+                ..SqlLimits::default()
+            };
+            s.sql_concurrency = 4;
+            s.sql_queue = 16;
         },
     )
     .await

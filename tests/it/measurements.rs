@@ -118,7 +118,7 @@ fn lem_dir(root: &std::path::Path) {
 /// The sample dataset served with the import directory `out` (as `serve --import out`).
 async fn serve_import(out: &std::path::Path) -> TestApp {
     let frames = peer::load(&[ImportSpec::parse(&out.display().to_string())]).unwrap();
-    TestApp::with_service(|s| s.measurements = Measurements::new(frames)).await
+    TestApp::with_options(|s| s.measurements = Measurements::new(frames)).await
 }
 
 #[tokio::test]

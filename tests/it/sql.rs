@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use mlenergy_server::engine::sql::SqlLimits;
-use mlenergy_server::service::sql::Sql;
 use serde_json::Value;
 
 use crate::common::TestApp;
@@ -280,16 +279,14 @@ const SLOW: &str = "SELECT count(*) FROM generate_series(1, 100000000000) a";
 
 #[tokio::test]
 async fn each_limit_stops_its_query_while_another_succeeds() {
-    let app = TestApp::with_service(|s| {
-        s.sql = Sql::new(
-            SqlLimits {
-                timeout: Duration::from_millis(800),
-                memory_bytes: 1 << 20,
-                max_rows: 1000,
-            },
-            4,
-            16,
-        );
+    let app = TestApp::with_options(|s| {
+        s.sql_limits = SqlLimits {
+            timeout: Duration::from_millis(800),
+            memory_bytes: 1 << 20,
+            max_rows: 1000,
+        };
+        s.sql_concurrency = 4;
+        s.sql_queue = 16;
     })
     .await;
     let quick = q("SELECT task, count(*) AS n FROM llm_runs GROUP BY task");
@@ -322,15 +319,13 @@ async fn each_limit_stops_its_query_while_another_succeeds() {
 
 #[tokio::test]
 async fn a_full_gate_answers_busy() {
-    let app = TestApp::with_service(|s| {
-        s.sql = Sql::new(
-            SqlLimits {
-                timeout: Duration::from_millis(1500),
-                ..SqlLimits::default()
-            },
-            1,
-            0,
-        );
+    let app = TestApp::with_options(|s| {
+        s.sql_limits = SqlLimits {
+            timeout: Duration::from_millis(1500),
+            ..SqlLimits::default()
+        };
+        s.sql_concurrency = 1;
+        s.sql_queue = 0;
     })
     .await;
     let slow_uri = q(SLOW);
@@ -352,15 +347,13 @@ const RAW_RUN: &str = "video-chat~Qwen--Qwen3-VL-30B-A3B-Instruct~H100~g2~b8~r1"
 #[tokio::test]
 async fn raw_derived_tables_equal_the_raw_endpoints() {
     // The run has 117,446 ITLs: over the default row cap.
-    let app = TestApp::with_service(|s| {
-        s.sql = Sql::new(
-            SqlLimits {
-                max_rows: 1_000_000,
-                ..SqlLimits::default()
-            },
-            2,
-            16,
-        );
+    let app = TestApp::with_options(|s| {
+        s.sql_limits = SqlLimits {
+            max_rows: 1_000_000,
+            ..SqlLimits::default()
+        };
+        s.sql_concurrency = 2;
+        s.sql_queue = 16;
     })
     .await;
     // The ITLs, joined to their runs, as /itl gives them (values to the bit, in order).
@@ -476,7 +469,7 @@ async fn raw_derived_tables_equal_the_raw_endpoints() {
 
 #[tokio::test]
 async fn a_query_over_too_many_runs_is_refused_before_reading() {
-    let app = TestApp::with_service(|s| s.sql.max_raw_runs = 0).await;
+    let app = TestApp::with_options(|s| s.sql_max_raw_runs = 0).await;
     let p = app
         .get(&q("SELECT count(*) FROM llm_itl"))
         .await

@@ -11,8 +11,8 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
 use mlenergy_server::http::{AppState, Limits, app};
-use mlenergy_server::service::Service;
 use mlenergy_server::service::open as load;
+use mlenergy_server::service::{Service, ServiceOptions};
 use tower::ServiceExt;
 
 pub mod hub;
@@ -100,7 +100,7 @@ impl TestApp {
     }
 
     /// The app over data/sample with its service adjusted by `adjust` (SQL limits, ...).
-    pub async fn with_service(adjust: impl FnOnce(&mut Service)) -> Self {
+    pub async fn with_options(adjust: impl FnOnce(&mut ServiceOptions)) -> Self {
         Self::configured(
             Limits {
                 max_rows: 100_000,
@@ -115,7 +115,7 @@ impl TestApp {
     pub async fn configured(
         limits: Limits,
         http: mlenergy_server::http::HttpOptions,
-        adjust: impl FnOnce(&mut Service),
+        adjust: impl FnOnce(&mut ServiceOptions),
     ) -> Self {
         let dataset = load::load_compiled_dir(&sample_dir())
             .await
@@ -123,8 +123,9 @@ impl TestApp {
         let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:")
             .await
             .expect("catalog");
-        let mut service = Service::new(dataset, catalog);
-        adjust(&mut service);
+        let mut options = ServiceOptions::default();
+        adjust(&mut options);
+        let service = Service::with_options(dataset, catalog, options);
         let mut state = AppState::new(Arc::new(service), limits, 8 * 1024 * 1024);
         state.http = Arc::new(http);
         TestApp { router: app(state) }
