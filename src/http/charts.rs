@@ -225,14 +225,15 @@ pub async fn sweep_chart(
     let rows = table.filter_rows(&filters.filters, filters.stability)?;
     let mut groups = table.group_rows(&by_cols, rows);
     let warning = at_most(&mut groups, "sweeps");
-    let fits = table.sweep_fits(&SweepQuery {
-        by: DEFAULT_BY.iter().map(|s| s.to_string()).collect(),
-        ys: vec![y.clone()],
-        filters: filters.filters.clone(),
-        stability: filters.stability,
-        predict: Vec::new(),
-    })?;
     answer(&state, &snapshot, &uri, warning, || {
+        // Fitted only when the chart is not cached.
+        let fits = table.sweep_fits(&SweepQuery {
+            by: DEFAULT_BY.iter().map(|s| s.to_string()).collect(),
+            ys: vec![y.clone()],
+            filters: filters.filters.clone(),
+            stability: filters.stability,
+            predict: Vec::new(),
+        })?;
         let batch = table.require_field(batch_field(domain))?;
         let yc = table.require_numeric(&y)?;
         let fit = |name: &str, g: usize| -> Option<f64> { fits.column(name)?.data.get(g).as_f64() };
