@@ -25,6 +25,7 @@ pub mod models;
 pub mod negotiate;
 pub mod openapi;
 pub mod params;
+pub mod predict;
 pub mod prefetch;
 pub mod problems;
 pub mod raw_file;
@@ -104,6 +105,8 @@ fn api(guard: &state::GuardOptions) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(fits::logistic_fits))
         .routes(routes!(fits::run_itl_mixture))
         .routes(routes!(fits::itl_mixtures))
+        .routes(routes!(predict::predict))
+        .routes(routes!(predict::quality))
         .routes(routes!(models::logistic_fit))
         .routes(routes!(models::logistic_eval))
         .merge(bulk)

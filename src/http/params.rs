@@ -36,6 +36,11 @@ pub enum Endpoint {
     SweepChart,
     /// An SVG chart of what this endpoint answers: its parameters but `format` and `fields`.
     Chart(&'static Endpoint),
+    /// Predictions of configurations: a model (`model_id` or its parameters), `task`, and lists
+    /// of GPU models, GPU counts and batch sizes.
+    Predict,
+    /// The predictor's held-out figures (only `format`).
+    PredictQuality,
 }
 
 /// String filters: (parameter, field, aliases).
@@ -111,6 +116,8 @@ pub const QUERIES: &[(&str, Endpoint)] = &[
     ("sweep_chart", SWEEP_CHART),
     ("timeline_chart", TIMELINE_CHART),
     ("itl_chart", ITL_CHART),
+    ("predict", Endpoint::Predict),
+    ("predict_quality", Endpoint::PredictQuality),
 ];
 
 /// Samples an ITL mixture is fitted to unless `max_samples` says otherwise (the toolkit's users'
@@ -457,6 +464,64 @@ pub fn parameter_specs(domain: Domain, endpoint: Endpoint) -> Vec<ParamSpec> {
                 ValueKind::FieldList(names()),
             ),
         ]),
+        Endpoint::Predict => {
+            let batch = match domain {
+                Domain::Llm => "max_num_seqs",
+                Domain::Diffusion => "batch_size",
+            };
+            out.extend([
+                spec(
+                    "model_id",
+                    "The model: one of the snapshot's (its parameters, architecture and precision are known; its measured sweeps are interpolated), or a name of your own with its parameters.",
+                    ValueKind::Strings,
+                ),
+                spec(
+                    "total_params_billions",
+                    "Total parameters, in billions (> 0); required for a model not in the snapshot.",
+                    ValueKind::Number,
+                ),
+                spec(
+                    "activated_params_billions",
+                    "Parameters active per token, in billions (> 0, at most the total; default: the total).",
+                    ValueKind::Number,
+                ),
+            ]);
+            if domain == Domain::Llm {
+                out.push(spec(
+                    "architecture",
+                    "Architecture, as the run field (default: MoE when fewer parameters are active than there are, else Dense Transformer).",
+                    ValueKind::Strings,
+                ));
+            }
+            out.extend([
+                spec(
+                    "weight_precision",
+                    "Weight precision, as the run field (default: the model's, else bfloat16).",
+                    ValueKind::Strings,
+                ),
+                spec(
+                    "task",
+                    "Task(s), comma-separated (default: the tasks the model was measured on).",
+                    ValueKind::Strings,
+                ),
+                spec(
+                    "gpu_model",
+                    "GPU model(s), comma-separated (default: every GPU model of the snapshot).",
+                    ValueKind::Strings,
+                ),
+                spec(
+                    "num_gpus",
+                    "GPU counts, comma-separated (default: the model's measured counts, else 1, 2, 4, 8).",
+                    ValueKind::PositiveNumbers,
+                ),
+                spec(
+                    batch,
+                    "Batch sizes, comma-separated (default: the model's measured ones, else the snapshot's common ones).",
+                    ValueKind::PositiveNumbers,
+                ),
+            ]);
+        }
+        Endpoint::PredictQuality => {}
         Endpoint::RawMany(extra) | Endpoint::RawOne(extra) => {
             for e in extra {
                 out.push(match *e {
@@ -700,6 +765,69 @@ impl Params {
     /// The value of a single-valued parameter, if given.
     pub fn single_value(&self, key: &str) -> Result<Option<&str>, AppError> {
         self.single(key)
+    }
+
+    /// The items of a list parameter (empty items skipped), if given; an item of white space
+    /// alone is refused.
+    pub fn items(&self, key: &str) -> Result<Option<Vec<&str>>, AppError> {
+        if self.blank.contains(key) {
+            return Err(AppError::InvalidParameter {
+                parameter: self.name(key),
+                detail: format!(
+                    "parameter '{}' has an item of white space alone",
+                    self.name(key)
+                ),
+                allowed: None,
+            });
+        }
+        Ok(self.values.get(key).map(|v| {
+            v.iter()
+                .map(String::as_str)
+                .filter(|s| !s.is_empty())
+                .collect()
+        }))
+    }
+
+    /// A single number greater than 0 named by `key`, if given.
+    pub fn positive(&self, key: &str) -> Result<Option<f64>, AppError> {
+        let Some(v) = self.single(key)? else {
+            return Ok(None);
+        };
+        let x = self.number(key, v)?;
+        if x <= 0.0 {
+            return Err(AppError::InvalidParameter {
+                parameter: self.name(key),
+                detail: format!(
+                    "parameter '{}' must be greater than 0, got '{v}'",
+                    self.name(key)
+                ),
+                allowed: None,
+            });
+        }
+        Ok(Some(x))
+    }
+
+    /// Numbers greater than 0, comma-separated, named by `key`, if given.
+    pub fn positives(&self, key: &str) -> Result<Option<Vec<f64>>, AppError> {
+        let Some(items) = self.items(key)? else {
+            return Ok(None);
+        };
+        let mut out = Vec::new();
+        for v in items {
+            let x = self.number(key, v)?;
+            if x <= 0.0 {
+                return Err(AppError::InvalidParameter {
+                    parameter: self.name(key),
+                    detail: format!(
+                        "parameter '{}' takes numbers greater than 0, got '{v}'",
+                        self.name(key)
+                    ),
+                    allowed: None,
+                });
+            }
+            out.push(x);
+        }
+        Ok(Some(out))
     }
 
     pub fn format(&self) -> Result<Option<&str>, AppError> {
@@ -1183,7 +1311,7 @@ fn parse_agg(s: &str, table: &RunTable) -> Result<AggSpec, AppError> {
 /// The known value a mistyped one most likely meant: the same but for case, else the closest by
 /// edit distance when the distance is small for the value's length (at most 2, and under a third
 /// of it).
-fn suggestion<'a>(value: &str, known: &[&'a str]) -> Option<&'a str> {
+pub fn suggestion<'a>(value: &str, known: &[&'a str]) -> Option<&'a str> {
     let lower = value.to_lowercase();
     if let Some(k) = known.iter().find(|k| k.to_lowercase() == lower) {
         return Some(k);

@@ -150,6 +150,8 @@ pub struct Snapshot {
     /// Raw paths of rows that leave the dataset root, in table order; never read.
     pub refused: Vec<RefusedPath>,
     refused_at: HashMap<(Domain, usize, RawFile), usize>,
+    /// Each domain's predictor, fitted on first use (LLM, diffusion).
+    predictors: [std::sync::OnceLock<Arc<crate::engine::models::predict::Predictor>>; 2],
 }
 
 impl std::ops::Deref for Snapshot {
@@ -168,6 +170,15 @@ impl Snapshot {
             .unwrap_or_else(|| utc_date(self.loaded_at))
     }
 
+    /// The predictor of `domain` fitted on this snapshot's runs (on first use: well under a second
+    /// for the embedded dataset, so neither persisted nor fitted ahead).
+    pub fn predictor(&self, domain: Domain) -> Arc<crate::engine::models::predict::Predictor> {
+        use crate::engine::models::predict::{Predictor, Spec};
+        let slot = &self.predictors[usize::from(domain == Domain::Diffusion)];
+        slot.get_or_init(|| Arc::new(Predictor::fit(Spec::of(domain), self.table(domain))))
+            .clone()
+    }
+
     /// A snapshot of `dataset` from `source`, with every stored raw path checked against the
     /// source's root ([`confine`]): a row whose path leaves it is kept and listed in `refused`,
     /// and its file is never read.
@@ -181,6 +192,7 @@ impl Snapshot {
             loaded_at: SystemTime::now(),
             refused: Vec::new(),
             refused_at: HashMap::new(),
+            predictors: Default::default(),
         };
         for domain in Domain::ALL {
             for file in [RawFile::Results, RawFile::Prometheus] {

@@ -3,6 +3,7 @@
 
 pub mod itl_mixture;
 pub mod logistic;
+pub mod predict;
 pub mod sweep;
 
 pub use itl_mixture::ItlMixtureModel;

@@ -1,0 +1,415 @@
+//! Predictions for configurations nobody measured (`/v1/{domain}/predict`) and the predictor's
+//! held-out figures (`/v1/{domain}/predict/quality`), from the snapshot's predictor
+//! (`engine::models::predict`, fitted on first use per snapshot).
+
+use std::collections::BTreeSet;
+
+use axum::extract::{OriginalUri, RawQuery, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+
+use super::answer::{Encoded, cached, respond};
+use super::encode;
+use super::error::AppError;
+use super::params::{Endpoint, Params, suggestion};
+use super::state::{ApiPath, AppState, Prepared, prepare};
+use crate::engine::Domain;
+use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
+use crate::engine::models::predict::{Config, Predictor, quality_frame};
+
+/// Encode `frame` (JSON: a bare array of row objects), cached per request.
+fn answer(
+    state: &AppState,
+    p: &Prepared,
+    uri: &axum::http::Uri,
+    frame: impl FnOnce() -> Result<Frame, AppError>,
+) -> Result<Response, AppError> {
+    let format = p.format;
+    let e = cached(&state.cache, &p.snapshot, uri, format, || {
+        let frame = frame()?;
+        let body = encode::encode_frame(&frame, format, &|_| true, encode::json_array)?;
+        Ok(Encoded {
+            content_type: format.content_type(),
+            body: body.into(),
+            total: Some(frame.num_rows()),
+            next: None,
+            warnings: Vec::new(),
+            variants: Default::default(),
+        })
+    })?;
+    Ok(respond(&e))
+}
+
+/// Predicted energy, power, latency and throughput of configurations, with intervals.
+///
+/// The model is one of the snapshot's (`model_id`: its parameters, architecture and precision are
+/// the runs'), or any model given by its parameters (`total_params_billions`,
+/// `activated_params_billions`, `architecture`, `weight_precision`, named as the run fields).
+/// One row per (task, GPU model, GPU count, batch size) asked: the inputs, `method` (a measured
+/// sweep of the model interpolated or extended in batch size, else the regression over every
+/// model), each predicted field under its run-field name with `<field>_lo80`, `_hi80`, `_lo95`
+/// and `_hi95` (split-conformal intervals from held-out residuals of the same method), and
+/// `measured_run_id` with `measured_<field>` where the snapshot has a run of that configuration.
+/// `/predict/quality` says how good each method is.
+#[utoipa::path(
+    get,
+    path = "/v1/{domain}/predict",
+    tag = "models",
+    params(("domain" = crate::engine::Domain, Path, description = "llm or diffusion")),
+    responses(
+        (status = 200, description = "One row per configuration: inputs, method, predicted fields with intervals, the measured run where there is one",
+            content(
+                (Vec<serde_json::Value> = "application/json"),
+                (String = "text/csv"),
+                (String = "application/x-ndjson"),
+                (Vec<u8> = "application/vnd.apache.arrow.stream"),
+                (Vec<u8> = "application/vnd.apache.parquet"),
+            )),
+        super::problems::LookupProblems,
+    ),
+    extensions(("x-query" = json!("predict"))),
+)]
+pub async fn predict(
+    State(state): State<AppState>,
+    ApiPath(domain): ApiPath<String>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let p = prepare(
+        &state,
+        &domain,
+        Endpoint::Predict,
+        query.as_deref(),
+        &headers,
+    )?;
+    let predictor = p.snapshot.predictor(p.domain);
+    let configs = configurations(&p.params, p.domain, &predictor)?;
+    answer(&state, &p, &uri, || {
+        Ok(prediction_frame(&predictor, &p, &configs))
+    })
+}
+
+/// The predictor's held-out figures: per field and method (`regression`: each run predicted
+/// without its model; `sweep_interpolated` / `sweep_extended`: each run predicted from the rest
+/// of its model's sweep; `ecologits`: EcoLogits' published formula, LLM energy per token only), over
+/// all runs, per GPU model and per task: runs, models, the median and 90th-percentile relative
+/// error, and the share of runs inside their 80% and 95% intervals when those are calibrated
+/// without the run's model.
+#[utoipa::path(
+    get,
+    path = "/v1/{domain}/predict/quality",
+    tag = "models",
+    params(("domain" = crate::engine::Domain, Path, description = "llm or diffusion")),
+    responses(
+        (status = 200, description = "field, method, scope, value, runs, models, median_rel_error, p90_rel_error, coverage80, coverage95",
+            content(
+                (Vec<serde_json::Value> = "application/json"),
+                (String = "text/csv"),
+                (String = "application/x-ndjson"),
+                (Vec<u8> = "application/vnd.apache.arrow.stream"),
+                (Vec<u8> = "application/vnd.apache.parquet"),
+            )),
+        super::problems::LookupProblems,
+    ),
+    extensions(("x-query" = json!("predict_quality"))),
+)]
+pub async fn quality(
+    State(state): State<AppState>,
+    ApiPath(domain): ApiPath<String>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let p = prepare(
+        &state,
+        &domain,
+        Endpoint::PredictQuality,
+        query.as_deref(),
+        &headers,
+    )?;
+    let predictor = p.snapshot.predictor(p.domain);
+    answer(&state, &p, &uri, || Ok(quality_frame(&predictor.quality())))
+}
+
+fn invalid(parameter: &str, detail: String, allowed: Option<Vec<String>>) -> AppError {
+    AppError::InvalidParameter {
+        parameter: parameter.into(),
+        detail,
+        allowed,
+    }
+}
+
+/// One value of `param` among `known` (the predictor's levels), or 400 with a suggestion.
+fn known_value(param: &str, value: &str, known: &[String]) -> Result<String, AppError> {
+    if known.iter().any(|k| k == value) {
+        return Ok(value.to_string());
+    }
+    let names: Vec<&str> = known.iter().map(String::as_str).collect();
+    let hint = suggestion(value, &names)
+        .map(|s| format!("; did you mean '{s}'?"))
+        .unwrap_or_default();
+    Err(invalid(
+        param,
+        format!("{param} '{value}' is not in the snapshot's runs{hint}"),
+        Some(known.to_vec()),
+    ))
+}
+
+/// The configurations the request asks for, validated.
+fn configurations(
+    params: &Params,
+    domain: Domain,
+    predictor: &Predictor,
+) -> Result<Vec<Config>, AppError> {
+    let spec = predictor.spec;
+    let model_id = params.single_value("model_id")?.map(str::to_string);
+    let known = model_id.as_deref().and_then(|m| predictor.model_config(m));
+    let total = params.positive("total_params_billions")?;
+    let active = params.positive("activated_params_billions")?;
+    let (total, active) = match (known, total) {
+        (_, Some(t)) => (t, active.unwrap_or(t)),
+        (Some(k), None) => (
+            k.total_params_billions,
+            active.unwrap_or(k.activated_params_billions),
+        ),
+        (None, None) => {
+            let detail = match &model_id {
+                Some(m) => format!(
+                    "model '{m}' is not in the snapshot: give its total_params_billions (and activated_params_billions, weight_precision{})",
+                    if domain == Domain::Llm {
+                        ", architecture"
+                    } else {
+                        ""
+                    }
+                ),
+                None => {
+                    "give a model_id of the snapshot, or a model's total_params_billions".into()
+                }
+            };
+            let models = predictor.models().into_iter().map(str::to_string).collect();
+            return Err(invalid("total_params_billions", detail, Some(models)));
+        }
+    };
+    if active > total {
+        return Err(invalid(
+            "activated_params_billions",
+            format!(
+                "activated_params_billions ({active}) is more than total_params_billions ({total})"
+            ),
+            None,
+        ));
+    }
+    // Categorical inputs other than task and GPU: given, else the model's, else the default.
+    let mut fixed = Vec::new();
+    for (i, name) in spec.categories.iter().enumerate().skip(2) {
+        let levels = predictor.levels(name).unwrap_or_default();
+        let given = params.single_value(name)?;
+        let value = match (given, known) {
+            (Some(v), _) => known_value(name, v, levels)?,
+            (None, Some(k)) => k.categories[i].clone(),
+            (None, None) => match *name {
+                "architecture" if active < total => "MoE".to_string(),
+                "architecture" => "Dense Transformer".to_string(),
+                _ => "bfloat16".to_string(),
+            },
+        };
+        fixed.push(value);
+    }
+    let model_runs = |pick: &dyn Fn(&Config) -> String| -> BTreeSet<String> {
+        model_id
+            .as_deref()
+            .map(|m| predictor.measured_configs(m).map(pick).collect())
+            .unwrap_or_default()
+    };
+    let list = |param: &str, default: Vec<String>| -> Result<Vec<String>, AppError> {
+        let levels = predictor.levels(param).unwrap_or_default();
+        match params.items(param)? {
+            Some(items) if !items.is_empty() => items
+                .iter()
+                .map(|v| known_value(param, v, levels))
+                .collect(),
+            _ => Ok(default),
+        }
+    };
+    let tasks = {
+        let measured = model_runs(&|c| c.categories[0].clone());
+        let default = if measured.is_empty() {
+            predictor.levels("task").unwrap_or_default().to_vec()
+        } else {
+            measured.into_iter().collect()
+        };
+        list("task", default)?
+    };
+    let gpus = list(
+        "gpu_model",
+        predictor.levels("gpu_model").unwrap_or_default().to_vec(),
+    )?;
+    let counts = match params.positives("num_gpus")? {
+        Some(v) if !v.is_empty() => v,
+        _ => {
+            let measured: BTreeSet<u64> = model_id
+                .as_deref()
+                .map(|m| {
+                    predictor
+                        .measured_configs(m)
+                        .map(|c| c.num_gpus as u64)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if measured.is_empty() {
+                vec![1.0, 2.0, 4.0, 8.0]
+            } else {
+                measured.into_iter().map(|n| n as f64).collect()
+            }
+        }
+    };
+    let batches = match params.positives(spec.batch)? {
+        Some(v) if !v.is_empty() => v,
+        _ => {
+            let measured: BTreeSet<u64> = model_id
+                .as_deref()
+                .map(|m| {
+                    predictor
+                        .measured_configs(m)
+                        .map(|c| c.batch as u64)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if measured.is_empty() {
+                match domain {
+                    Domain::Llm => vec![8.0, 16.0, 32.0, 64.0, 128.0, 256.0],
+                    Domain::Diffusion => vec![1.0, 2.0, 4.0, 8.0, 16.0],
+                }
+            } else {
+                measured.into_iter().map(|n| n as f64).collect()
+            }
+        }
+    };
+    let n = tasks.len() * gpus.len() * counts.len() * batches.len();
+    if n > MAX_CONFIGURATIONS {
+        return Err(invalid(
+            spec.batch,
+            format!("{n} configurations asked for; at most {MAX_CONFIGURATIONS} in one request"),
+            None,
+        ));
+    }
+    let mut out = Vec::with_capacity(n);
+    for task in &tasks {
+        for gpu in &gpus {
+            for &g in &counts {
+                for &b in &batches {
+                    let mut categories = vec![task.clone(), gpu.clone()];
+                    categories.extend(fixed.iter().cloned());
+                    out.push(Config {
+                        model_id: model_id.clone(),
+                        total_params_billions: total,
+                        activated_params_billions: active,
+                        categories,
+                        num_gpus: g,
+                        batch: b,
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Configurations one request may ask for.
+const MAX_CONFIGURATIONS: usize = 10_000;
+
+fn prediction_frame(predictor: &Predictor, p: &Prepared, configs: &[Config]) -> Frame {
+    let spec = predictor.spec;
+    let table = p.snapshot.table(p.domain);
+    let str_col = |name: &str, f: &dyn Fn(&Config) -> Option<String>| FrameColumn {
+        name: name.to_string(),
+        data: ColumnData::Str(configs.iter().map(|c| f(c).map(Into::into)).collect()),
+    };
+    let float_col = |name: String, v: Vec<Option<f64>>| FrameColumn {
+        name,
+        data: ColumnData::Float(v),
+    };
+    let mut columns = vec![str_col("model_id", &|c| c.model_id.clone())];
+    columns.push(float_col(
+        "total_params_billions".into(),
+        configs
+            .iter()
+            .map(|c| Some(c.total_params_billions))
+            .collect(),
+    ));
+    columns.push(float_col(
+        "activated_params_billions".into(),
+        configs
+            .iter()
+            .map(|c| Some(c.activated_params_billions))
+            .collect(),
+    ));
+    for (i, name) in spec.categories.iter().enumerate() {
+        columns.push(str_col(name, &|c| Some(c.categories[i].clone())));
+    }
+    for (name, pick) in [("num_gpus", 0usize), (spec.batch, 1)] {
+        columns.push(FrameColumn {
+            name: name.to_string(),
+            data: ColumnData::Int(
+                configs
+                    .iter()
+                    .map(|c| Some(if pick == 0 { c.num_gpus } else { c.batch } as i64))
+                    .collect(),
+            ),
+        });
+    }
+    let estimates: Vec<Vec<Option<_>>> = (0..spec.targets.len())
+        .map(|t| configs.iter().map(|c| predictor.predict(t, c)).collect())
+        .collect();
+    columns.push(str_col("method", &|c| {
+        predictor
+            .predict(0, c)
+            .map(|e| e.method.as_str().to_string())
+    }));
+    let finite = |x: f64| x.is_finite().then_some(x);
+    for (t, target) in spec.targets.iter().enumerate() {
+        let e = &estimates[t];
+        columns.push(float_col(
+            target.to_string(),
+            e.iter().map(|e| e.as_ref().map(|e| e.value)).collect(),
+        ));
+        for (k, level) in ["80", "95"].iter().enumerate() {
+            columns.push(float_col(
+                format!("{target}_lo{level}"),
+                e.iter()
+                    .map(|e| e.as_ref().and_then(|e| finite(e.lo[k])))
+                    .collect(),
+            ));
+            columns.push(float_col(
+                format!("{target}_hi{level}"),
+                e.iter()
+                    .map(|e| e.as_ref().and_then(|e| finite(e.hi[k])))
+                    .collect(),
+            ));
+        }
+    }
+    let measured: Vec<Option<usize>> = configs.iter().map(|c| predictor.measured_run(c)).collect();
+    columns.push(str_col("measured_run_id", &|c| {
+        predictor
+            .measured_run(c)
+            .map(|r| table.run_id(r).to_string())
+    }));
+    for target in spec.targets {
+        let col = table.field_index(target).map(|i| table.column(i));
+        columns.push(float_col(
+            format!("measured_{target}"),
+            measured
+                .iter()
+                .map(|r| {
+                    let v = col?.get((*r)?);
+                    match v {
+                        Value::Null => None,
+                        v => v.as_f64(),
+                    }
+                })
+                .collect(),
+        ));
+    }
+    Frame { columns }
+}
