@@ -24,6 +24,7 @@ mod measurements;
 mod metrics;
 mod models;
 mod openapi;
+mod predict;
 mod properties;
 mod reload;
 mod sample;

@@ -1,0 +1,237 @@
+//! Predictions (`/v1/{domain}/predict`) and their held-out figures (`/predict/quality`) over
+//! data/sample: the figures as measured (the conformance suite recomputes them with numpy from the
+//! method as documented), a sweep that gives back its measurement, and every bad input refused.
+
+use serde_json::Value;
+
+use crate::common::TestApp;
+
+fn row<'a>(
+    rows: &'a Value,
+    field: &str,
+    method: &str,
+    scope: &str,
+    value: Option<&str>,
+) -> &'a Value {
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .find(|r| {
+            r["field"] == field
+                && r["method"] == method
+                && r["scope"] == scope
+                && r["value"].as_str() == value
+        })
+        .unwrap_or_else(|| panic!("no row {field} {method} {scope} {value:?}"))
+}
+
+fn close(got: &Value, want: f64, tol: f64) {
+    let g = got
+        .as_f64()
+        .unwrap_or_else(|| panic!("{got} is not a number"));
+    assert!((g - want).abs() <= tol, "{g} is not {want} ± {tol}");
+}
+
+#[tokio::test]
+async fn held_out_figures_of_the_embedded_snapshot() {
+    let app = TestApp::sample().await;
+    let rows = app.get("/v1/llm/predict/quality").await.json();
+    // The regression, each run predicted without its model: 838 stable runs of 34 models.
+    let r = row(&rows, "energy_per_token_joules", "regression", "all", None);
+    assert_eq!(
+        (r["runs"].as_u64(), r["models"].as_u64()),
+        (Some(838), Some(34))
+    );
+    close(&r["median_rel_error"], 0.1709, 5e-4);
+    close(&r["p90_rel_error"], 0.5278, 5e-4);
+    close(&r["coverage80"], 0.7995, 5e-4);
+    close(&r["coverage95"], 0.9439, 5e-4);
+    // A run predicted from the rest of its model's sweep, between two measured batch sizes.
+    let s = row(
+        &rows,
+        "energy_per_token_joules",
+        "sweep_interpolated",
+        "all",
+        None,
+    );
+    assert_eq!(s["runs"], 610);
+    close(&s["median_rel_error"], 0.0327, 5e-4);
+    // EcoLogits' published formula on the same runs: no interval.
+    let e = row(&rows, "energy_per_token_joules", "ecologits", "all", None);
+    close(&e["median_rel_error"], 0.5419, 5e-4);
+    close(&e["p90_rel_error"], 0.9442, 5e-4);
+    assert!(e["coverage80"].is_null());
+    // Per GPU model and per task.
+    let h = row(
+        &rows,
+        "avg_power_watts",
+        "regression",
+        "gpu_model",
+        Some("H100"),
+    );
+    assert_eq!(h["runs"], 405);
+    let g = row(&rows, "median_itl_ms", "regression", "task", Some("gpqa"));
+    assert_eq!(g["runs"], 187);
+    // Diffusion: every run, 12 models.
+    let d = app.get("/v1/diffusion/predict/quality").await.json();
+    let r = row(
+        &d,
+        "energy_per_generation_joules",
+        "regression",
+        "all",
+        None,
+    );
+    assert_eq!(
+        (r["runs"].as_u64(), r["models"].as_u64()),
+        (Some(1020), Some(12))
+    );
+}
+
+#[tokio::test]
+async fn a_measured_configuration_comes_back_from_its_sweep() {
+    let app = TestApp::sample().await;
+    let rows = app
+        .get("/v1/llm/predict?model_id=Qwen/Qwen3-8B&task=gpqa&gpu_model=H100&num_gpus=1&max_num_seqs=8,24")
+        .await
+        .json();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    let m = &rows[0];
+    assert_eq!(m["method"], "sweep_interpolated");
+    assert_eq!(m["measured_run_id"], "gpqa~Qwen--Qwen3-8B~H100~g1~b8~r1");
+    assert_eq!(m["architecture"], "Dense Transformer");
+    let (p, measured) = (
+        m["energy_per_token_joules"].as_f64().unwrap(),
+        m["measured_energy_per_token_joules"].as_f64().unwrap(),
+    );
+    assert!((p / measured - 1.0).abs() < 1e-12, "{p} vs {measured}");
+    let (lo80, hi80) = (
+        m["energy_per_token_joules_lo80"].as_f64().unwrap(),
+        m["energy_per_token_joules_hi80"].as_f64().unwrap(),
+    );
+    let (lo95, hi95) = (
+        m["energy_per_token_joules_lo95"].as_f64().unwrap(),
+        m["energy_per_token_joules_hi95"].as_f64().unwrap(),
+    );
+    assert!(lo95 < lo80 && lo80 < p && p < hi80 && hi80 < hi95);
+    // The interval is symmetric in log space.
+    assert!(((p / lo80) / (hi80 / p) - 1.0).abs() < 1e-9);
+    // Batch 24 was not run: interpolated between 16 and 32, no measured run.
+    let u = &rows[1];
+    assert_eq!(u["max_num_seqs"], 24);
+    assert!(u["measured_run_id"].is_null());
+    assert!(u["measured_energy_per_token_joules"].is_null());
+    // A model given by its parameters: the regression, every default listed in the row.
+    let n = app
+        .get("/v1/llm/predict?model_id=me/mine&total_params_billions=20&activated_params_billions=3&task=gpqa&gpu_model=B200&num_gpus=1&max_num_seqs=64&format=json")
+        .await
+        .json();
+    let n = &n[0];
+    assert_eq!(n["method"], "regression");
+    assert_eq!(n["architecture"], "MoE");
+    assert_eq!(n["weight_precision"], "bfloat16");
+    // Defaults: the model's measured tasks, GPUs, counts and batch sizes.
+    let all = app
+        .get("/v1/llm/predict?model_id=Qwen/Qwen3-8B")
+        .await
+        .json();
+    assert!(all.as_array().unwrap().len() > 10);
+    // Five formats.
+    let csv = app
+        .get("/v1/diffusion/predict?total_params_billions=2&task=text-to-image&gpu_model=H100&num_gpus=1&batch_size=1,2&format=csv")
+        .await;
+    assert_eq!(csv.status, 200);
+    let text = csv.text();
+    assert!(text.starts_with("model_id,total_params_billions,activated_params_billions,task,gpu_model,weight_precision,num_gpus,batch_size,method,energy_per_generation_joules,"));
+    assert_eq!(text.lines().count(), 3);
+}
+
+#[tokio::test]
+async fn bad_predictions_are_refused_naming_the_parameter() {
+    let app = TestApp::sample().await;
+    for (query, parameter, needle) in [
+        ("task=gpqa", "total_params_billions", "give a model_id"),
+        (
+            "model_id=nobody/none",
+            "total_params_billions",
+            "not in the snapshot",
+        ),
+        (
+            "model_id=Qwen/Qwen3-8B&gpu_model=H200",
+            "gpu_model",
+            "did you mean 'B200'",
+        ),
+        (
+            "model_id=Qwen/Qwen3-8B&task=gpqq",
+            "task",
+            "did you mean 'gpqa'",
+        ),
+        (
+            "total_params_billions=0",
+            "total_params_billions",
+            "greater than 0",
+        ),
+        (
+            "total_params_billions=-3",
+            "total_params_billions",
+            "greater than 0",
+        ),
+        (
+            "total_params_billions=5&activated_params_billions=6",
+            "activated_params_billions",
+            "more than",
+        ),
+        (
+            "total_params_billions=5&weight_precision=int3",
+            "weight_precision",
+            "bfloat16",
+        ),
+        (
+            "total_params_billions=5&architecture=RNN",
+            "architecture",
+            "MoE",
+        ),
+        (
+            "model_id=Qwen/Qwen3-8B&num_gpus=0",
+            "num_gpus",
+            "greater than 0",
+        ),
+        (
+            "model_id=Qwen/Qwen3-8B&max_num_seqs=x",
+            "max_num_seqs",
+            "number",
+        ),
+        (
+            "model_id=Qwen/Qwen3-8B&batch_size=8",
+            "batch_size",
+            "max_num_seqs",
+        ),
+    ] {
+        let p = app.get(&format!("/v1/llm/predict?{query}")).await.problem(
+            400,
+            if parameter == "batch_size" {
+                "unknown_parameter"
+            } else {
+                "invalid_parameter"
+            },
+        );
+        assert_eq!(p["parameter"], parameter, "{query}");
+        assert!(
+            p["detail"].as_str().unwrap().contains(needle),
+            "{query}: {p}"
+        );
+    }
+    // 10 batch sizes × 500 GPU counts × 2 GPU models × the model's tasks: over the limit.
+    let counts: Vec<String> = (1..=500).map(|n| n.to_string()).collect();
+    let p = app
+        .get(&format!(
+            "/v1/llm/predict?model_id=Qwen/Qwen3-8B&max_num_seqs=1,2,3,4,5,6,7,8,9,10&gpu_model=H100,B200&num_gpus={}",
+            counts.join(",")
+        ))
+        .await
+        .problem(400, "invalid_parameter");
+    assert!(
+        p["detail"].as_str().unwrap().contains("at most 10000"),
+        "{p}"
+    );
+}
