@@ -107,6 +107,7 @@ fn api(guard: &state::GuardOptions) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(fits::itl_mixtures))
         .routes(routes!(predict::predict))
         .routes(routes!(predict::quality))
+        .routes(routes!(predict::plan_llm))
         .routes(routes!(models::logistic_fit))
         .routes(routes!(models::logistic_eval))
         .merge(bulk)

@@ -41,6 +41,9 @@ pub enum Endpoint {
     Predict,
     /// The predictor's held-out figures (only `format`).
     PredictQuality,
+    /// A deployment plan: `Predict`'s configuration parameters, the workload, the latency target,
+    /// PUE, grid and price.
+    Plan,
 }
 
 /// String filters: (parameter, field, aliases).
@@ -118,6 +121,7 @@ pub const QUERIES: &[(&str, Endpoint)] = &[
     ("itl_chart", ITL_CHART),
     ("predict", Endpoint::Predict),
     ("predict_quality", Endpoint::PredictQuality),
+    ("plan", Endpoint::Plan),
 ];
 
 /// Samples an ITL mixture is fitted to unless `max_samples` says otherwise (the toolkit's users'
@@ -464,6 +468,29 @@ pub fn parameter_specs(domain: Domain, endpoint: Endpoint) -> Vec<ParamSpec> {
                 ValueKind::FieldList(names()),
             ),
         ]),
+        Endpoint::Plan => {
+            out.extend(parameter_specs(domain, Endpoint::Predict).into_iter().filter(|s| s.name != "format").map(|mut s| {
+                match s.name.as_str() {
+                    "task" => s.description = "Task(s) the workload is like, comma-separated (default: the tasks the model was measured on).".into(),
+                    "num_gpus" => s.description = "GPU counts a replica may use, comma-separated (default 1, 2, 4, 8).".into(),
+                    "max_num_seqs" => s.description = "Batch sizes considered, comma-separated (default: every batch size of the snapshot's runs).".into(),
+                    "gpu_model" => s.description = "GPU models allowed, comma-separated (default: every GPU model of the snapshot).".into(),
+                    _ => {}
+                }
+                s
+            }));
+            out.extend([
+                spec("output_tokens_per_s", "The workload: output tokens a second, averaged over the day (or requests_per_day with output_length).", ValueKind::Number),
+                spec("requests_per_day", "The workload: requests a day (with output_length).", ValueKind::Number),
+                spec("output_length", "Output tokens per request (with requests_per_day).", ValueKind::Number),
+                spec("median_itl_ms_max", "Largest median inter-token latency allowed, in ms (predicted or measured).", ValueKind::Number),
+                spec("p90_itl_ms_max", "Largest 90th-percentile inter-token latency allowed, in ms (predicted or measured).", ValueKind::Number),
+                spec("pue", "Power usage effectiveness multiplying GPU energy, at least 1 (default 1: GPU energy only).", ValueKind::Number),
+                spec("grid", "Grid carbon intensity of this ISO 3166-1 alpha-3 country code or Ember region (e.g. USA, FRA, EU, WORLD), from Ember's yearly averages embedded; not with gco2_per_kwh.", ValueKind::Strings),
+                spec("gco2_per_kwh", "Grid carbon intensity, gCO2e/kWh (0 or more); not with grid.", ValueKind::Number),
+                spec("price_per_kwh", "Electricity price per kWh (0 or more), in any currency: cost_per_day is in the same one.", ValueKind::Number),
+            ]);
+        }
         Endpoint::Predict => {
             let batch = match domain {
                 Domain::Llm => "max_num_seqs",

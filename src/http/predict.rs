@@ -15,6 +15,9 @@ use super::params::{Endpoint, Params, suggestion};
 use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::Domain;
 use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
+use crate::engine::models::plan::{
+    PlanRow, Workload, grid_codes, grid_intensity, grid_source, plan,
+};
 use crate::engine::models::predict::{Config, Predictor, quality_frame};
 
 /// Encode `frame` (JSON: a bare array of row objects), cached per request.
@@ -84,7 +87,7 @@ pub async fn predict(
         &headers,
     )?;
     let predictor = p.snapshot.predictor(p.domain);
-    let configs = configurations(&p.params, p.domain, &predictor)?;
+    let configs = configurations(&p.params, p.domain, &predictor, false)?;
     answer(&state, &p, &uri, || {
         Ok(prediction_frame(&predictor, &p, &configs))
     })
@@ -156,11 +159,13 @@ fn known_value(param: &str, value: &str, known: &[String]) -> Result<String, App
     ))
 }
 
-/// The configurations the request asks for, validated.
+/// The configurations the request asks for, validated; a plan's defaults (`plan`) are wider: GPU
+/// counts 1, 2, 4, 8 and every batch size of the snapshot.
 fn configurations(
     params: &Params,
     domain: Domain,
     predictor: &Predictor,
+    plan: bool,
 ) -> Result<Vec<Config>, AppError> {
     let spec = predictor.spec;
     let model_id = params.single_value("model_id")?.map(str::to_string);
@@ -250,6 +255,7 @@ fn configurations(
         _ => {
             let measured: BTreeSet<u64> = model_id
                 .as_deref()
+                .filter(|_| !plan)
                 .map(|m| {
                     predictor
                         .measured_configs(m)
@@ -267,15 +273,19 @@ fn configurations(
     let batches = match params.positives(spec.batch)? {
         Some(v) if !v.is_empty() => v,
         _ => {
-            let measured: BTreeSet<u64> = model_id
-                .as_deref()
-                .map(|m| {
-                    predictor
-                        .measured_configs(m)
-                        .map(|c| c.batch as u64)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let measured: BTreeSet<u64> = if plan {
+                predictor.batch_sizes().iter().map(|&b| b as u64).collect()
+            } else {
+                model_id
+                    .as_deref()
+                    .map(|m| {
+                        predictor
+                            .measured_configs(m)
+                            .map(|c| c.batch as u64)
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
             if measured.is_empty() {
                 match domain {
                     Domain::Llm => vec![8.0, 16.0, 32.0, 64.0, 128.0, 256.0],
@@ -412,4 +422,276 @@ fn prediction_frame(predictor: &Predictor, p: &Prepared, configs: &[Config]) -> 
         ));
     }
     Frame { columns }
+}
+
+/// A deployment plan for an LLM workload.
+///
+/// The workload (`output_tokens_per_s`, or `requests_per_day` × `output_length`) and a latency
+/// target (`median_itl_ms_max`, `p90_itl_ms_max`) for a model (`model_id` or its parameters, as
+/// `/predict` takes them), over the GPU models, GPU counts and batch sizes allowed: every
+/// configuration whose predicted (or measured) ITL meets the target, least energy a day first.
+/// Each row: the configuration, `method` and `measured_run_id`, the ITLs, the tokens a second one
+/// replica serves, `replicas` and `gpus` needed, `power_watts` drawn, `kwh_per_day` with its 80%
+/// and 95% bounds, `kwh_per_million_tokens`, and with a grid (`grid` code or `gco2_per_kwh`) and a
+/// `price_per_kwh`, `kg_co2e_per_day` and `cost_per_day`. JSON is an object with the workload, the
+/// grid and its source, every assumption made, the configurations, and when none meets the target,
+/// `reason` (200, an empty list); the other formats carry the rows.
+#[utoipa::path(
+    get,
+    path = "/v1/llm/plan",
+    tag = "models",
+    responses(
+        (status = 200, description = "The configurations that meet the workload, least energy a day first, with the assumptions made",
+            content(
+                (serde_json::Value = "application/json"),
+                (String = "text/csv"),
+                (String = "application/x-ndjson"),
+                (Vec<u8> = "application/vnd.apache.arrow.stream"),
+                (Vec<u8> = "application/vnd.apache.parquet"),
+            )),
+        super::problems::QueryProblems,
+    ),
+    extensions(("x-query" = json!("plan"))),
+)]
+pub async fn plan_llm(
+    State(state): State<AppState>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let p = prepare(&state, "llm", Endpoint::Plan, query.as_deref(), &headers)?;
+    let predictor = p.snapshot.predictor(Domain::Llm);
+    let candidates = configurations(&p.params, Domain::Llm, &predictor, true)?;
+    let (workload, mut assumptions, grid) = workload(&p.params)?;
+    let (rows, reason) = plan(&predictor, &candidates, &workload);
+    assumptions.push(format!(
+        "{} configurations considered: every combination of the tasks, GPU models, GPU counts and batch sizes asked for (or their defaults)",
+        candidates.len()
+    ));
+    let frame = plan_frame(&p, &rows);
+    if p.format != super::negotiate::Format::Json {
+        return answer(&state, &p, &uri, || Ok(frame));
+    }
+    let e = cached(&state.cache, &p.snapshot, &uri, p.format, || {
+        let mut body = Vec::new();
+        encode::json_array(&mut body, &frame);
+        let configurations: serde_json::Value =
+            serde_json::from_slice(&body).map_err(|e| AppError::Internal(e.to_string()))?;
+        let doc = serde_json::json!({
+            "workload": {
+                "output_tokens_per_s": workload.tokens_per_s,
+                "median_itl_ms_max": workload.median_itl_ms_max,
+                "p90_itl_ms_max": workload.p90_itl_ms_max,
+                "pue": workload.pue,
+                "gco2_per_kwh": workload.gco2_per_kwh,
+                "price_per_kwh": workload.price_per_kwh,
+            },
+            "grid": grid,
+            "assumptions": assumptions,
+            "configurations": configurations,
+            "reason": reason,
+        });
+        Ok(Encoded {
+            content_type: p.format.content_type(),
+            body: serde_json::to_vec(&doc)
+                .map_err(|e| AppError::Internal(e.to_string()))?
+                .into(),
+            total: Some(frame.num_rows()),
+            next: None,
+            warnings: Vec::new(),
+            variants: Default::default(),
+        })
+    })?;
+    Ok(respond(&e))
+}
+
+/// The workload, latency target, PUE, grid and price asked for, with the assumptions they imply.
+fn workload(params: &Params) -> Result<(Workload, Vec<String>, serde_json::Value), AppError> {
+    let mut assumptions = vec![
+        "energy a day is the workload's output tokens times the energy per token of the configuration's measured or predicted operating point (its batch size kept full): a replica's idle time and the prefill of requests beyond the benchmark's are not counted".to_string(),
+        "replicas: the workload's tokens a second over one replica's output throughput at that operating point, rounded up".to_string(),
+        "latency: the predicted (or measured) ITL of the configuration against the target; the interval of a prediction is not applied to the target".to_string(),
+    ];
+    let tokens = match (
+        params.positive("output_tokens_per_s")?,
+        params.positive("requests_per_day")?,
+        params.positive("output_length")?,
+    ) {
+        (Some(t), None, None) => t,
+        (None, Some(r), Some(l)) => {
+            assumptions.push(format!(
+                "{r} requests a day of {l} output tokens, spread evenly over the day: {} output tokens a second",
+                r * l / 86_400.0
+            ));
+            r * l / 86_400.0
+        }
+        (None, Some(_), None) => {
+            return Err(invalid(
+                "output_length",
+                "requests_per_day needs output_length (output tokens per request)".into(),
+                None,
+            ));
+        }
+        (None, None, Some(_)) => {
+            return Err(invalid(
+                "requests_per_day",
+                "output_length needs requests_per_day".into(),
+                None,
+            ));
+        }
+        (Some(_), _, _) => {
+            return Err(invalid(
+                "output_tokens_per_s",
+                "give the workload once: output_tokens_per_s, or requests_per_day with output_length".into(),
+                None,
+            ));
+        }
+        (None, None, None) => {
+            return Err(invalid(
+                "output_tokens_per_s",
+                "the workload is needed: output_tokens_per_s, or requests_per_day with output_length".into(),
+                Some(vec!["output_tokens_per_s".into(), "requests_per_day".into()]),
+            ));
+        }
+    };
+    let median_itl_ms_max = params.positive("median_itl_ms_max")?;
+    let p90_itl_ms_max = params.positive("p90_itl_ms_max")?;
+    if median_itl_ms_max.is_none() && p90_itl_ms_max.is_none() {
+        assumptions.push("no latency target given: every configuration is listed".into());
+    }
+    let pue = match params.single_value("pue")? {
+        None => {
+            assumptions.push("pue 1: GPU energy only (no cooling, CPU, memory or network)".into());
+            1.0
+        }
+        Some(_) => {
+            let v = params.positive("pue")?.unwrap_or(1.0);
+            if v < 1.0 {
+                return Err(invalid("pue", format!("pue is at least 1, got {v}"), None));
+            }
+            v
+        }
+    };
+    let non_negative = |key: &str| -> Result<Option<f64>, AppError> {
+        let Some(v) = params.single_value(key)? else {
+            return Ok(None);
+        };
+        match v.parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+            _ => Err(invalid(
+                key,
+                format!("{key} must be a number of 0 or more, got '{v}'"),
+                None,
+            )),
+        }
+    };
+    let explicit = non_negative("gco2_per_kwh")?;
+    let code = params.single_value("grid")?;
+    let (gco2_per_kwh, grid) = match (code, explicit) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "grid",
+                "give grid or gco2_per_kwh, not both".into(),
+                None,
+            ));
+        }
+        (Some(code), None) => {
+            let Some((code, g)) = grid_intensity(code) else {
+                let codes: Vec<String> = grid_codes().into_iter().map(|c| c.0).collect();
+                return Err(invalid(
+                    "grid",
+                    format!(
+                        "grid '{code}' is not in the embedded data: give an ISO 3166-1 alpha-3 country code (USA, FRA, DEU, ...) or an Ember region (WORLD, EU, ...), or gco2_per_kwh"
+                    ),
+                    Some(codes),
+                ));
+            };
+            let (source, via, licence) = grid_source();
+            assumptions.push(format!("grid {code}: {g} gCO2e/kWh, a yearly average of electricity generation ({source}; {via}; {licence})"));
+            (
+                Some(g),
+                serde_json::json!({"code": code, "gco2_per_kwh": g, "source": source, "via": via, "licence": licence}),
+            )
+        }
+        (None, Some(g)) => (
+            Some(g),
+            serde_json::json!({"gco2_per_kwh": g, "source": "given"}),
+        ),
+        (None, None) => (None, serde_json::Value::Null),
+    };
+    Ok((
+        Workload {
+            tokens_per_s: tokens,
+            median_itl_ms_max,
+            p90_itl_ms_max,
+            pue,
+            gco2_per_kwh,
+            price_per_kwh: non_negative("price_per_kwh")?,
+        },
+        assumptions,
+        grid,
+    ))
+}
+
+fn plan_frame(p: &Prepared, rows: &[PlanRow]) -> Frame {
+    let table = p.snapshot.table(Domain::Llm);
+    let s = |name: &str, f: &dyn Fn(&PlanRow) -> Option<String>| FrameColumn {
+        name: name.into(),
+        data: ColumnData::Str(rows.iter().map(|r| f(r).map(Into::into)).collect()),
+    };
+    let fl = |name: &str, f: &dyn Fn(&PlanRow) -> Option<f64>| FrameColumn {
+        name: name.into(),
+        data: ColumnData::Float(rows.iter().map(f).collect()),
+    };
+    let int = |name: &str, f: &dyn Fn(&PlanRow) -> i64| FrameColumn {
+        name: name.into(),
+        data: ColumnData::Int(rows.iter().map(|r| Some(f(r))).collect()),
+    };
+    Frame {
+        columns: vec![
+            s("model_id", &|r| r.config.model_id.clone()),
+            s("task", &|r| Some(r.config.categories[0].clone())),
+            s("gpu_model", &|r| Some(r.config.categories[1].clone())),
+            int("num_gpus", &|r| r.config.num_gpus as i64),
+            int("max_num_seqs", &|r| r.config.batch as i64),
+            s("method", &|r| Some(r.method.as_str().into())),
+            s("measured_run_id", &|r| {
+                r.measured_run.map(|i| table.run_id(i).to_string())
+            }),
+            fl("median_itl_ms", &|r| Some(r.median_itl_ms)),
+            fl("p90_itl_ms", &|r| r.p90_itl_ms),
+            fl("output_tokens_per_s_per_replica", &|r| {
+                Some(r.tokens_per_s_per_replica)
+            }),
+            int("replicas", &|r| r.replicas as i64),
+            int("gpus", &|r| r.gpus as i64),
+            fl("power_watts", &|r| Some(r.power_watts)),
+            fl("kwh_per_day", &|r| Some(r.kwh_per_day)),
+            fl("kwh_per_day_lo80", &|r| {
+                r.kwh_per_day_lo[0]
+                    .is_finite()
+                    .then_some(r.kwh_per_day_lo[0])
+            }),
+            fl("kwh_per_day_hi80", &|r| {
+                r.kwh_per_day_hi[0]
+                    .is_finite()
+                    .then_some(r.kwh_per_day_hi[0])
+            }),
+            fl("kwh_per_day_lo95", &|r| {
+                r.kwh_per_day_lo[1]
+                    .is_finite()
+                    .then_some(r.kwh_per_day_lo[1])
+            }),
+            fl("kwh_per_day_hi95", &|r| {
+                r.kwh_per_day_hi[1]
+                    .is_finite()
+                    .then_some(r.kwh_per_day_hi[1])
+            }),
+            fl("kwh_per_million_tokens", &|r| {
+                Some(r.kwh_per_million_tokens)
+            }),
+            fl("kg_co2e_per_day", &|r| r.kg_co2e_per_day),
+            fl("cost_per_day", &|r| r.cost_per_day),
+        ],
+    }
 }

@@ -25,7 +25,7 @@ from conftest import SAMPLE
 
 LLM = dict(
     batch="max_num_seqs",
-    targets=["energy_per_token_joules", "avg_power_watts", "median_itl_ms", "output_throughput_tokens_per_sec"],
+    targets=["energy_per_token_joules", "avg_power_watts", "median_itl_ms", "output_throughput_tokens_per_sec", "p90_itl_ms"],
     cats=["task", "gpu_model", "weight_precision", "architecture"],
 )
 DIFFUSION = dict(

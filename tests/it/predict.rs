@@ -235,3 +235,164 @@ async fn bad_predictions_are_refused_naming_the_parameter() {
         "{p}"
     );
 }
+
+/// The measured run of one configuration: (energy per token, output throughput).
+async fn measured(app: &TestApp, query: &str) -> (f64, f64) {
+    let r = app
+        .get(&format!(
+            "/v1/llm/runs?{query}&fields=energy_per_token_joules,output_throughput_tokens_per_sec"
+        ))
+        .await
+        .json();
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{query}");
+    (
+        runs[0]["energy_per_token_joules"].as_f64().unwrap(),
+        runs[0]["output_throughput_tokens_per_sec"]
+            .as_f64()
+            .unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn plans_worked_by_hand_from_measured_runs() {
+    let app = TestApp::sample().await;
+    // 1. 5,000 output tokens a second of chat on one B200 at batch 256, in France, at 0.20 a kWh.
+    let (e, thr) = measured(
+        &app,
+        "model_id=Qwen/Qwen3-8B&task=lm-arena-chat&gpu_model=B200&num_gpus=1&max_num_seqs=256",
+    )
+    .await;
+    let plan = app
+        .get("/v1/llm/plan?model_id=Qwen/Qwen3-8B&task=lm-arena-chat&gpu_model=B200&num_gpus=1&max_num_seqs=256&output_tokens_per_s=5000&median_itl_ms_max=30&grid=FRA&price_per_kwh=0.2")
+        .await
+        .json();
+    let rows = plan["configurations"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(
+        r["measured_run_id"],
+        "lm-arena-chat~Qwen--Qwen3-8B~B200~g1~b256~r2"
+    );
+    let replicas = (5000.0 / thr).ceil();
+    assert_eq!(r["replicas"].as_f64(), Some(replicas));
+    assert_eq!(r["gpus"].as_f64(), Some(replicas));
+    let kwh = e * 5000.0 * 86_400.0 / 3.6e6;
+    close(&r["kwh_per_day"], kwh, kwh * 1e-12);
+    // France's yearly average, pinned: 44.18 gCO2e/kWh.
+    assert_eq!(plan["grid"]["gco2_per_kwh"], 44.18);
+    close(&r["kg_co2e_per_day"], kwh * 44.18 / 1000.0, 1e-12);
+    close(&r["cost_per_day"], kwh * 0.2, 1e-12);
+    close(&r["kwh_per_million_tokens"], e / 3.6, 1e-15);
+    assert!(
+        plan["assumptions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a.as_str().unwrap().starts_with("pue 1: GPU energy only"))
+    );
+    // 2. 2 million requests a day of 600 tokens on H100s, batch 64, with PUE 1.2 and a given grid.
+    let (e, thr) = measured(
+        &app,
+        "model_id=Qwen/Qwen3-8B&task=gpqa&gpu_model=H100&num_gpus=1&max_num_seqs=64",
+    )
+    .await;
+    let plan = app
+        .get("/v1/llm/plan?model_id=Qwen/Qwen3-8B&task=gpqa&gpu_model=H100&num_gpus=1&max_num_seqs=64&requests_per_day=2000000&output_length=600&pue=1.2&gco2_per_kwh=400&p90_itl_ms_max=40")
+        .await
+        .json();
+    let r = &plan["configurations"][0];
+    let tokens = 2e6 * 600.0 / 86_400.0;
+    assert_eq!(r["replicas"].as_f64(), Some((tokens / thr).ceil()));
+    let kwh = e * tokens * 86_400.0 / 3.6e6 * 1.2;
+    close(&r["kwh_per_day"], kwh, kwh * 1e-12);
+    close(&r["kg_co2e_per_day"], kwh * 0.4, kwh * 1e-12);
+    assert!(r["kwh_per_day_lo80"].as_f64().unwrap() < kwh);
+    assert!(r["kwh_per_day_hi95"].as_f64().unwrap() > r["kwh_per_day_hi80"].as_f64().unwrap());
+    // A target nobody meets: 200, no configuration, and why.
+    let none = app
+        .get("/v1/llm/plan?model_id=Qwen/Qwen3-8B&output_tokens_per_s=100&median_itl_ms_max=0.01")
+        .await;
+    assert_eq!(none.status, 200);
+    let none = none.json();
+    assert_eq!(none["configurations"].as_array().unwrap().len(), 0);
+    assert!(
+        none["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no configuration meets")
+    );
+    // Every configuration considered, cheapest first.
+    let all = app
+        .get("/v1/llm/plan?model_id=Qwen/Qwen3-8B&task=gpqa&output_tokens_per_s=1000&format=csv")
+        .await
+        .text();
+    let kwh: Vec<f64> = all
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(13).unwrap().parse().unwrap())
+        .collect();
+    assert!(kwh.len() > 50 && kwh.windows(2).all(|w| w[0] <= w[1]));
+}
+
+#[tokio::test]
+async fn bad_plans_are_refused_naming_the_parameter() {
+    let app = TestApp::sample().await;
+    let base = "/v1/llm/plan?model_id=Qwen/Qwen3-8B";
+    for (query, parameter, needle) in [
+        ("", "output_tokens_per_s", "the workload is needed"),
+        (
+            "&requests_per_day=10",
+            "output_length",
+            "needs output_length",
+        ),
+        (
+            "&output_tokens_per_s=10&requests_per_day=5&output_length=3",
+            "output_tokens_per_s",
+            "once",
+        ),
+        (
+            "&output_tokens_per_s=0",
+            "output_tokens_per_s",
+            "greater than 0",
+        ),
+        ("&output_tokens_per_s=10&grid=XX", "grid", "alpha-3"),
+        (
+            "&output_tokens_per_s=10&grid=FRA&gco2_per_kwh=5",
+            "grid",
+            "not both",
+        ),
+        (
+            "&output_tokens_per_s=10&gco2_per_kwh=-1",
+            "gco2_per_kwh",
+            "0 or more",
+        ),
+        ("&output_tokens_per_s=10&pue=0.8", "pue", "at least 1"),
+        (
+            "&output_tokens_per_s=10&gpu_model=A100",
+            "gpu_model",
+            "not in the snapshot",
+        ),
+    ] {
+        let p = app
+            .get(&format!("{base}{query}"))
+            .await
+            .problem(400, "invalid_parameter");
+        assert_eq!(p["parameter"], parameter, "{query}");
+        assert!(
+            p["detail"].as_str().unwrap().contains(needle),
+            "{query}: {p}"
+        );
+    }
+    // The grid codes are listed when one is not known; a few values pinned.
+    let p = app
+        .get(&format!("{base}&output_tokens_per_s=10&grid=Atlantis"))
+        .await
+        .problem(400, "invalid_parameter");
+    assert!(p["allowed"].as_array().unwrap().iter().any(|c| c == "USA"));
+    use mlenergy_server::engine::models::plan::grid_intensity;
+    assert_eq!(grid_intensity("USA"), Some(("USA".into(), 383.55)));
+    assert_eq!(grid_intensity("fra"), Some(("FRA".into(), 44.18)));
+    assert_eq!(grid_intensity("WORLD"), Some(("WORLD".into(), 472.94)));
+    assert_eq!(grid_intensity("DEU"), Some(("DEU".into(), 342.06)));
+}

@@ -3,6 +3,7 @@
 
 pub mod itl_mixture;
 pub mod logistic;
+pub mod plan;
 pub mod predict;
 pub mod sweep;
 

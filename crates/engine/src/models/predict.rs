@@ -64,6 +64,7 @@ pub const LLM: Spec = Spec {
         "avg_power_watts",
         "median_itl_ms",
         "output_throughput_tokens_per_sec",
+        "p90_itl_ms",
     ],
     categories: &["task", "gpu_model", "weight_precision", "architecture"],
 };
@@ -357,6 +358,12 @@ impl Predictor {
             .iter()
             .filter(move |r| r.model == model)
             .map(|r| &r.config)
+    }
+
+    /// The batch sizes of the training runs, ascending.
+    pub fn batch_sizes(&self) -> Vec<f64> {
+        let set: BTreeSet<u64> = self.rows.iter().map(|r| r.config.batch as u64).collect();
+        set.into_iter().map(|b| b as f64).collect()
     }
 
     /// The models the predictor was fitted on.
