@@ -296,3 +296,30 @@ mod tests {
         assert!(resp.into_body().collect().await.is_err());
     }
 }
+
+/// A frame answered as rows (JSON: a bare array of row objects; the other formats as they
+/// encode frames), made by `make` only when the answer is not cached.
+pub fn frame_rows<F: std::borrow::Borrow<crate::engine::frame::Frame>>(
+    cache: &AnswerCache,
+    snapshot: &Snapshot,
+    uri: &Uri,
+    format: Format,
+    warnings: Vec<String>,
+    make: impl FnOnce() -> Result<F, AppError>,
+) -> Result<Response, AppError> {
+    let e = cached(cache, snapshot, uri, format, || {
+        let made = make()?;
+        let frame = made.borrow();
+        let body =
+            super::encode::encode_frame(frame, format, &|_| true, super::encode::json_array)?;
+        Ok(Encoded {
+            content_type: format.content_type(),
+            body: body.into(),
+            total: Some(frame.num_rows()),
+            next: None,
+            warnings,
+            variants: Default::default(),
+        })
+    })?;
+    Ok(respond(&e))
+}

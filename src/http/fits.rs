@@ -9,7 +9,7 @@ use axum::extract::{OriginalUri, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 
-use super::answer::{Encoded, cached, lookup, respond};
+use super::answer::{frame_rows, lookup};
 use super::encode;
 use super::error::AppError;
 use super::params::{self, Endpoint};
@@ -19,7 +19,7 @@ use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::models::ItlMixtureModel;
 use crate::service::ServiceError;
 
-/// Encode a fit frame as an answer (JSON: a bare array of row objects), cached per request.
+/// A fit frame as rows, cached per request.
 fn answer(
     state: &AppState,
     p: &Prepared,
@@ -27,19 +27,9 @@ fn answer(
     frame: &Frame,
     warnings: Vec<String>,
 ) -> Result<Response, AppError> {
-    let format = p.format;
-    let e = cached(&state.cache, &p.snapshot, uri, format, || {
-        let body = encode::encode_frame(frame, format, &|_| true, encode::json_array)?;
-        Ok(Encoded {
-            content_type: format.content_type(),
-            body: body.into(),
-            total: Some(frame.num_rows()),
-            next: None,
-            warnings,
-            variants: Default::default(),
-        })
-    })?;
-    Ok(respond(&e))
+    frame_rows(&state.cache, &p.snapshot, uri, p.format, warnings, || {
+        Ok(frame)
+    })
 }
 
 /// Logistic fits of batch sweeps.

@@ -8,7 +8,7 @@ use axum::extract::{OriginalUri, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 
-use super::answer::{Encoded, cached, respond};
+use super::answer::{Encoded, cached, frame_rows, respond};
 use super::encode;
 use super::error::AppError;
 use super::params::{Endpoint, Params, suggestion};
@@ -20,27 +20,14 @@ use crate::engine::models::plan::{
 };
 use crate::engine::models::predict::{Config, Predictor, quality_frame};
 
-/// Encode `frame` (JSON: a bare array of row objects), cached per request.
+/// `frame` as rows, made on a cache miss.
 fn answer(
     state: &AppState,
     p: &Prepared,
     uri: &axum::http::Uri,
     frame: impl FnOnce() -> Result<Frame, AppError>,
 ) -> Result<Response, AppError> {
-    let format = p.format;
-    let e = cached(&state.cache, &p.snapshot, uri, format, || {
-        let frame = frame()?;
-        let body = encode::encode_frame(&frame, format, &|_| true, encode::json_array)?;
-        Ok(Encoded {
-            content_type: format.content_type(),
-            body: body.into(),
-            total: Some(frame.num_rows()),
-            next: None,
-            warnings: Vec::new(),
-            variants: Default::default(),
-        })
-    })?;
-    Ok(respond(&e))
+    frame_rows(&state.cache, &p.snapshot, uri, p.format, Vec::new(), frame)
 }
 
 /// Predicted energy, power, latency and throughput of configurations, with intervals.
