@@ -1,7 +1,9 @@
 //! Charts as SVG (`chart`): the Pareto frontier (`/v1/{domain}/charts/pareto.svg`), a batch sweep
 //! with its fitted logistic curves (`/v1/{domain}/charts/sweep.svg`), a run's power or
 //! temperature timeline per GPU with the total (`/v1/{domain}/runs/{run_id}/timeline.svg`), and
-//! the histogram of a run's smoothed inter-token latencies (`/v1/llm/runs/{run_id}/itl.svg`).
+//! the histogram of a run's smoothed inter-token latencies (`/v1/llm/runs/{run_id}/itl.svg`), and
+//! a deployment plan's energy a day against the GPUs each configuration needs
+//! (`/v1/llm/charts/plan.svg`).
 //! The same parameters as the data they draw (but `format` and `fields`), the same caching.
 
 use std::sync::Arc;
@@ -458,4 +460,78 @@ fn run_row(snapshot: &Arc<Snapshot>, domain: Domain, run_id: &str) -> Result<usi
             domain: domain.as_str().into(),
             run_id: run_id.to_string(),
         })
+}
+
+/// A deployment plan drawn: for each configuration that meets the workload's latency target (the
+/// parameters of `/v1/llm/plan`), its energy a day (kWh) against the GPUs it needs (log2 axis),
+/// a series per GPU model, and the chosen one (least energy a day) marked.
+#[utoipa::path(
+    get,
+    path = "/v1/llm/charts/plan.svg",
+    tag = "charts",
+    responses((status = 200, description = "An 800 × 500 SVG chart", content_type = "image/svg+xml", body = String),
+        super::problems::ChartProblems,
+    ),
+    extensions(("x-query" = json!("plan_chart"))),
+)]
+pub async fn plan_chart(
+    State(state): State<AppState>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(query): RawQuery,
+) -> Result<Response, AppError> {
+    use crate::engine::models::plan::plan;
+    let params = Params::parse(Domain::Llm, params::PLAN_CHART, query.as_deref())?;
+    let snapshot = state.service.snapshot();
+    let predictor = snapshot.predictor(Domain::Llm);
+    let candidates = super::predict::configurations(&params, Domain::Llm, &predictor, true)?;
+    let (workload, _, _) = super::predict::workload(&params)?;
+    answer(&state, &snapshot, &uri, None, || {
+        let (rows, reason) = plan(&predictor, &candidates, &workload);
+        let mut series: Vec<Series> = Vec::new();
+        for r in &rows {
+            let gpu = &r.config.categories[1];
+            let point = (r.gpus as f64, r.kwh_per_day);
+            match series.iter_mut().find(|s| &s.name == gpu) {
+                Some(s) => s.points.push(point),
+                None => series.push(Series::new(gpu.clone(), Mark::Points, vec![point])),
+            }
+        }
+        if let Some(best) = rows.first() {
+            let c = &best.config;
+            let mut chosen = Series::new(
+                format!(
+                    "chosen: {} × {} GPU{} at batch {} ({})",
+                    best.replicas,
+                    c.num_gpus,
+                    if c.num_gpus == 1.0 { "" } else { "s" },
+                    c.batch,
+                    c.categories[1]
+                ),
+                Mark::Points,
+                vec![(best.gpus as f64, best.kwh_per_day)],
+            );
+            chosen.emphasis = true;
+            series.push(chosen);
+        }
+        let model = candidates
+            .first()
+            .and_then(|c| c.model_id.clone())
+            .unwrap_or_else(|| "the model".into());
+        Ok(Chart {
+            title: format!(
+                "{model}: energy a day against GPUs needed, {:.0} output tokens/s",
+                workload.tokens_per_s
+            ),
+            x: Axis {
+                label: "GPUs needed (log2 scale)".into(),
+                log2: true,
+            },
+            y: Axis {
+                label: "kWh a day".into(),
+                log2: false,
+            },
+            series,
+            empty_note: Some(reason.unwrap_or_else(|| "no configuration".into())),
+        })
+    })
 }

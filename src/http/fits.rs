@@ -10,7 +10,6 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::answer::{frame_rows, lookup};
-use super::encode;
 use super::error::AppError;
 use super::params::{self, Endpoint};
 use super::state::{ApiPath, AppState, Prepared, prepare};

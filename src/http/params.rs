@@ -94,6 +94,7 @@ pub const PARETO_CHART: Endpoint = Endpoint::Chart(&Endpoint::Pareto);
 pub const SWEEP_CHART: Endpoint = Endpoint::Chart(&Endpoint::SweepChart);
 pub const TIMELINE_CHART: Endpoint = Endpoint::Chart(&Endpoint::RawOne(&["metric", "every"]));
 pub const ITL_CHART: Endpoint = Endpoint::Chart(&Endpoint::RawOne(&[]));
+pub const PLAN_CHART: Endpoint = Endpoint::Chart(&Endpoint::Plan);
 
 /// Every endpoint's query grammar by the name a handler's `#[utoipa::path]` gives it
 /// (`extensions(("x-query" = json!("list")))`), from which the document lists its parameters.
@@ -122,6 +123,7 @@ pub const QUERIES: &[(&str, Endpoint)] = &[
     ("predict", Endpoint::Predict),
     ("predict_quality", Endpoint::PredictQuality),
     ("plan", Endpoint::Plan),
+    ("plan_chart", PLAN_CHART),
 ];
 
 /// Samples an ITL mixture is fitted to unless `max_samples` says otherwise (the toolkit's users'

@@ -148,7 +148,7 @@ fn known_value(param: &str, value: &str, known: &[String]) -> Result<String, App
 
 /// The configurations the request asks for, validated; a plan's defaults (`plan`) are wider: GPU
 /// counts 1, 2, 4, 8 and every batch size of the snapshot.
-fn configurations(
+pub(super) fn configurations(
     params: &Params,
     domain: Domain,
     predictor: &Predictor,
@@ -493,7 +493,9 @@ pub async fn plan_llm(
 }
 
 /// The workload, latency target, PUE, grid and price asked for, with the assumptions they imply.
-fn workload(params: &Params) -> Result<(Workload, Vec<String>, serde_json::Value), AppError> {
+pub(super) fn workload(
+    params: &Params,
+) -> Result<(Workload, Vec<String>, serde_json::Value), AppError> {
     let mut assumptions = vec![
         "energy a day is the workload's output tokens times the energy per token of the configuration's measured or predicted operating point (its batch size kept full): a replica's idle time and the prefill of requests beyond the benchmark's are not counted".to_string(),
         "replicas: the workload's tokens a second over one replica's output throughput at that operating point, rounded up".to_string(),

@@ -396,3 +396,40 @@ async fn bad_plans_are_refused_naming_the_parameter() {
     assert_eq!(grid_intensity("WORLD"), Some(("WORLD".into(), 472.94)));
     assert_eq!(grid_intensity("DEU"), Some(("DEU".into(), 342.06)));
 }
+
+#[tokio::test]
+async fn a_plan_drawn() {
+    let app = TestApp::sample().await;
+    let svg = app
+        .get("/v1/llm/charts/plan.svg?model_id=Qwen/Qwen3-8B&task=lm-arena-chat&output_tokens_per_s=5000&median_itl_ms_max=30")
+        .await;
+    assert_eq!(svg.status, 200);
+    assert_eq!(svg.content_type(), "image/svg+xml");
+    let text = svg.text();
+    // The chosen configuration is the plan's first row.
+    let plan = app
+        .get("/v1/llm/plan?model_id=Qwen/Qwen3-8B&task=lm-arena-chat&output_tokens_per_s=5000&median_itl_ms_max=30")
+        .await
+        .json();
+    let best = &plan["configurations"][0];
+    let chosen = format!("chosen: {} × {} GPU", best["replicas"], best["num_gpus"]);
+    assert!(text.contains(&chosen), "{chosen} not in the chart");
+    assert!(text.contains(&format!("at batch {}", best["max_num_seqs"])));
+    assert!(text.contains("kWh a day") && text.contains("GPUs needed (log2 scale)"));
+    // Nothing meets the target: the chart says why.
+    let empty = app
+        .get("/v1/llm/charts/plan.svg?model_id=Qwen/Qwen3-8B&output_tokens_per_s=100&median_itl_ms_max=0.01")
+        .await;
+    assert_eq!(empty.status, 200);
+    assert!(
+        empty
+            .text()
+            .contains("no configuration meets the latency target")
+    );
+    // The plan's parameters, refused as the plan refuses them; no format.
+    let p = app
+        .get("/v1/llm/charts/plan.svg?model_id=Qwen/Qwen3-8B&output_tokens_per_s=10&format=csv")
+        .await
+        .problem(400, "unknown_parameter");
+    assert_eq!(p["parameter"], "format");
+}
