@@ -22,7 +22,9 @@ runs=${FUZZ_RUNS:-10000000}
 # one target directory, so what they share is built once.
 readers="raw_results raw_paths peer_json"
 http="query_strings json_bodies"
-targets=${FUZZ_TARGETS:-$readers $http}
+# The two HTTP targets first, as a pair: they are the slow ones (CI: 142 s and 84 s of 20,000
+# executions in the quick build, the readers 2 to 39 s).
+targets=${FUZZ_TARGETS:-$http $readers}
 package_of() { case " $http " in *" $1 "*) echo http ;; *) echo . ;; esac; }
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 export RUSTC_BOOTSTRAP=1

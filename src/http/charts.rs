@@ -535,3 +535,98 @@ pub async fn plan_chart(
         })
     })
 }
+
+/// A run's energy rating as a badge (260 × 100): its stars, its group (task, and for LLM runs the
+/// size class), its energy, and the range the bands divide (see the run field `energy_rating`).
+#[utoipa::path(
+    get,
+    path = "/v1/{domain}/runs/{run_id}/rating.svg",
+    tag = "charts",
+    params(
+        ("domain" = crate::engine::Domain, Path, description = "llm or diffusion"),
+        ("run_id" = String, Path, description = "Run id"),
+    ),
+    responses((status = 200, description = "A 260 × 100 SVG badge", content_type = "image/svg+xml", body = String),
+        super::problems::ChartProblems,
+    ),
+    extensions(("x-query" = json!("rating_chart"))),
+)]
+pub async fn rating_badge(
+    State(state): State<AppState>,
+    ApiPath((domain, run_id)): ApiPath<(String, String)>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(query): RawQuery,
+) -> Result<Response, AppError> {
+    let domain = parse_domain(&domain)?;
+    Params::parse(domain, params::RATING_CHART, query.as_deref())?;
+    let snapshot = state.service.snapshot();
+    let row = run_row(&snapshot, domain, &run_id)?;
+    let encoded = cached_as(&state.cache, &snapshot, &uri, "svg", || {
+        let table = snapshot.table(domain);
+        let rating = crate::engine::rating::ratings(domain, &table.frame).swap_remove(row);
+        Ok(Encoded {
+            content_type: SVG,
+            body: badge(domain, rating.as_ref()).into(),
+            total: None,
+            next: None,
+            warnings: Vec::new(),
+            variants: Default::default(),
+        })
+    })?;
+    Ok(respond(&encoded))
+}
+
+/// Text for an SVG document: `&`, `<`, `>` and quotes escaped.
+fn xml_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn badge(domain: Domain, rating: Option<&crate::engine::rating::Rating>) -> String {
+    let unit = match domain {
+        Domain::Llm => "J/token",
+        Domain::Diffusion => "J/generation",
+    };
+    let (label, stars, line1, line2) = match rating {
+        Some(r) => (
+            format!("Energy rating: {} of 5 stars", r.stars),
+            format!(
+                "{}{}",
+                "\u{2605}".repeat(r.stars as usize),
+                "\u{2606}".repeat(5 - r.stars as usize)
+            ),
+            format!("{}: {:.4} {unit}", r.group, r.energy),
+            format!(
+                "5 bands of {:.4}\u{2013}{:.4} over {} runs",
+                r.min, r.max, r.runs
+            ),
+        ),
+        None => (
+            "Energy rating: not rated".to_string(),
+            "not rated".to_string(),
+            match domain {
+                Domain::Llm => "an unstable run, or one without an energy".to_string(),
+                Domain::Diffusion => "a run without an energy".to_string(),
+            },
+            String::new(),
+        ),
+    };
+    format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="260" height="100" viewBox="0 0 260 100" role="img" aria-label="{label}"><title>{label}</title><rect x="0.5" y="0.5" width="259" height="99" fill="#ffffff" stroke="#333333"/><text x="12" y="22" font-family="sans-serif" font-size="13" font-weight="bold" fill="#111111">Energy rating (AI Energy Score's bands)</text><text x="12" y="50" font-family="sans-serif" font-size="24" fill="#111111">{stars}</text><text x="12" y="71" font-family="sans-serif" font-size="11" fill="#222222">{line1}</text><text x="12" y="88" font-family="sans-serif" font-size="10" fill="#555555">{line2}</text></svg>"##,
+        label = xml_text(&label),
+        stars = xml_text(&stars),
+        line1 = xml_text(&line1),
+        line2 = xml_text(&line2),
+    )
+}

@@ -103,6 +103,7 @@ fn api(guard: &state::GuardOptions) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(charts::timeline_chart))
         .routes(routes!(charts::itl_chart))
         .routes(routes!(charts::plan_chart))
+        .routes(routes!(charts::rating_badge))
         .routes(routes!(fits::logistic_fits))
         .routes(routes!(fits::run_itl_mixture))
         .routes(routes!(fits::itl_mixtures))

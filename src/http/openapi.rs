@@ -15,7 +15,7 @@ use utoipa::{OpenApi, PartialSchema, ToSchema};
 use super::params::{self, Endpoint, ParamSpec, ValueKind, spec};
 use super::problems::{PROBLEMS, problem_response};
 use crate::engine::Domain;
-use crate::engine::fields::{FieldSpec, FieldType, RUN_ID, published_fields};
+use crate::engine::fields::{FieldSpec, FieldType, RUN_ID, derived_fields, published_fields};
 
 fn field_schema(f: &FieldSpec) -> Schema {
     let ty = match f.ty {
@@ -43,7 +43,10 @@ fn run_schema(domain: Domain) -> Schema {
     let mut b = ObjectBuilder::new().description(Some(format!(
         "A {domain} run. With `fields`, only run_id and the named fields are present."
     )));
-    for f in std::iter::once(&RUN_ID).chain(published_fields(domain)) {
+    for f in std::iter::once(&RUN_ID)
+        .chain(published_fields(domain))
+        .chain(derived_fields(domain))
+    {
         b = b.property(f.name, field_schema(f));
     }
     // Every field is present unless `fields` projects the run.
@@ -51,9 +54,9 @@ fn run_schema(domain: Domain) -> Schema {
     b.into()
 }
 
-/// A LLM run: `run_id` then the 37 published columns.
+/// A LLM run: `run_id`, the 37 published columns, then the derived `energy_rating`.
 pub struct LlmRun;
-/// A diffusion run: `run_id` then the 23 published columns.
+/// A diffusion run: `run_id`, the 23 published columns, then the derived `energy_rating`.
 pub struct DiffusionRun;
 /// A run of either domain.
 pub struct Run;

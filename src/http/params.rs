@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::engine::fields::{FieldSpec, RUN_ID, published_fields};
+use crate::engine::fields::{FieldSpec, RUN_ID, derived_fields, published_fields};
 use crate::engine::models::SweepQuery;
 use crate::engine::{
     AggFunc, AggSpec, BestQuery, Domain, Filter, FrontierQuery, GroupQuery, RunQuery, RunTable,
@@ -95,6 +95,7 @@ pub const SWEEP_CHART: Endpoint = Endpoint::Chart(&Endpoint::SweepChart);
 pub const TIMELINE_CHART: Endpoint = Endpoint::Chart(&Endpoint::RawOne(&["metric", "every"]));
 pub const ITL_CHART: Endpoint = Endpoint::Chart(&Endpoint::RawOne(&[]));
 pub const PLAN_CHART: Endpoint = Endpoint::Chart(&Endpoint::Plan);
+pub const RATING_CHART: Endpoint = Endpoint::Chart(&Endpoint::RawOne(&[]));
 
 /// Every endpoint's query grammar by the name a handler's `#[utoipa::path]` gives it
 /// (`extensions(("x-query" = json!("list")))`), from which the document lists its parameters.
@@ -124,6 +125,7 @@ pub const QUERIES: &[(&str, Endpoint)] = &[
     ("predict_quality", Endpoint::PredictQuality),
     ("plan", Endpoint::Plan),
     ("plan_chart", PLAN_CHART),
+    ("rating_chart", RATING_CHART),
 ];
 
 /// Samples an ITL mixture is fitted to unless `max_samples` says otherwise (the toolkit's users'
@@ -263,6 +265,7 @@ pub fn parameter_specs(domain: Domain, endpoint: Endpoint) -> Vec<ParamSpec> {
     }
     let fields: Vec<FieldSpec> = std::iter::once(RUN_ID)
         .chain(published_fields(domain).iter().copied())
+        .chain(derived_fields(domain).iter().copied())
         .collect();
     let names = || {
         fields

@@ -22,12 +22,6 @@ pub struct CompileReport {
     pub config_files: usize,
 }
 
-fn published(t: &RunTable) -> Frame {
-    Frame {
-        columns: t.frame.columns[1..].to_vec(),
-    }
-}
-
 /// Copy `src` to `dst` unless `dst` already has the same size and modification time; keeps the
 /// modification time. Returns whether a copy was made.
 fn copy_if_changed(src: &Path, dst: &Path) -> std::io::Result<bool> {
@@ -78,12 +72,12 @@ pub fn write_compiled(
     let mut report = CompileReport::default();
     write_parquet(
         &out.join("runs/llm.parquet"),
-        &published(&built.llm),
+        &built.llm.published_frame(),
         &|n| built.llm.is_nullable(n),
     )?;
     write_parquet(
         &out.join("runs/diffusion.parquet"),
-        &published(&built.diffusion),
+        &built.diffusion.published_frame(),
         &|n| built.diffusion.is_nullable(n),
     )?;
     let llm = &built.llm;

@@ -80,13 +80,6 @@ fn read_jsonl(
     Ok((cols, ids))
 }
 
-/// The published frame of a table (without `run_id`).
-fn published_frame(t: &RunTable) -> Frame {
-    Frame {
-        columns: t.frame.columns[1..].to_vec(),
-    }
-}
-
 /// Build `out` from the shared tables directory `real` (`shared/data/real`).
 pub fn build_sample(real: &Path, out: &Path) -> Result<(), EngineError> {
     let date = snapshot_date(real)?;
@@ -137,7 +130,7 @@ pub fn build_sample(real: &Path, out: &Path) -> Result<(), EngineError> {
         write_parquet_with(
             &out.join("runs")
                 .join(format!("{}.parquet", domain.as_str())),
-            &published_frame(&table),
+            &table.published_frame(),
             &|name| table.is_nullable(name),
             &[("snapshot_date", date.clone())],
         )?;

@@ -224,3 +224,30 @@ def test_a_prediction_is_the_regression_or_the_sweep_recomputed(api):
     assert got["measured_run_id"] is not None
     assert got["energy_per_token_joules_lo80"] < got["energy_per_token_joules"] < got["energy_per_token_joules_hi80"]
     assert got["energy_per_token_joules_lo95"] < got["energy_per_token_joules_lo80"]
+
+
+@pytest.mark.parametrize("domain", ["llm", "diffusion"])
+def test_energy_rating_recomputed(api, domain):
+    """AI Energy Score's rating (huggingface/AIEnergyScore index.md): the energy range of a task's
+    runs (LLM: within size class A <= 20 B, B <= 66 B, C > 66 B total parameters) in five equal
+    bands, 5 stars for the lowest; LLM: stable runs only."""
+    d = runs(domain)
+    energy = "energy_per_token_joules" if domain == "llm" else "energy_per_generation_joules"
+    if domain == "llm":
+        cls = np.where(d.total_params_billions <= 20, "A", np.where(d.total_params_billions <= 66, "B", "C"))
+        d["group"] = d.task + "|" + cls
+    else:
+        d["group"] = d.task
+    lo = d.groupby("group")[energy].transform("min")
+    hi = d.groupby("group")[energy].transform("max")
+    width = (hi - lo) / 5
+    band = np.where(width > 0, np.minimum(np.floor((d[energy] - lo) / width.where(width > 0, 1)), 4), 0)
+    d["want"] = (5 - band).astype(int)
+    # Matched by configuration and energy rather than by order.
+    fields = ["task", "model_id", "gpu_model", "num_gpus", LLM["batch"] if domain == "llm" else "batch_size", energy]
+    rows = api.json(f"/v1/{domain}/runs", fields=",".join(fields + ["energy_rating"]))["runs"]
+    index = {tuple(r[f] for f in fields): r["energy_rating"] for r in rows}
+    assert len(index) == len(rows) == len(d)
+    for _, r in d.iterrows():
+        k = tuple(r[f].item() if hasattr(r[f], "item") else r[f] for f in fields)
+        assert index[k] == r["want"], (k, index[k], r["want"])

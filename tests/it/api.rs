@@ -208,7 +208,8 @@ async fn one_run_by_id_has_every_field() {
     assert_eq!(r.status, 200);
     let v = r.json();
     let obj = v.as_object().unwrap();
-    assert_eq!(obj.len(), 38);
+    // run_id, the 37 published fields and the derived energy_rating.
+    assert_eq!(obj.len(), 39);
     assert_eq!(obj.keys().next().unwrap(), "run_id");
     assert_eq!(v["energy_per_token_joules"], json!(1.3662634337367148));
     assert_eq!(v["avg_batch_size"], json!(7.997300215982722));
@@ -216,7 +217,7 @@ async fn one_run_by_id_has_every_field() {
     assert_eq!(v["is_stable"], true);
     assert_eq!(v["unstable_reason"], "");
     let d = app.get("/v1/diffusion/runs/text-to-image~Efficient-Large-Model--SANA1.5_1.6B_1024px_diffusers~B200~g1~b1~1024x1024~s20~u1~r1").await.json();
-    assert_eq!(d.as_object().unwrap().len(), 24);
+    assert_eq!(d.as_object().unwrap().len(), 25);
     assert_eq!(d["energy_per_generation_joules"], json!(341.98237500339746));
     let p = app
         .get("/v1/llm/runs/gpqa~Qwen--Qwen3-14B~B200~g1~b8~r1?fields=avg_power_watts")
@@ -318,7 +319,7 @@ async fn groups_have_toolkit_key_shapes_and_exact_aggregates() {
             .as_object()
             .unwrap()
             .len(),
-        38
+        39
     );
     assert_eq!(b200["mean_mean_itl_ms"], Value::Null);
 
@@ -337,7 +338,8 @@ async fn fields_and_datasets_describe_what_is_loaded() {
     let app = TestApp::sample().await;
     let f = app.get("/v1/llm/fields").await.json();
     let fields = f["fields"].as_array().unwrap();
-    assert_eq!(fields.len(), 38);
+    // run_id, the 37 published fields and the derived energy_rating.
+    assert_eq!(fields.len(), 39);
     assert_eq!(fields[0]["name"], "run_id");
     let ept = fields
         .iter()
@@ -369,7 +371,7 @@ async fn fields_and_datasets_describe_what_is_loaded() {
             .as_array()
             .unwrap()
             .len(),
-        24
+        25
     );
 
     let d = app.get("/v1/datasets").await.json();
@@ -418,7 +420,7 @@ async fn docs_and_openapi_are_served() {
         assert!(spec["paths"][path]["get"].is_object(), "{path} documented");
     }
     let props = &spec["components"]["schemas"]["LlmRun"]["properties"];
-    assert_eq!(props.as_object().unwrap().len(), 38);
+    assert_eq!(props.as_object().unwrap().len(), 39);
     let docs = app.get("/docs/").await;
     assert_eq!(docs.status, 200);
     assert!(docs.text().contains("swagger"));

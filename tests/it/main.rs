@@ -26,6 +26,7 @@ mod models;
 mod openapi;
 mod predict;
 mod properties;
+mod rating;
 mod reload;
 mod sample;
 mod sql;

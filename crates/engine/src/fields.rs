@@ -476,6 +476,20 @@ pub const DIFFUSION_FIELDS: &[FieldSpec] = &[
     ),
 ];
 
+/// The energy rating (`rating`), computed when the table is built: not a published column.
+pub const ENERGY_RATING: FieldSpec = f(
+    "energy_rating",
+    Int64,
+    Some("stars"),
+    true,
+    "1 to 5 stars as AI Energy Score rates energy: five equal bands of the energy range (per output token for LLM runs, per generation for diffusion) of the runs of the task, LLM runs within their size class (A up to 20 B total parameters, B up to 66 B, C above); 5 is the lowest band. Null for unstable LLM runs.",
+);
+
+/// The columns a run table computes after the published ones.
+pub fn derived_fields(_domain: Domain) -> &'static [FieldSpec] {
+    &[ENERGY_RATING]
+}
+
 /// The published columns of a domain (without `run_id`).
 pub fn published_fields(domain: Domain) -> &'static [FieldSpec] {
     match domain {

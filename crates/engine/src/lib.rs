@@ -20,6 +20,7 @@ pub mod load;
 pub mod models;
 pub mod parquet_runs;
 pub mod query;
+pub mod rating;
 pub mod runid;
 pub mod sql;
 pub mod sql_functions;

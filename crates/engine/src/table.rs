@@ -11,11 +11,11 @@ use super::fields::{self, FieldSpec, FieldType, RUN_ID};
 use super::frame::{ColumnData, Frame, FrameColumn, Value};
 use super::runid::{self, DiffusionKey, LlmKey};
 
-/// One domain's runs. Column 0 is `run_id`; columns 1.. are the published fields in order.
+/// One domain's runs. Column 0 is `run_id`; then the published fields in order, then the derived ones.
 #[derive(Debug)]
 pub struct RunTable {
     pub domain: Domain,
-    /// `run_id` followed by the published fields.
+    /// `run_id`, the published fields, then the derived ones (`fields::derived_fields`).
     pub fields: Vec<FieldSpec>,
     pub frame: Frame,
     index: HashMap<Arc<str>, usize>,
@@ -143,8 +143,18 @@ impl RunTable {
             },
         );
 
+        // Derived columns after the published ones: the energy rating.
+        let stars = crate::rating::ratings(domain, &frame)
+            .into_iter()
+            .map(|r| r.map(|r| r.stars))
+            .collect();
+        frame.columns.push(FrameColumn {
+            name: fields::ENERGY_RATING.name.to_string(),
+            data: ColumnData::Int(stars),
+        });
         let mut table_fields = vec![RUN_ID];
         table_fields.extend_from_slice(specs);
+        table_fields.extend_from_slice(fields::derived_fields(domain));
         Ok(Self::assemble(domain, table_fields, frame))
     }
 
@@ -168,6 +178,14 @@ impl RunTable {
             frame,
             index,
             by_name,
+        }
+    }
+
+    /// The published columns alone (no `run_id`, no derived column), as a dataset stores them.
+    pub fn published_frame(&self) -> Frame {
+        let n = fields::published_fields(self.domain).len();
+        Frame {
+            columns: self.frame.columns[1..=n].to_vec(),
         }
     }
 
