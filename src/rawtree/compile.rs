@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::{Built, histograms};
-use crate::engine::{EngineError, RunTable, frame::Frame};
+use crate::engine::EngineError;
 use crate::rawtree::sample::write_parquet;
 
 /// What `write_compiled` did.

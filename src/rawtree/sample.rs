@@ -15,7 +15,7 @@ use serde_json::Value as Json;
 use super::{Domain, EngineError, RunTable};
 pub use crate::engine::arrow_conv::{write_parquet, write_parquet_with};
 use crate::engine::fields::{FieldSpec, FieldType, published_fields};
-use crate::engine::frame::{ColumnData, Frame, Value};
+use crate::engine::frame::{ColumnData, Value};
 
 fn bad(msg: impl Into<String>) -> EngineError {
     EngineError::Load(msg.into())
