@@ -129,7 +129,20 @@ impl Service {
             .reloader
             .reload(current, false, |s| self.snapshots.swap(s))
             .await?;
+        if swapped.is_some() {
+            self.fit_predictors(self.snapshot());
+        }
         Ok(swapped.unwrap_or_else(|| self.snapshot()))
+    }
+
+    /// Fit `snapshot`'s predictors off the request path (a request that needs one first fits it
+    /// at once; it is one fit either way).
+    fn fit_predictors(&self, snapshot: Arc<Snapshot>) {
+        self.derived.background().spawn_blocking(move || {
+            for domain in crate::engine::Domain::ALL {
+                snapshot.predictor(domain);
+            }
+        });
     }
 
     /// Run read-only SQL on `surface` over `snapshot` (through the gate, under the limits,
@@ -171,9 +184,14 @@ impl Service {
     /// the one served.
     pub async fn reload_if_changed(&self) -> Result<Option<Arc<Snapshot>>, String> {
         let current = self.snapshot();
-        self.reloader
+        let swapped = self
+            .reloader
             .reload(current, true, |s| self.snapshots.swap(s))
-            .await
+            .await?;
+        if swapped.is_some() {
+            self.fit_predictors(self.snapshot());
+        }
+        Ok(swapped)
     }
 
     /// A run's derived raw data (ITLs, output lengths, timelines): from memory, the persisted
@@ -259,10 +277,12 @@ impl Service {
         self.leaderboard.configured_date()
     }
 
-    /// For a server about to answer: the leaderboard's site is made and compressed off the request
-    /// path, and its files that need raw reads are made now when so configured; `stop` ends that.
+    /// For a server about to answer: the predictors are fitted and the leaderboard's site is made
+    /// and compressed off the request path, and its files that need raw reads are made now when so
+    /// configured; `stop` ends that.
     pub fn start_background(self: &Arc<Self>, stop: tokio_util::sync::CancellationToken) {
         Leaderboard::prepare(self);
+        self.fit_predictors(self.snapshot());
         let service = self.clone();
         tokio::spawn(async move {
             service

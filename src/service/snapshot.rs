@@ -170,8 +170,9 @@ impl Snapshot {
             .unwrap_or_else(|| utc_date(self.loaded_at))
     }
 
-    /// The predictor of `domain` fitted on this snapshot's runs (on first use: well under a second
-    /// for the embedded dataset, so neither persisted nor fitted ahead).
+    /// The predictor of `domain` fitted on this snapshot's runs, once: the server fits both off the
+    /// request path when it starts and after a reload (`Service::start_background`, `reload`), a
+    /// request that comes first fits it. Not persisted: 54 ms for the embedded dataset's LLM runs.
     pub fn predictor(&self, domain: Domain) -> Arc<crate::engine::models::predict::Predictor> {
         use crate::engine::models::predict::{Predictor, Spec};
         let slot = &self.predictors[usize::from(domain == Domain::Diffusion)];
