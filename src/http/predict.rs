@@ -359,11 +359,16 @@ fn prediction_frame(predictor: &Predictor, p: &Prepared, configs: &[Config]) -> 
     let estimates: Vec<Vec<Option<_>>> = (0..spec.targets.len())
         .map(|t| configs.iter().map(|c| predictor.predict(t, c)).collect())
         .collect();
-    columns.push(str_col("method", &|c| {
-        predictor
-            .predict(0, c)
-            .map(|e| e.method.as_str().to_string())
-    }));
+    // Every field of a configuration is predicted by the same method: the first field's says it.
+    columns.push(FrameColumn {
+        name: "method".into(),
+        data: ColumnData::Str(
+            estimates[0]
+                .iter()
+                .map(|e| e.as_ref().map(|e| e.method.as_str().into()))
+                .collect(),
+        ),
+    });
     let finite = |x: f64| x.is_finite().then_some(x);
     for (t, target) in spec.targets.iter().enumerate() {
         let e = &estimates[t];
