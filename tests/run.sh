@@ -19,6 +19,8 @@ fi
 
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
   -r tests/conformance/requirements.txt
+# The Python client (clients/python), which the conformance suite compares with the toolkit.
+python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore ./clients/python
 
 ignored=()
 if [ -n "${MLENERGY_TEST_POSTGRES:-}" ]; then

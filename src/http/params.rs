@@ -58,6 +58,7 @@ fn string_filters(
             ("nickname", "nickname", &[]),
             ("precision", "weight_precision", &[]),
             ("architecture", "architecture", &[]),
+            ("run_id", "run_id", &[]),
         ],
         Domain::Diffusion => &[
             ("task", "task", &[]),
@@ -65,6 +66,7 @@ fn string_filters(
             ("gpu_model", "gpu_model", &["gpu"]),
             ("nickname", "nickname", &[]),
             ("precision", "weight_precision", &[]),
+            ("run_id", "run_id", &[]),
         ],
     }
 }
@@ -206,6 +208,7 @@ fn string_filter_doc(param: &str) -> &'static str {
         "nickname" => "Model nickname(s).",
         "precision" => "Weight precision(s), e.g. bfloat16, fp8 (field weight_precision).",
         "architecture" => "Architecture(s), e.g. MoE.",
+        "run_id" => "Run id(s), as the runs list names them: any set of runs, e.g. the rows a client kept.",
         _ => "Values of the field.",
     }
 }
