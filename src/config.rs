@@ -107,6 +107,8 @@ pub struct ServeArgs {
     pub sql: SqlArgs,
     #[command(flatten)]
     pub admin: AdminArgs,
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
     /// The PostgreSQL wire protocol (feature `pg`).
     #[cfg(feature = "pg")]
     #[command(flatten)]
@@ -319,6 +321,24 @@ pub struct AdminArgs {
     pub admin_token: Option<String>,
 }
 
+/// The dataset as a Hugging Face Hub repository under `/hub`, for the unmodified toolkit
+/// (`HF_ENDPOINT=http://HOST:PORT/hub`).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Hugging Face mirror")]
+pub struct MirrorArgs {
+    /// Serve the dataset's files under /hub with the hub's download protocol.
+    #[arg(long, env = "MLENERGY_HUB_MIRROR", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub hub_mirror: bool,
+    /// The repository a local, compiled or raw source is served as (an hf:// source is served as
+    /// itself).
+    #[arg(long, env = "MLENERGY_HUB_MIRROR_REPO", default_value = crate::http::mirror::MirrorOptions::REPO, value_parser = parse_repo_id)]
+    pub hub_mirror_repo: String,
+    /// The bearer token the mirror needs (clients send it as HF_TOKEN). Unset: the mirror answers
+    /// only when the server listens on loopback.
+    #[arg(long, env = "MLENERGY_MIRROR_TOKEN", hide_env_values = true)]
+    pub mirror_token: Option<String>,
+}
+
 /// The PostgreSQL wire protocol's options (built with the `pg` feature).
 #[cfg(feature = "pg")]
 #[derive(Debug, Clone, Args)]
@@ -384,6 +404,21 @@ fn parse_origin(s: &str) -> Result<String, String> {
         ));
     }
     Ok(origin)
+}
+
+/// A hub repository id, `org/name` (letters, digits, `-`, `_`, `.`).
+fn parse_repo_id(s: &str) -> Result<String, String> {
+    let ok_part = |p: &str| {
+        !p.is_empty()
+            && !p.starts_with('.')
+            && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+    };
+    match s.split_once('/') {
+        Some((org, name)) if ok_part(org) && ok_part(name) => Ok(s.to_string()),
+        _ => Err(format!(
+            "'{s}' is not a repository id (org/name, e.g. ml-energy/benchmark-v3)"
+        )),
+    }
 }
 
 /// A `YYYY-MM-DD` date.
@@ -480,6 +515,10 @@ impl ServeArgs {
             leaderboard_ui,
             drain_delay: http.drain_delay,
             watch: self.source.watch.filter(|d| !d.is_zero()),
+            mirror: self.mirror.hub_mirror.then(|| crate::http::mirror::MirrorOptions {
+                repo: self.mirror.hub_mirror_repo.clone(),
+                token: self.mirror.mirror_token.clone().filter(|t| !t.is_empty()),
+            }),
             guard: crate::http::state::GuardOptions {
                 max_uri_bytes: l.max_uri_bytes,
                 max_header_bytes: l.max_header_bytes,

@@ -133,6 +133,15 @@ pub enum AppError {
     /// A reload whose source did not load; the served snapshot is kept.
     #[error("{0}")]
     ReloadFailed(String),
+    /// A hub mirror request for something the mirror does not serve, in the hub's terms: `code` is
+    /// the hub's `X-Error-Code` (`RepoNotFound`, `RevisionNotFound`, `EntryNotFound`), which
+    /// huggingface_hub turns into its own exception; `parameter` names the path part at fault.
+    #[error("{detail}")]
+    HubNotFound {
+        code: &'static str,
+        parameter: &'static str,
+        detail: String,
+    },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -146,7 +155,8 @@ impl AppError {
             AppError::UnknownDomain(_)
             | AppError::UnknownRun { .. }
             | AppError::NoRoute(_)
-            | AppError::RawUnavailable { .. } => StatusCode::NOT_FOUND,
+            | AppError::RawUnavailable { .. }
+            | AppError::HubNotFound { .. } => StatusCode::NOT_FOUND,
             AppError::RawInvalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::SourceDenied { .. } => StatusCode::FORBIDDEN,
             AppError::Upstream {
@@ -208,6 +218,9 @@ impl AppError {
             AppError::Unauthorized(_) => "unauthorized",
             AppError::AdminForbidden(_) => "admin_forbidden",
             AppError::ReloadFailed(_) => "reload_failed",
+            AppError::HubNotFound { code: "RepoNotFound", .. } => "repo_not_found",
+            AppError::HubNotFound { code: "RevisionNotFound", .. } => "revision_not_found",
+            AppError::HubNotFound { .. } => "entry_not_found",
             AppError::Internal(_) => "internal",
         }
     }
@@ -245,6 +258,7 @@ impl AppError {
             AppError::Unauthorized(_) => "Admin token required",
             AppError::AdminForbidden(_) => "Admin actions are off",
             AppError::ReloadFailed(_) => "Reload failed",
+            AppError::HubNotFound { .. } => "Not found on this hub mirror",
             AppError::Internal(_) => "Internal server error",
         }
     }
@@ -397,6 +411,9 @@ impl AppError {
             ),
             AppError::Unauthorized(d) => (Some("Authorization".into()), None, d.clone()),
             AppError::AdminForbidden(d) | AppError::ReloadFailed(d) => (None, None, d.clone()),
+            AppError::HubNotFound {
+                parameter, detail, ..
+            } => (Some((*parameter).into()), None, detail.clone()),
             AppError::Internal(_) => (
                 None,
                 None,
@@ -564,6 +581,13 @@ impl IntoResponse for AppError {
             AppError::Unauthorized(_) => {
                 resp.headers_mut()
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            AppError::HubNotFound { code, detail, .. } => {
+                let h = resp.headers_mut();
+                h.insert("x-error-code", HeaderValue::from_static(code));
+                if let Ok(v) = HeaderValue::from_str(&detail.replace(['\r', '\n'], " ")) {
+                    h.insert("x-error-message", v);
+                }
             }
             _ => {}
         }

@@ -21,6 +21,7 @@ pub mod info;
 pub mod leaderboard;
 pub mod measurements;
 pub mod metrics;
+pub mod mirror;
 pub mod models;
 pub mod negotiate;
 pub mod openapi;
@@ -150,8 +151,10 @@ pub fn app(state: AppState) -> Router {
     .on_response(DefaultOnResponse::new().level(tracing::Level::INFO).latency_unit(LatencyUnit::Micros));
     let cors = cors(&state.http.cors_origins);
     let ui = ui::routes(state.http.leaderboard_ui.as_ref());
+    let mirror = mirror::routes(state.http.mirror.is_some());
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
         .merge(ui)
+        .merge(mirror)
         // Every body is bounded before it is read (the ITL mixture fit's route sets its own,
         // larger bound inside this one); the extension lets a refusal name the bound.
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))

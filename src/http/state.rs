@@ -51,6 +51,8 @@ pub struct HttpOptions {
     pub watch: Option<std::time::Duration>,
     /// Timeouts and the bound of the listener's connections.
     pub connections: super::connections::ConnectionOptions,
+    /// The dataset as a Hugging Face Hub repository under `/hub` (`--hub-mirror`); none: off.
+    pub mirror: Option<super::mirror::MirrorOptions>,
 }
 
 impl Default for HttpOptions {
@@ -63,6 +65,7 @@ impl Default for HttpOptions {
             guard: Default::default(),
             watch: None,
             connections: Default::default(),
+            mirror: None,
         }
     }
 }

@@ -43,6 +43,8 @@ pub struct Service {
     reloader: Reloader,
     /// Other tools' measurements (`--import`) beside the dataset's runs.
     measurements: Measurements,
+    /// The entity tags (SHA-256) of the local files the hub mirror has served.
+    mirror_tags: super::mirror::Tags,
 }
 
 /// What a [`Service`] is built from besides its snapshot and catalog; the default is what
@@ -108,6 +110,7 @@ impl Service {
             .with_max_raw_runs(options.sql_max_raw_runs),
             reloader: options.reloader,
             measurements: options.measurements,
+            mirror_tags: Default::default(),
         }
     }
 
@@ -320,5 +323,23 @@ impl Service {
     /// The runs a query of a raw-derived SQL table may read.
     pub fn sql_max_raw_runs(&self) -> usize {
         self.sql.max_raw_runs
+    }
+
+    /// A file of `snapshot`'s source as the hub mirror serves it (`path` relative to its root).
+    pub async fn mirror_file(
+        &self,
+        snapshot: &Snapshot,
+        path: &str,
+    ) -> Result<super::mirror::MirrorFile, super::mirror::MirrorError> {
+        super::mirror::open_file(snapshot, &self.mirror_tags, path).await
+    }
+
+    /// The files of `snapshot`'s source under `prefix`, with their sizes (the mirror's listings).
+    pub async fn mirror_list(
+        &self,
+        snapshot: &Snapshot,
+        prefix: &str,
+    ) -> Result<Vec<super::mirror::Listed>, super::mirror::MirrorError> {
+        super::mirror::list_files(snapshot, prefix).await
     }
 }

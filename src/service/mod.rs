@@ -14,6 +14,7 @@ pub mod fits;
 pub mod handle;
 pub mod leaderboard;
 pub mod measurements;
+pub mod mirror;
 pub mod open;
 pub mod prefetch;
 pub mod raw_files;

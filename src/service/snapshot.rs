@@ -247,6 +247,12 @@ impl Snapshot {
         }
     }
 
+    /// Where `path` (relative to the dataset root) is read from, when it stays inside the root:
+    /// what the hub mirror serves. `None`: the source has no root (an in-memory dataset).
+    pub fn locate(&self, path: &str) -> Result<Option<RawLocation>, Escape> {
+        self.confine(path)
+    }
+
     /// Where a run's raw file is: its stored path, relative to the dataset root (a local
     /// directory, or the remote source's root through the raw cache). Unlike the toolkit's
     /// `from_directory`, an absolute stored path or one that leaves the root is not followed.

@@ -296,6 +296,11 @@ impl CachedStore {
         Ok(Some(e.size))
     }
 
+    /// Every file of the source under `prefix`, with its size (asked of the source: no fetch).
+    pub async fn list(&self, prefix: &str) -> Result<Vec<(String, u64)>, FetchError> {
+        self.inner.upstream.list(prefix).await
+    }
+
     /// Whether `path` is cached (no fetch).
     pub async fn contains(&self, path: &str) -> Result<bool, FetchError> {
         Ok(self.inner.cached(&self.key(path)).await?.is_some())
@@ -672,6 +677,10 @@ mod tests {
 
         fn namespace(&self) -> String {
             "paced".into()
+        }
+
+        async fn list(&self, _prefix: &str) -> Result<Vec<(String, u64)>, FetchError> {
+            Ok(vec![("file".into(), self.body.len() as u64)])
         }
     }
 

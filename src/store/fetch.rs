@@ -93,7 +93,13 @@ pub trait Upstream: Send + Sync + fmt::Debug {
     async fn fetch(&self, path: &str) -> Result<Download, FetchError>;
     /// Cache namespace: files of different sources (or hub commits) never share a key.
     fn namespace(&self) -> String;
+    /// Every file under `prefix` (relative to the source's root; empty: all), with its size, as
+    /// relative paths (the hub mirror's listings).
+    async fn list(&self, prefix: &str) -> Result<Vec<(String, u64)>, FetchError>;
 }
+
+/// Files a listing holds at most.
+pub const MAX_LISTED: usize = 1_000_000;
 
 /// Options shared by the sources and the cache.
 #[derive(Debug, Clone)]

@@ -435,6 +435,63 @@ impl Upstream for Hub {
     fn namespace(&self) -> String {
         format!("hf/{}/{}", self.repo_id, self.commit)
     }
+
+    /// The hub's tree listing at the pinned commit, recursive, every page (`Link: rel="next"`).
+    async fn list(&self, prefix: &str) -> Result<Vec<(String, u64)>, FetchError> {
+        #[derive(serde::Deserialize)]
+        struct TreeEntry {
+            #[serde(rename = "type")]
+            kind: String,
+            path: String,
+            #[serde(default)]
+            size: u64,
+        }
+        let what = format!("the file list of {}@{}", self.repo_id, self.commit);
+        let mut after = vec!["tree", self.commit.as_str()];
+        after.extend(prefix.split('/').filter(|s| !s.is_empty()));
+        let mut url = self.url(&["api", "datasets"], &after);
+        url.query_pairs_mut().append_pair("recursive", "true");
+        let mut out = Vec::new();
+        for _ in 0..10_000 {
+            let resp = with_retries(self.fetch.retries, || async {
+                let resp = self.get(url.clone(), &what).await?;
+                if !resp.status().is_success() {
+                    return Err(self.status_error(resp.status(), &what));
+                }
+                Ok(resp)
+            })
+            .await?;
+            let next = resp
+                .headers()
+                .get_all(reqwest::header::LINK)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(','))
+                .find(|l| l.contains("rel=\"next\""))
+                .and_then(|l| l.split(';').next())
+                .map(|u| u.trim().trim_start_matches('<').trim_end_matches('>').to_string());
+            let body = match tokio::time::timeout(self.fetch.timeout, resp.bytes()).await {
+                Ok(r) => r.map_err(|e| request_error(&e, &what))?,
+                Err(_) => return Err(FetchError::Timeout(what.clone())),
+            };
+            let page: Vec<TreeEntry> = serde_json::from_slice(&body)
+                .map_err(|e| FetchError::Upstream(format!("{what}: the hub's answer: {e}")))?;
+            out.extend(
+                page.into_iter()
+                    .filter(|e| e.kind == "file" && relative_key(&e.path).is_ok())
+                    .map(|e| (e.path, e.size)),
+            );
+            if out.len() >= super::fetch::MAX_LISTED {
+                break;
+            }
+            // The next page only on the hub's own origin (it carries the token).
+            match next.and_then(|n| url.join(&n).ok()) {
+                Some(n) if n.origin() == self.endpoint.origin() => url = n,
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]

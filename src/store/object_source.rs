@@ -96,6 +96,31 @@ impl Upstream for StoreUpstream {
         })
     }
 
+    async fn list(&self, prefix: &str) -> Result<Vec<(String, u64)>, FetchError> {
+        let base = self.location(prefix);
+        let skip = self.prefix.parts().count();
+        let mut out = Vec::new();
+        let mut listing = self.store.list(Some(&base));
+        while let Some(meta) = listing.next().await {
+            let meta = meta.map_err(|e| FetchError::Upstream(format!("{}: {e}", self.url)))?;
+            let rel = meta
+                .location
+                .parts()
+                .skip(skip)
+                .map(|p| p.as_ref().to_string())
+                .collect::<Vec<_>>()
+                .join("/");
+            // Only paths the source would serve (the same check as a fetch).
+            if confine::relative_key(&rel).is_ok() {
+                out.push((rel, meta.size));
+            }
+            if out.len() >= crate::store::fetch::MAX_LISTED {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
     fn namespace(&self) -> String {
         use sha2::Digest;
         let h = sha2::Sha256::digest(self.url.as_bytes());

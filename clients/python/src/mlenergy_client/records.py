@@ -88,7 +88,7 @@ class LLMRun:
 
     def read_prometheus_json(self) -> dict[str, Any]:
         """The run's prometheus.json, parsed and kept."""
-        if not self._prometheus_path and _link(self) is None:
+        if not self._prometheus_path:
             raise ValueError(f"No prometheus path for run: {self.model_id}")
         return _read_raw(self, "prometheus.json", "_prometheus_json")
 
