@@ -3,6 +3,8 @@
 //!
 //! Layer: the top, with the binary's `main`; may import every layer.
 
+pub mod entry;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
