@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use clap::Parser;
 use super::{BuildArgs, Cli, Command, HealthcheckArgs, ImportArgs, LogFormat, ServeArgs};
 #[cfg(feature = "flight")]
 use crate::flight;
@@ -23,6 +22,7 @@ use crate::service::Service;
 use crate::service::open::{open_dataset, reopen_dataset};
 use crate::service::reload::Reloader;
 use crate::service::static_site::StaticSite;
+use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 /// The log filter: `MLENERGY_LOG` if set, else `RUST_LOG` (what most Rust services read), else

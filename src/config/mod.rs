@@ -413,7 +413,8 @@ fn parse_repo_id(s: &str) -> Result<String, String> {
     let ok_part = |p: &str| {
         !p.is_empty()
             && !p.starts_with('.')
-            && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
     };
     match s.split_once('/') {
         Some((org, name)) if ok_part(org) && ok_part(name) => Ok(s.to_string()),
@@ -517,10 +518,13 @@ impl ServeArgs {
             leaderboard_ui,
             drain_delay: http.drain_delay,
             watch: self.source.watch.filter(|d| !d.is_zero()),
-            mirror: self.mirror.hub_mirror.then(|| crate::http::mirror::MirrorOptions {
-                repo: self.mirror.hub_mirror_repo.clone(),
-                token: self.mirror.mirror_token.clone().filter(|t| !t.is_empty()),
-            }),
+            mirror: self
+                .mirror
+                .hub_mirror
+                .then(|| crate::http::mirror::MirrorOptions {
+                    repo: self.mirror.hub_mirror_repo.clone(),
+                    token: self.mirror.mirror_token.clone().filter(|t| !t.is_empty()),
+                }),
             guard: crate::http::state::GuardOptions {
                 max_uri_bytes: l.max_uri_bytes,
                 max_header_bytes: l.max_header_bytes,

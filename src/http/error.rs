@@ -218,8 +218,14 @@ impl AppError {
             AppError::Unauthorized(_) => "unauthorized",
             AppError::AdminForbidden(_) => "admin_forbidden",
             AppError::ReloadFailed(_) => "reload_failed",
-            AppError::HubNotFound { code: "RepoNotFound", .. } => "repo_not_found",
-            AppError::HubNotFound { code: "RevisionNotFound", .. } => "revision_not_found",
+            AppError::HubNotFound {
+                code: "RepoNotFound",
+                ..
+            } => "repo_not_found",
+            AppError::HubNotFound {
+                code: "RevisionNotFound",
+                ..
+            } => "revision_not_found",
             AppError::HubNotFound { .. } => "entry_not_found",
             AppError::Internal(_) => "internal",
         }

@@ -18,6 +18,7 @@
 //! passed on. Not in the OpenAPI document: it is the hub's protocol, not ours.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
@@ -29,6 +30,7 @@ use futures::StreamExt;
 
 use super::error::AppError;
 use super::state::AppState;
+use crate::service::Snapshot;
 use crate::service::mirror::{Listed, MirrorError, MirrorRepo};
 
 /// The routes (none when the mirror is off).
@@ -46,7 +48,10 @@ pub fn routes(enabled: bool) -> Router<AppState> {
             "/hub/api/datasets/{org}/{name}/revision/{*revision}",
             get(info),
         )
-        .route("/hub/api/datasets/{org}/{name}/tree/{revision}", get(tree_root))
+        .route(
+            "/hub/api/datasets/{org}/{name}/tree/{revision}",
+            get(tree_root),
+        )
         .route(
             "/hub/api/datasets/{org}/{name}/tree/{revision}/{*path}",
             get(tree),
@@ -98,7 +103,8 @@ fn allow(state: &AppState, headers: &HeaderMap) -> Result<MirrorOptions, Respons
         }
         None if state.http.guard.loopback => Ok(options),
         None => Err(AppError::AdminForbidden(
-            "the hub mirror listens beyond loopback without MLENERGY_MIRROR_TOKEN, so it is off".into(),
+            "the hub mirror listens beyond loopback without MLENERGY_MIRROR_TOKEN, so it is off"
+                .into(),
         )
         .into_response()),
     }
@@ -132,8 +138,19 @@ fn refused(e: MirrorError) -> Response {
     .into_response()
 }
 
-fn repo_of(state: &AppState, options: &MirrorOptions) -> MirrorRepo {
-    MirrorRepo::of(&state.service.snapshot(), &options.repo)
+/// The checks every mirror request starts with (the token, then the repository and revision
+/// asked for), and the snapshot it is answered from with the repository it is served as.
+fn open_repo(
+    state: &AppState,
+    headers: &HeaderMap,
+    repo: &str,
+    revision: &str,
+) -> Result<(Arc<Snapshot>, MirrorRepo), Response> {
+    let options = allow(state, headers)?;
+    let snapshot = state.service.snapshot();
+    let served = MirrorRepo::of(&snapshot, &options.repo);
+    served.check(repo, revision).map_err(refused)?;
+    Ok((snapshot, served))
 }
 
 async fn resolve(
@@ -141,15 +158,10 @@ async fn resolve(
     Path((org, name, revision, path)): Path<(String, String, String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    let options = match allow(&state, &headers) {
-        Ok(o) => o,
+    let (snapshot, repo) = match open_repo(&state, &headers, &format!("{org}/{name}"), &revision) {
+        Ok(x) => x,
         Err(r) => return r,
     };
-    let snapshot = state.service.snapshot();
-    let repo = MirrorRepo::of(&snapshot, &options.repo);
-    if let Err(e) = repo.check(&format!("{org}/{name}"), &revision) {
-        return refused(e);
-    }
     let file = match state.service.mirror_file(&snapshot, &path).await {
         Ok(f) => f,
         Err(e) => return refused(e),
@@ -207,7 +219,11 @@ async fn resolve(
 /// The one range of a `Range: bytes=...` header, inclusive (`Ok(None)`: a header we do not take,
 /// answered whole as the HTTP spec allows; `Err`: a range outside the file, 416).
 fn byte_range(v: &HeaderValue, len: u64) -> Result<Option<(u64, u64)>, ()> {
-    let Some(spec) = v.to_str().ok().and_then(|s| s.trim().strip_prefix("bytes=")) else {
+    let Some(spec) = v
+        .to_str()
+        .ok()
+        .and_then(|s| s.trim().strip_prefix("bytes="))
+    else {
         return Ok(None);
     };
     if spec.contains(',') {
@@ -290,15 +306,10 @@ async fn repo_info(
     revision: String,
     headers: HeaderMap,
 ) -> Response {
-    let options = match allow(&state, &headers) {
-        Ok(o) => o,
+    let (snapshot, repo) = match open_repo(&state, &headers, &format!("{org}/{name}"), &revision) {
+        Ok(x) => x,
         Err(r) => return r,
     };
-    let snapshot = state.service.snapshot();
-    let repo = repo_of(&state, &options);
-    if let Err(e) = repo.check(&format!("{org}/{name}"), &revision) {
-        return refused(e);
-    }
     let files = match state.service.mirror_list(&snapshot, "").await {
         Ok(f) => f,
         Err(e) => return refused(e),
@@ -351,8 +362,8 @@ async fn tree_listing(
     query: Option<String>,
     headers: HeaderMap,
 ) -> Response {
-    let options = match allow(&state, &headers) {
-        Ok(o) => o,
+    let (snapshot, repo) = match open_repo(&state, &headers, &format!("{org}/{name}"), &revision) {
+        Ok(x) => x,
         Err(r) => return r,
     };
     let mut recursive = false;
@@ -375,16 +386,16 @@ async fn tree_listing(
             other => {
                 return AppError::UnknownParameter {
                     parameter: other.to_string(),
-                    allowed: vec!["recursive".into(), "expand".into(), "cursor".into(), "limit".into()],
+                    allowed: vec![
+                        "recursive".into(),
+                        "expand".into(),
+                        "cursor".into(),
+                        "limit".into(),
+                    ],
                 }
                 .into_response();
             }
         }
-    }
-    let snapshot = state.service.snapshot();
-    let repo = repo_of(&state, &options);
-    if let Err(e) = repo.check(&format!("{org}/{name}"), &revision) {
-        return refused(e);
     }
     let prefix = path.trim_matches('/').to_string();
     let files = match state.service.mirror_list(&snapshot, &prefix).await {
@@ -415,7 +426,11 @@ fn tree_entries(files: &[Listed], prefix: &str, recursive: bool) -> Vec<serde_js
             continue;
         };
         let parts: Vec<&str> = rest.split('/').collect();
-        let depth = if recursive { parts.len() - 1 } else { 1.min(parts.len() - 1) };
+        let depth = if recursive {
+            parts.len() - 1
+        } else {
+            1.min(parts.len() - 1)
+        };
         for d in 1..=depth {
             folders.insert(format!("{base}{}", parts[..d].join("/")));
         }
@@ -492,13 +507,28 @@ mod tests {
     #[test]
     fn trees() {
         let files = vec![
-            Listed { path: "README.md".into(), size: 5 },
-            Listed { path: "runs/llm.parquet".into(), size: 10 },
-            Listed { path: "llm/h100/a/results.json".into(), size: 3 },
+            Listed {
+                path: "README.md".into(),
+                size: 5,
+            },
+            Listed {
+                path: "runs/llm.parquet".into(),
+                size: 10,
+            },
+            Listed {
+                path: "llm/h100/a/results.json".into(),
+                size: 3,
+            },
         ];
         let paths = |v: Vec<serde_json::Value>| {
             v.iter()
-                .map(|e| format!("{}:{}", e["type"].as_str().unwrap(), e["path"].as_str().unwrap()))
+                .map(|e| {
+                    format!(
+                        "{}:{}",
+                        e["type"].as_str().unwrap(),
+                        e["path"].as_str().unwrap()
+                    )
+                })
                 .collect::<Vec<_>>()
         };
         assert_eq!(
@@ -517,7 +547,13 @@ mod tests {
                 "file:llm/h100/a/results.json"
             ]
         );
-        assert_eq!(paths(tree_entries(&files, "llm/h100", false)), ["directory:llm/h100/a"]);
-        assert_eq!(paths(tree_entries(&files, "runs", true)), ["file:runs/llm.parquet"]);
+        assert_eq!(
+            paths(tree_entries(&files, "llm/h100", false)),
+            ["directory:llm/h100/a"]
+        );
+        assert_eq!(
+            paths(tree_entries(&files, "runs", true)),
+            ["file:runs/llm.parquet"]
+        );
     }
 }

@@ -208,7 +208,9 @@ fn string_filter_doc(param: &str) -> &'static str {
         "nickname" => "Model nickname(s).",
         "precision" => "Weight precision(s), e.g. bfloat16, fp8 (field weight_precision).",
         "architecture" => "Architecture(s), e.g. MoE.",
-        "run_id" => "Run id(s), as the runs list names them: any set of runs, e.g. the rows a client kept.",
+        "run_id" => {
+            "Run id(s), as the runs list names them: any set of runs, e.g. the rows a client kept."
+        }
         _ => "Values of the field.",
     }
 }

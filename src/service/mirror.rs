@@ -81,8 +81,8 @@ impl MirrorRepo {
                 served: self.id.clone(),
             });
         }
-        let ok = revision.eq_ignore_ascii_case(&self.commit)
-            || self.names.iter().any(|n| n == revision);
+        let ok =
+            revision.eq_ignore_ascii_case(&self.commit) || self.names.iter().any(|n| n == revision);
         if !ok {
             return Err(MirrorError::UnknownRevision {
                 asked: revision.to_string(),
@@ -186,7 +186,11 @@ pub async fn open_file(
             let got = store.open(&key).await.map_err(fetch)?;
             let sha256 = match entry.sha256 {
                 Some(s) => s,
-                None => hex::encode(Sha256::digest(format!("{}\0{}", store.key(&key), entry.size))),
+                None => hex::encode(Sha256::digest(format!(
+                    "{}\0{}",
+                    store.key(&key),
+                    entry.size
+                ))),
             };
             let len = got.meta.size;
             let opened = match got.payload {
@@ -216,8 +220,9 @@ use crate::store::fetch::MAX_LISTED;
 pub async fn list_files(snapshot: &Snapshot, prefix: &str) -> Result<Vec<Listed>, MirrorError> {
     let prefix = prefix.trim_matches('/').to_string();
     if !prefix.is_empty() {
-        confine::relative_key(&prefix)
-            .map_err(|_| MirrorError::NotFound(format!("no folder '{prefix}' in this repository")))?;
+        confine::relative_key(&prefix).map_err(|_| {
+            MirrorError::NotFound(format!("no folder '{prefix}' in this repository"))
+        })?;
     }
     if let Some(remote) = &snapshot.source.remote {
         let mut files = remote.list(&prefix).await.map_err(MirrorError::Fetch)?;
@@ -239,8 +244,9 @@ fn walk(root: &Path, prefix: &str) -> Result<Vec<Listed>, MirrorError> {
     let base = if prefix.is_empty() {
         root.to_path_buf()
     } else {
-        confine::resolve_local(root, prefix)
-            .map_err(|_| MirrorError::NotFound(format!("no folder '{prefix}' in this repository")))?
+        confine::resolve_local(root, prefix).map_err(|_| {
+            MirrorError::NotFound(format!("no folder '{prefix}' in this repository"))
+        })?
     };
     if !base.exists() {
         return Err(MirrorError::NotFound(format!(
@@ -251,7 +257,10 @@ fn walk(root: &Path, prefix: &str) -> Result<Vec<Listed>, MirrorError> {
         .canonicalize()
         .map_err(|e| MirrorError::Internal(format!("{}: {e}", root.display())))?;
     let mut out = Vec::new();
-    for entry in walkdir::WalkDir::new(&base).follow_links(true).sort_by_file_name() {
+    for entry in walkdir::WalkDir::new(&base)
+        .follow_links(true)
+        .sort_by_file_name()
+    {
         let Ok(entry) = entry else { continue };
         if !entry.file_type().is_file() {
             continue;

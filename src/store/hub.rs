@@ -469,7 +469,12 @@ impl Upstream for Hub {
                 .flat_map(|v| v.split(','))
                 .find(|l| l.contains("rel=\"next\""))
                 .and_then(|l| l.split(';').next())
-                .map(|u| u.trim().trim_start_matches('<').trim_end_matches('>').to_string());
+                .map(|u| {
+                    u.trim()
+                        .trim_start_matches('<')
+                        .trim_end_matches('>')
+                        .to_string()
+                });
             let body = match tokio::time::timeout(self.fetch.timeout, resp.bytes()).await {
                 Ok(r) => r.map_err(|e| request_error(&e, &what))?,
                 Err(_) => return Err(FetchError::Timeout(what.clone())),
