@@ -333,7 +333,7 @@ pub struct MirrorArgs {
     pub hub_mirror: bool,
     /// The repository a local, compiled or raw source is served as (an hf:// source is served as
     /// itself).
-    #[arg(long, env = "MLENERGY_HUB_MIRROR_REPO", default_value = crate::http::mirror::MirrorOptions::REPO, value_parser = parse_repo_id)]
+    #[arg(long, env = "MLENERGY_HUB_MIRROR_REPO", default_value = crate::http::state::MirrorOptions::REPO, value_parser = parse_repo_id)]
     pub hub_mirror_repo: String,
     /// The bearer token the mirror needs (clients send it as HF_TOKEN). Unset: the mirror answers
     /// only when the server listens on loopback.
@@ -521,7 +521,7 @@ impl ServeArgs {
             mirror: self
                 .mirror
                 .hub_mirror
-                .then(|| crate::http::mirror::MirrorOptions {
+                .then(|| crate::http::state::MirrorOptions {
                     repo: self.mirror.hub_mirror_repo.clone(),
                     token: self.mirror.mirror_token.clone().filter(|t| !t.is_empty()),
                 }),

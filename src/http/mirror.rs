@@ -29,7 +29,7 @@ use axum::routing::get;
 use futures::StreamExt;
 
 use super::error::AppError;
-use super::state::AppState;
+use super::state::{AppState, MirrorOptions};
 use crate::service::Snapshot;
 use crate::service::mirror::{Listed, MirrorError, MirrorRepo};
 
@@ -56,20 +56,6 @@ pub fn routes(enabled: bool) -> Router<AppState> {
             "/hub/api/datasets/{org}/{name}/tree/{revision}/{*path}",
             get(tree),
         )
-}
-
-/// The mirror's options (`--hub-mirror`).
-#[derive(Debug, Clone)]
-pub struct MirrorOptions {
-    /// The repository a local, compiled or raw source is served as (`--hub-mirror-repo`).
-    pub repo: String,
-    /// The bearer token every request needs (`MLENERGY_MIRROR_TOKEN`); none: loopback only.
-    pub token: Option<String>,
-}
-
-impl MirrorOptions {
-    /// `--hub-mirror-repo` unless configured otherwise: the toolkit's default repository.
-    pub const REPO: &'static str = "ml-energy/benchmark-v3";
 }
 
 /// The token check: a configured token must come as `Authorization: Bearer`; without one, only a

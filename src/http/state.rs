@@ -52,7 +52,7 @@ pub struct HttpOptions {
     /// Timeouts and the bound of the listener's connections.
     pub connections: super::connections::ConnectionOptions,
     /// The dataset as a Hugging Face Hub repository under `/hub` (`--hub-mirror`); none: off.
-    pub mirror: Option<super::mirror::MirrorOptions>,
+    pub mirror: Option<MirrorOptions>,
 }
 
 impl Default for HttpOptions {
@@ -73,6 +73,20 @@ impl Default for HttpOptions {
 impl HttpOptions {
     /// `max_age` unless configured otherwise.
     pub const MAX_AGE: u32 = 60;
+}
+
+/// The mirror's options (`--hub-mirror`).
+#[derive(Debug, Clone)]
+pub struct MirrorOptions {
+    /// The repository a local, compiled or raw source is served as (`--hub-mirror-repo`).
+    pub repo: String,
+    /// The bearer token every request needs (`MLENERGY_MIRROR_TOKEN`); none: loopback only.
+    pub token: Option<String>,
+}
+
+impl MirrorOptions {
+    /// `--hub-mirror-repo` unless configured otherwise: the toolkit's default repository.
+    pub const REPO: &'static str = "ml-energy/benchmark-v3";
 }
 
 /// The bounds of every request.
