@@ -119,6 +119,10 @@ pub struct ServeArgs {
     #[cfg(feature = "flight")]
     #[command(flatten)]
     pub flight: FlightArgs,
+    /// The Model Context Protocol (feature `mcp`).
+    #[cfg(feature = "mcp")]
+    #[command(flatten)]
+    pub mcp: McpArgs,
 }
 
 /// The HTTP listener and its answers.
@@ -388,6 +392,52 @@ pub struct FlightArgs {
     pub flight_bind: Option<SocketAddr>,
 }
 
+/// The Model Context Protocol's options (built with the `mcp` feature): the service's questions
+/// as tools for AI assistants at /mcp on the HTTP listener.
+#[cfg(feature = "mcp")]
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Model Context Protocol")]
+pub struct McpArgs {
+    /// Serve /mcp (Streamable HTTP). On by default; `--no-mcp` or MLENERGY_MCP=false turns it off.
+    #[arg(long, env = "MLENERGY_MCP", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub mcp: bool,
+    /// Turn /mcp off.
+    #[arg(long = "no-mcp", default_value_t = false)]
+    pub no_mcp: bool,
+    /// The bearer token /mcp needs. Unset: the admin token when it is set, else none.
+    #[arg(long, env = "MLENERGY_MCP_TOKEN", hide_env_values = true)]
+    pub mcp_token: Option<String>,
+    /// Host names (or host:port) /mcp accepts in the Host header beside localhost, 127.0.0.1 and
+    /// [::1] (the check against DNS rebinding); a public deployment names its own.
+    #[arg(
+        long = "mcp-allowed-host",
+        env = "MLENERGY_MCP_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
+    pub mcp_allowed_hosts: Vec<String>,
+}
+
+#[cfg(feature = "mcp")]
+impl McpArgs {
+    /// The protocol's options, or none when it is off. `admin_token` stands in for the token
+    /// when it is the only one set.
+    pub fn options(&self, admin_token: Option<&str>) -> Option<crate::http::state::McpOptions> {
+        (self.mcp && !self.no_mcp).then(|| crate::http::state::McpOptions {
+            token: self
+                .mcp_token
+                .clone()
+                .filter(|t| !t.is_empty())
+                .or_else(|| admin_token.map(str::to_string)),
+            allowed_hosts: self
+                .mcp_allowed_hosts
+                .iter()
+                .map(|h| h.trim().to_string())
+                .filter(|h| !h.is_empty())
+                .collect(),
+        })
+    }
+}
+
 /// When the leaderboard's histograms are read from raw files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum HistogramReading {
@@ -525,6 +575,12 @@ impl ServeArgs {
                     repo: self.mirror.hub_mirror_repo.clone(),
                     token: self.mirror.mirror_token.clone().filter(|t| !t.is_empty()),
                 }),
+            #[cfg(feature = "mcp")]
+            mcp: self
+                .mcp
+                .options(self.admin.admin_token.as_deref().filter(|t| !t.is_empty())),
+            #[cfg(not(feature = "mcp"))]
+            mcp: None,
             guard: crate::http::state::GuardOptions {
                 max_uri_bytes: l.max_uri_bytes,
                 max_header_bytes: l.max_header_bytes,

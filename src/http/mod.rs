@@ -19,6 +19,8 @@ pub mod groups;
 pub mod guard;
 pub mod info;
 pub mod leaderboard;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod measurements;
 pub mod metrics;
 pub mod mirror;
@@ -152,9 +154,25 @@ pub fn app(state: AppState) -> Router {
     let cors = cors(&state.http.cors_origins);
     let ui = ui::routes(state.http.leaderboard_ui.as_ref());
     let mirror = mirror::routes(state.http.mirror.is_some());
-    api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
+    // The MCP route sends its tools' requests through the router it is part of, bound below.
+    #[cfg(feature = "mcp")]
+    let (mcp, dispatch) = match &state.http.mcp {
+        Some(options) => {
+            let dispatch = mcp::Dispatch::default();
+            (
+                mcp::routes(&state, options, dispatch.clone()),
+                Some(dispatch),
+            )
+        }
+        None => (Router::new(), None),
+    };
+    #[cfg(not(feature = "mcp"))]
+    let mcp = Router::new();
+    let app = api
+        .merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
         .merge(ui)
         .merge(mirror)
+        .merge(mcp)
         // Every body is bounded before it is read (the ITL mixture fit's route sets its own,
         // larger bound inside this one); the extension lets a refusal name the bound.
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))
@@ -187,7 +205,12 @@ pub fn app(state: AppState) -> Router {
         .layer(cors)
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(trace)
-        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid));
+    #[cfg(feature = "mcp")]
+    if let Some(dispatch) = dispatch {
+        dispatch.bind(app.clone());
+    }
+    app
 }
 
 /// Cross-origin reads: GET and HEAD (and the model POSTs) from `origins`, or from any origin

@@ -673,7 +673,7 @@ fn query_of(op: &mut utoipa::openapi::path::Operation, path: &str) -> Option<End
 /// The query parameters of a measurement operation, from the measurement tables' catalog: every
 /// column filters (exact values; numeric ones also `_min`/`_max`), with the list parameters or the
 /// statistics' own. `table` picks the table of `/v1/measurements/{table}`.
-fn measurement_specs(path: &str, table: Option<&str>) -> Option<Vec<ParamSpec>> {
+pub(crate) fn measurement_specs(path: &str, table: Option<&str>) -> Option<Vec<ParamSpec>> {
     use crate::peer::schema::{self, ColType};
     let col_specs = |cols: &[crate::peer::schema::Col], prefix: &str| -> Vec<ParamSpec> {
         let mut v = Vec::new();

@@ -24,6 +24,17 @@ struct RouteLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabels {
+    tool: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabel {
+    tool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct KindLabel {
     pub(super) kind: String,
 }
@@ -57,6 +68,9 @@ pub struct Metrics {
     latency: Family<RouteLabel, Histogram, fn() -> Histogram>,
     bytes: Family<RouteLabel, Counter>,
     in_flight: Gauge,
+    /// MCP tool calls by tool and outcome (ok, refused, failed), and their time.
+    tool_calls: Family<ToolLabels, Counter>,
+    tool_latency: Family<ToolLabel, Histogram, fn() -> Histogram>,
 }
 
 impl Default for Metrics {
@@ -66,6 +80,8 @@ impl Default for Metrics {
             latency: Family::new_with_constructor(latency_histogram),
             bytes: Family::default(),
             in_flight: Gauge::default(),
+            tool_calls: Family::default(),
+            tool_latency: Family::new_with_constructor(latency_histogram),
         }
     }
 }
@@ -104,6 +120,21 @@ impl Metrics {
             .inc();
     }
 
+    /// An MCP tool call has been answered: count it by tool name and outcome.
+    pub fn tool_call(&self, tool: &str, outcome: &str, elapsed: Duration) {
+        self.tool_calls
+            .get_or_create(&ToolLabels {
+                tool: tool.to_string(),
+                outcome: outcome.to_string(),
+            })
+            .inc();
+        self.tool_latency
+            .get_or_create(&ToolLabel {
+                tool: tool.to_string(),
+            })
+            .observe(elapsed.as_secs_f64());
+    }
+
     /// Register the request metrics in `r` (a scrape's registry).
     pub fn register_into(&self, r: &mut Registry) {
         r.register(
@@ -125,6 +156,16 @@ impl Metrics {
             "mlenergy_http_requests_in_flight",
             "Requests being answered now",
             self.in_flight.clone(),
+        );
+        r.register(
+            "mlenergy_mcp_tool_calls",
+            "MCP tool calls answered, by tool and outcome (ok, refused, failed)",
+            self.tool_calls.clone(),
+        );
+        r.register(
+            "mlenergy_mcp_tool_call_duration_seconds",
+            "Time to an MCP tool's answer, by tool",
+            self.tool_latency.clone(),
         );
     }
 }

@@ -53,6 +53,8 @@ pub struct HttpOptions {
     pub connections: super::connections::ConnectionOptions,
     /// The dataset as a Hugging Face Hub repository under `/hub` (`--hub-mirror`); none: off.
     pub mirror: Option<MirrorOptions>,
+    /// The Model Context Protocol at `/mcp` (feature `mcp`); none: off.
+    pub mcp: Option<McpOptions>,
 }
 
 impl Default for HttpOptions {
@@ -66,6 +68,7 @@ impl Default for HttpOptions {
             watch: None,
             connections: Default::default(),
             mirror: None,
+            mcp: None,
         }
     }
 }
@@ -87,6 +90,17 @@ pub struct MirrorOptions {
 impl MirrorOptions {
     /// `--hub-mirror-repo` unless configured otherwise: the toolkit's default repository.
     pub const REPO: &'static str = "ml-energy/benchmark-v3";
+}
+
+/// The Model Context Protocol's options (`/mcp`).
+#[derive(Debug, Clone, Default)]
+pub struct McpOptions {
+    /// The bearer token `/mcp` needs (`MLENERGY_MCP_TOKEN`, else the admin token when it is the
+    /// only one set); none: open, read-only as always.
+    pub token: Option<String>,
+    /// Host names (or `host:port`) accepted in `Host` beside the loopback ones
+    /// (`--mcp-allowed-host`); their origins are accepted in `Origin`.
+    pub allowed_hosts: Vec<String>,
 }
 
 /// The bounds of every request.
