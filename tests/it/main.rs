@@ -20,6 +20,8 @@ mod hub;
 mod layers;
 mod leaderboard;
 mod load;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod measurements;
 mod metrics;
 mod models;

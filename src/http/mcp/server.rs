@@ -236,6 +236,7 @@ impl McpServer {
                     .dispatch
                     .get_json(&with_query(&format!("/v1/{domain}/{path}"), &q))
                     .await?;
+                no_match(spec, &v)?;
                 Ok(rows_result(
                     v,
                     if path == "fits/logistic" { "fits" } else { "" },
@@ -458,6 +459,34 @@ impl McpServer {
         starts.truncate(CompletionInfo::MAX_VALUES);
         starts
     }
+}
+
+/// An empty answer because a filter's value matches no run at all (a typo: the REST answer
+/// warns, with the did-you-mean hint) is a tool error, so that the assistant corrects the value
+/// rather than concluding there is nothing.
+fn no_match(spec: &ToolSpec, v: &Value) -> Result<(), Problem> {
+    let empty = ["runs", "groups"].iter().any(|k| {
+        v.get(*k)
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
+    });
+    let warnings: Vec<&str> = v["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if !empty || warnings.is_empty() {
+        return Ok(());
+    }
+    // "task 'gpqq' matches no run; did you mean 'gpqa'?": the parameter comes first.
+    let parameter = warnings[0]
+        .split_whitespace()
+        .next()
+        .filter(|p| spec.args.iter().any(|a| a.name == *p));
+    let mut p = Problem::new("no_match", 404, &warnings.join("; "), parameter, &[]);
+    p.0["warnings"] = json!(warnings);
+    Err(p)
 }
 
 fn structured(v: Value, text: String) -> CallToolResult {

@@ -37,8 +37,8 @@ pub(super) fn number(v: &Value) -> String {
 pub(super) fn table(rows: &[Value], total: Option<u64>) -> String {
     let Some(Value::Object(first)) = rows.first() else {
         return match total {
-            Some(n) if n > 0 => format!("No rows in this page ({n} in all)."),
-            _ => "No rows.".to_string(),
+            Some(n) if n > 0 => format!("No rows in this page ({n} in all).\n"),
+            _ => "No rows.\n".to_string(),
         };
     };
     let columns: Vec<&String> = first
@@ -117,6 +117,6 @@ mod tests {
             "{t}"
         );
         assert!(t.ends_with("(10 of 40 rows shown, 2 of 3 fields; every row and field is in the structured content)\n"), "{t}");
-        assert_eq!(table(&[], Some(0)), "No rows.");
+        assert_eq!(table(&[], Some(0)), "No rows.\n");
     }
 }
