@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: the Rust suites (unit, in-process router, black-box binary, data/sample and
 # OpenAPI drift), then the conformance suite against the reference toolkit mlenergy-data 0.4.0 and
-# the SQL clients, then schemathesis against the served OpenAPI document (tests/api/run.sh).
+# the SQL clients, then schemathesis against the served OpenAPI document (tests/api/run.sh), then
+# the MCP conformance suite against /mcp (tests/mcp/conformance.sh).
 #
 # The PostgreSQL tests run when MLENERGY_TEST_POSTGRES names a server (a user that may create
 # databases); otherwise cargo reports them as ignored, with the reason. MLENERGY_REQUIRE_POSTGRES=1
@@ -43,3 +44,6 @@ python3 -m pytest -q tests/conformance
 
 # Schemathesis against the served OpenAPI document: every operation, every check.
 bash tests/api/run.sh
+
+# The Model Context Protocol's conformance suite (npm) against /mcp.
+bash tests/mcp/conformance.sh
