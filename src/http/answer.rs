@@ -31,6 +31,28 @@ impl AnswerCache {
         hit
     }
 
+    /// An answer kept under a key of the caller's making (`mcp`: a tool call's result by the
+    /// snapshot, protocol version and call), counted with the others.
+    pub(crate) fn get_keyed(&self, key: &str) -> Option<Bytes> {
+        self.get(key).map(|e| e.body.clone())
+    }
+
+    /// Keep `body` under `key` (see `get_keyed`).
+    pub(crate) fn put_keyed(&self, key: String, content_type: &'static str, body: Bytes) {
+        self.counts[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.entries.insert(
+            key,
+            Arc::new(Encoded {
+                content_type,
+                body,
+                total: None,
+                next: None,
+                warnings: Vec::new(),
+                variants: Default::default(),
+            }),
+        );
+    }
+
     /// Answers given from the cache, and answers computed (and offered to it), since start.
     pub fn counts(&self) -> (u64, u64) {
         use std::sync::atomic::Ordering::Relaxed;

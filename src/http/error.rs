@@ -130,6 +130,10 @@ pub enum AppError {
     /// Admin actions are off (no token configured, listening beyond loopback).
     #[error("{0}")]
     AdminForbidden(String),
+    /// `/mcp` asked under a host name (or from an origin) it does not answer for: the check
+    /// against DNS rebinding.
+    #[error("{0}")]
+    HostNotAllowed(String),
     /// A reload whose source did not load; the served snapshot is kept.
     #[error("{0}")]
     ReloadFailed(String),
@@ -178,7 +182,7 @@ impl AppError {
             AppError::HeadersTooLarge { .. } => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             AppError::RequestTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             AppError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            AppError::AdminForbidden(_) => StatusCode::FORBIDDEN,
+            AppError::AdminForbidden(_) | AppError::HostNotAllowed(_) => StatusCode::FORBIDDEN,
             AppError::ReloadFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -217,6 +221,7 @@ impl AppError {
             AppError::RequestTimeout { .. } => "request_timeout",
             AppError::Unauthorized(_) => "unauthorized",
             AppError::AdminForbidden(_) => "admin_forbidden",
+            AppError::HostNotAllowed(_) => "host_not_allowed",
             AppError::ReloadFailed(_) => "reload_failed",
             AppError::HubNotFound {
                 code: "RepoNotFound",
@@ -263,6 +268,7 @@ impl AppError {
             AppError::RequestTimeout { .. } => "Request timed out",
             AppError::Unauthorized(_) => "Admin token required",
             AppError::AdminForbidden(_) => "Admin actions are off",
+            AppError::HostNotAllowed(_) => "Host not allowed",
             AppError::ReloadFailed(_) => "Reload failed",
             AppError::HubNotFound { .. } => "Not found on this hub mirror",
             AppError::Internal(_) => "Internal server error",
@@ -416,7 +422,9 @@ impl AppError {
                 ),
             ),
             AppError::Unauthorized(d) => (Some("Authorization".into()), None, d.clone()),
-            AppError::AdminForbidden(d) | AppError::ReloadFailed(d) => (None, None, d.clone()),
+            AppError::AdminForbidden(d)
+            | AppError::HostNotAllowed(d)
+            | AppError::ReloadFailed(d) => (None, None, d.clone()),
             AppError::HubNotFound {
                 parameter, detail, ..
             } => (Some((*parameter).into()), None, detail.clone()),

@@ -323,3 +323,74 @@ async fn off_means_no_route_and_calls_are_counted() {
     // The tool's REST request went through the router: counted as a request of its route.
     assert!(metrics.contains("route=\"/v1/{domain}/runs\""), "{metrics}");
 }
+
+#[tokio::test]
+async fn a_repeated_call_is_answered_from_the_cache_with_its_own_id() {
+    let app = app(McpOptions::default()).await;
+    let body = |id: &str| {
+        json!({"jsonrpc": "2.0", "id": serde_json::from_str::<Value>(id).unwrap(), "method": "tools/call",
+               "params": {"name": "group_runs", "arguments": {"by": ["task"], "agg": ["count"]}}})
+        .to_string()
+    };
+    let headers = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-11-25"),
+        LOCAL,
+    ];
+    let answers = |m: &str| -> (u64, u64) {
+        let n = |kind: &str| {
+            m.lines()
+                .find(|l| l.starts_with(&format!("mlenergy_http_answers_total{{kind=\"{kind}\"}}")))
+                .and_then(|l| l.rsplit(' ').next())
+                .map_or(0, |n| n.parse().unwrap())
+        };
+        (n("cache"), n("computed"))
+    };
+    let first = app
+        .send("POST", "/mcp", &headers, axum::body::Body::from(body("7")))
+        .await;
+    let before = answers(&app.get("/metrics").await.text());
+    let second = app
+        .send(
+            "POST",
+            "/mcp",
+            &headers,
+            axum::body::Body::from(body("\"call-8\"")),
+        )
+        .await;
+    let after = answers(&app.get("/metrics").await.text());
+    assert_eq!(first.status, 200);
+    assert_eq!(second.status, 200);
+    let (a, b) = (first.json(), second.json());
+    assert_eq!(a["id"], 7);
+    assert_eq!(b["id"], "call-8");
+    assert_eq!(a["result"], b["result"]);
+    assert_eq!(a["result"]["structuredContent"]["count"], 5);
+    // The second was given from the cache: one hit, nothing computed (neither the tool's REST
+    // request nor the tool's answer).
+    assert_eq!(after.0, before.0 + 1, "{before:?} {after:?}");
+    assert_eq!(after.1, before.1);
+    // An error is not kept: asked twice, computed twice.
+    let bad = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                     "params": {"name": "find_runs", "arguments": {"taks": 1}}})
+    .to_string();
+    for _ in 0..2 {
+        let r = app
+            .send(
+                "POST",
+                "/mcp",
+                &headers,
+                axum::body::Body::from(bad.clone()),
+            )
+            .await;
+        assert_eq!(r.json()["result"]["isError"], true);
+    }
+    let metrics = app.get("/metrics").await.text();
+    assert!(
+        metrics.contains("mlenergy_mcp_tool_calls_total{tool=\"find_runs\",outcome=\"refused\"} 2")
+    );
+    assert!(
+        metrics.contains("mlenergy_mcp_tool_calls_total{tool=\"group_runs\",outcome=\"ok\"} 2")
+    );
+}

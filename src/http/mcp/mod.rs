@@ -15,6 +15,7 @@
 //! when it is the only one set); the `Host` and `Origin` headers checked against DNS rebinding
 //! (rmcp's check: loopback names by default, more with `--mcp-allowed-host`).
 
+mod cache;
 mod catalog;
 mod schema;
 mod server;
@@ -58,25 +59,37 @@ pub fn routes(state: &AppState, options: &McpOptions, dispatch: Dispatch) -> Rou
             [format!("http://{h}:*"), format!("https://{h}:*")]
         })
         .collect();
-    let mut config = StreamableHttpServerConfig::default().with_json_response(true);
+    // JSON answers (a tool sends nothing before its result), bodies bounded as every route's.
+    let hosts_for_cache = hosts.clone();
+    let mut config = StreamableHttpServerConfig::default()
+        .with_json_response(true)
+        .with_max_request_body_bytes(state.http.guard.max_body_bytes);
     config.legacy_session_mode = false;
     config.allowed_hosts = hosts;
     config.allowed_origins = origins;
     let tools = catalog::shared();
+    let listed = std::sync::Arc::new(server::McpServer::listing(&tools));
     let metrics = state.metrics.clone();
     let service = StreamableHttpService::new(
         move || {
             Ok(server::McpServer {
                 dispatch: dispatch.clone(),
                 tools: tools.clone(),
+                listed: listed.clone(),
                 metrics: metrics.clone(),
             })
         },
         std::sync::Arc::new(NeverSessionManager::default()),
         config,
     );
+    let keep = cache::Keep {
+        state: state.clone(),
+        hosts: std::sync::Arc::new(hosts_for_cache),
+    };
+    // Inside out: rmcp; tool answers kept (after the Host and Origin check); the token.
     Router::new()
         .route_service(PATH, service)
+        .layer(axum::middleware::from_fn_with_state(keep, cache::layer))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             require_token,

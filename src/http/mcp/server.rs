@@ -181,11 +181,18 @@ impl Problem {
 pub(super) struct McpServer {
     pub(super) dispatch: Dispatch,
     pub(super) tools: Arc<Vec<ToolSpec>>,
+    /// The tools as listed, built once (rmcp asks for a tool's schema on every call).
+    pub(super) listed: Arc<Vec<Tool>>,
     pub(super) metrics: Arc<Metrics>,
 }
 
 impl McpServer {
-    fn tool(&self, spec: &ToolSpec) -> Tool {
+    /// The tools as `tools/list` gives them.
+    pub(super) fn listing(tools: &[ToolSpec]) -> Vec<Tool> {
+        tools.iter().map(Self::tool).collect()
+    }
+
+    fn tool(spec: &ToolSpec) -> Tool {
         Tool::new(
             spec.name,
             spec.description.clone(),
@@ -773,16 +780,11 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(
-            self.tools.iter().map(|t| self.tool(t)).collect(),
-        ))
+        Ok(ListToolsResult::with_all_items(self.listed.to_vec()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools
-            .iter()
-            .find(|t| t.name == name)
-            .map(|t| self.tool(t))
+        self.listed.iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(
