@@ -7,13 +7,15 @@ energy per token, 50 runs) answers as structured content exactly the REST answer
 GET /v1/llm/runs with that query, then drives each with wrk (2 threads, 16 connections; the
 MCP call as a stateless JSON-RPC POST, protocol 2025-11-25, JSON answers) and prints req/s, p50,
 p99, non-2xx answers, the ratio MCP/REST (issue 33's target: at least 0.5), and the private
-memory (RssAnon) the server grew over its idle figure while each ran. It measures; it asserts
-nothing about speed.
+memory (RssAnon) the server grew over its idle figure while each ran; once with the answer cache
+(the default: both answers kept) and once without (--response-cache-bytes 0: every request planned,
+encoded, and for MCP parsed and written again). It measures; it asserts nothing about speed.
 
     python3 bench/mcp_bench.py [--skip-build] [--duration 10] [--connections 16]
 """
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -22,7 +24,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import LUA, ROOT, bench_args, build_release, ensure_tools, free_port  # noqa: E402
+from bench import LUA, ROOT, bench_args, build_release, free_port, sh  # noqa: E402
 
 QUERY = "/v1/llm/runs?task=gpqa&gpu_model=B200&sort=energy_per_token_joules&limit=50"
 CALL = {
@@ -76,11 +78,20 @@ def main():
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--connections", type=int, default=16)
     args = ap.parse_args()
-    ensure_tools()
+    if not shutil.which("wrk"):
+        sh("apt-get", "install", "-y", "-qq", "wrk")
     server = build_release(args)
+    print(f"\nwrk -t2 -c{args.connections} -d{args.duration}s, the bench's run query (50 of 106 runs), "
+          "one machine for server and load")
+    for label, extra in [("answer cache on (the default)", []), ("answer cache off (--response-cache-bytes 0)",
+                                                                ["--response-cache-bytes", "0"])]:
+        measure(server, label, extra, args)
+
+
+def measure(server, label, extra, args):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([server, "--bind", f"127.0.0.1:{port}", "--data", ROOT / "data/sample"],
+    proc = subprocess.Popen([server, "--bind", f"127.0.0.1:{port}", "--data", ROOT / "data/sample", *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(600):
@@ -104,15 +115,14 @@ def main():
         ]:
             wrk(url, body, headers, 1, args.connections, proc.pid)  # warm-up
             results[name] = wrk(url, body, headers, args.duration, args.connections, proc.pid)
-        print(f"\nwrk -t2 -c{args.connections} -d{args.duration}s, the bench's run query (50 of 106 runs), "
-              f"one machine for server and load; idle RssAnon {idle / 2**20:.1f} MiB\n")
+        print(f"\n{label}; idle RssAnon {idle / 2**20:.1f} MiB\n")
         print(f"{'':28} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8} {'KB/answer':>10} {'RssAnon +MiB':>13}")
         for name, s in results.items():
             per = s["bytes"] / max(s["requests"], 1) / 1000
             print(f"{name:28} {s['rps']:9.0f} {s['p50_us'] / 1000:8.2f} {s['p99_us'] / 1000:8.2f} "
                   f"{s['non_2xx'] + s['socket_errors']:8d} {per:10.1f} {(s['peak_anon'] - idle) / 2**20:13.1f}")
         rest_s, mcp_s = results.values()
-        print(f"\nMCP / REST rate: {mcp_s['rps'] / rest_s['rps']:.2f} (target >= 0.5)")
+        print(f"MCP / REST rate: {mcp_s['rps'] / rest_s['rps']:.2f} (target >= 0.5)")
     finally:
         proc.terminate()
         proc.wait(timeout=40)
