@@ -1,8 +1,16 @@
--- wrk hooks: GET the comma-separated paths of WRK_PATHS in turn (each thread from its own
--- offset), and a one-line JSON summary at the end (as report.lua).
+-- wrk hooks: GET the comma-separated paths of WRK_PATHS (or the lines of the file WRK_PATHS_FILE,
+-- for a stream too long for the environment) in turn, each thread from its own offset, and a
+-- one-line JSON summary at the end (as report.lua).
 local paths = {}
-for p in string.gmatch(os.getenv("WRK_PATHS") or "/", "[^,]+") do
-  table.insert(paths, p)
+local file = os.getenv("WRK_PATHS_FILE")
+if file then
+  for line in io.lines(file) do
+    if #line > 0 then table.insert(paths, line) end
+  end
+else
+  for p in string.gmatch(os.getenv("WRK_PATHS") or "/", "[^,]+") do
+    table.insert(paths, p)
+  end
 end
 local threads = 0
 local i = 0

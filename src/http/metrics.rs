@@ -258,6 +258,21 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         "SQL queries not answered, by why (refused, invalid, a limit, busy); a running total",
         outcomes,
     );
+    let plans = Family::<KindLabel, Counter>::default();
+    for (kind, n) in [
+        ("hit", sql.plan_hits),
+        ("miss", sql.plan_misses),
+        ("eviction", sql.plan_evictions),
+    ] {
+        plans
+            .get_or_create(&KindLabel { kind: kind.into() })
+            .inc_by(n);
+    }
+    r.register(
+        "mlenergy_sql_plan_cache",
+        "Prepared SQL statements: queries whose statement was planned before (hit) or for them (miss), and statements dropped to stay in the cache's bound (eviction)",
+        plans,
+    );
 
     let mut text = String::new();
     if prometheus_client::encoding::text::encode(&mut text, &r).is_err() {

@@ -18,11 +18,19 @@ use super::derived::DerivedData;
 use super::snapshot::Snapshot;
 use super::sql_tables::{MAX_RAW_RUNS, RawTable, RawTableKind};
 use crate::engine::sql::{self, SqlAnswer, SqlError, SqlLimits};
+use crate::engine::sql_prepared::{self, Prepared, PreparedError};
 
-/// Counts of the queries asked and of those not answered, by why.
+/// Counts of the queries asked and of those not answered, by why, and of the prepared
+/// statements' use.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SqlStats {
     pub queries: u64,
+    /// Queries whose statement was planned before (the plan bound with their values).
+    pub plan_hits: u64,
+    /// Queries whose statement was planned for them (and kept).
+    pub plan_misses: u64,
+    /// Prepared statements dropped to keep the cache in its bound.
+    pub plan_evictions: u64,
     pub refused: u64,
     pub invalid: u64,
     pub timeouts: u64,
@@ -34,6 +42,9 @@ pub struct SqlStats {
 #[derive(Debug, Default)]
 struct Counts {
     queries: std::sync::atomic::AtomicU64,
+    plan_hits: std::sync::atomic::AtomicU64,
+    plan_misses: std::sync::atomic::AtomicU64,
+    plan_evictions: Arc<std::sync::atomic::AtomicU64>,
     refused: std::sync::atomic::AtomicU64,
     invalid: std::sync::atomic::AtomicU64,
     timeouts: std::sync::atomic::AtomicU64,
@@ -82,12 +93,26 @@ pub struct Sql {
     queue: usize,
     permits: Semaphore,
     waiting: AtomicUsize,
-    /// Each surface's context, with the snapshot generation it was made for.
-    contexts: Mutex<Vec<(&'static str, u64, SessionContext)>>,
+    /// Each surface's context and prepared statements, with the snapshot generation they were
+    /// made for (a new snapshot drops both).
+    contexts: Mutex<Vec<(&'static str, u64, SessionContext, Plans)>>,
     counts: Counts,
 }
 
+/// A statement's plan as kept: prepared, or not preparable (it is run as written).
+enum Plan {
+    Ready(Prepared),
+    AsWritten,
+}
+
+/// One context's prepared statements by their lifted text (`engine::sql_prepared`), at most
+/// `PLANS` of them (least recently used dropped first).
+type Plans = moka::sync::Cache<String, Arc<Plan>>;
+
 impl Sql {
+    /// Prepared statements kept per surface and snapshot.
+    pub const PLANS: u64 = 1024;
+
     /// Queries waiting for a turn unless configured otherwise.
     pub const QUEUE: usize = 16;
 
@@ -124,15 +149,15 @@ impl Sql {
         surface: &Surface,
         snapshot: &Arc<Snapshot>,
         derived: &DerivedData,
-    ) -> Result<SessionContext, SqlError> {
+    ) -> Result<(SessionContext, Plans), SqlError> {
         let generation = snapshot.generation;
-        let cached = |all: &Vec<(&'static str, u64, SessionContext)>| {
+        let cached = |all: &Vec<(&'static str, u64, SessionContext, Plans)>| {
             all.iter()
-                .find(|(n, g, _)| *n == surface.name && *g == generation)
-                .map(|(_, _, c)| c.clone())
+                .find(|(n, g, _, _)| *n == surface.name && *g == generation)
+                .map(|(_, _, c, p)| (c.clone(), p.clone()))
         };
-        if let Some(ctx) = cached(&self.contexts.lock().expect("not poisoned")) {
-            return Ok(ctx);
+        if let Some(found) = cached(&self.contexts.lock().expect("not poisoned")) {
+            return Ok(found);
         }
         let ctx = sql::sql_context(snapshot, self.limits.memory_bytes).await?;
         for kind in RawTableKind::ALL {
@@ -141,10 +166,19 @@ impl Sql {
                 .map_err(|e| SqlError::Internal(e.to_string()))?;
         }
         (surface.setup)(&ctx).map_err(SqlError::Internal)?;
+        let evictions = self.counts.plan_evictions.clone();
+        let plans: Plans = moka::sync::Cache::builder()
+            .max_capacity(Self::PLANS)
+            .eviction_listener(move |_k, _v, cause| {
+                if cause == moka::notification::RemovalCause::Size {
+                    evictions.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .build();
         let mut all = self.contexts.lock().expect("not poisoned");
-        all.retain(|(n, _, _)| *n != surface.name);
-        all.push((surface.name, generation, ctx.clone()));
-        Ok(ctx)
+        all.retain(|(n, _, _, _)| *n != surface.name);
+        all.push((surface.name, generation, ctx.clone(), plans.clone()));
+        Ok((ctx, plans))
     }
 
     /// Plan `text` on `surface` under the read-only policy, without running it (a statement a
@@ -156,7 +190,7 @@ impl Sql {
         derived: &DerivedData,
         text: &str,
     ) -> Result<LogicalPlan, SqlError> {
-        let ctx = self.context(surface, snapshot, derived).await?;
+        let (ctx, _) = self.context(surface, snapshot, derived).await?;
         sql::plan(&ctx, text, &self.limits).await
     }
 
@@ -167,7 +201,7 @@ impl Sql {
         snapshot: &Arc<Snapshot>,
         derived: &DerivedData,
     ) -> Result<Vec<(String, datafusion::arrow::datatypes::SchemaRef)>, SqlError> {
-        let ctx = self.context(surface, snapshot, derived).await?;
+        let (ctx, _) = self.context(surface, snapshot, derived).await?;
         let schema = ctx
             .catalog("datafusion")
             .and_then(|c| c.schema("public"))
@@ -189,6 +223,9 @@ impl Sql {
         let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         SqlStats {
             queries: l(&c.queries),
+            plan_hits: l(&c.plan_hits),
+            plan_misses: l(&c.plan_misses),
+            plan_evictions: l(&c.plan_evictions),
             refused: l(&c.refused),
             invalid: l(&c.invalid),
             timeouts: l(&c.timeouts),
@@ -213,8 +250,11 @@ impl Sql {
         c.queries.fetch_add(1, Ordering::Relaxed);
         let out = async {
             let _permit = self.turn().await?;
-            let shared = self.context(surface, snapshot, derived).await?;
+            let (shared, plans) = self.context(surface, snapshot, derived).await?;
             let ctx = sql::with_own_memory(&shared, self.limits.memory_bytes)?;
+            if let Some(answer) = self.prepared(&ctx, &plans, text, &params, timeout).await {
+                return Ok(answer?);
+            }
             Ok(sql::run(&ctx, text, params, &self.limits, timeout).await?)
         }
         .await;
@@ -230,6 +270,47 @@ impl Sql {
             counter.fetch_add(1, Ordering::Relaxed);
         }
         out
+    }
+
+    /// The answer of `text`'s prepared statement (planned now if it is new), or none when it is
+    /// to be run as written: not one query, not preparable, or values that do not bind.
+    async fn prepared(
+        &self,
+        ctx: &SessionContext,
+        plans: &Plans,
+        text: &str,
+        params: &ParamValues,
+        timeout: Option<Duration>,
+    ) -> Option<Result<SqlAnswer, SqlError>> {
+        let lifted = sql_prepared::lift(text)?;
+        let plan = match plans.get(&lifted.key) {
+            Some(plan) => {
+                self.counts.plan_hits.fetch_add(1, Ordering::Relaxed);
+                plan
+            }
+            None => {
+                self.counts.plan_misses.fetch_add(1, Ordering::Relaxed);
+                // A statement that does not prepare is run as written, which says why.
+                let plan = Arc::new(
+                    match sql_prepared::prepare(ctx, &lifted, &self.limits).await {
+                        Ok(p) => Plan::Ready(p),
+                        Err(_) => Plan::AsWritten,
+                    },
+                );
+                plans.insert(lifted.key.clone(), plan.clone());
+                plan
+            }
+        };
+        let Plan::Ready(prepared) = &*plan else {
+            return None;
+        };
+        match sql_prepared::run_prepared(ctx, prepared, &lifted, params, &self.limits, timeout)
+            .await
+        {
+            Ok(answer) => Some(Ok(answer)),
+            Err(PreparedError::Failed(e)) => Some(Err(e)),
+            Err(PreparedError::Unbound) => None,
+        }
     }
 
     /// A turn at the gate: at once, or after waiting in the queue (for no longer than the time

@@ -184,7 +184,6 @@ impl RawTable {
 
 /// The run ids a predicate restricts `run_id` to, if it is one this table pushes down.
 fn run_ids(e: &Expr) -> Option<BTreeSet<String>> {
-    let is_run_id = |e: &Expr| matches!(e, Expr::Column(c) if c.name == "run_id");
     let text = |e: &Expr| match e {
         Expr::Literal(
             ScalarValue::Utf8(Some(s))
@@ -209,6 +208,24 @@ fn run_ids(e: &Expr) -> Option<BTreeSet<String>> {
     }
 }
 
+fn is_run_id(e: &Expr) -> bool {
+    matches!(e, Expr::Column(c) if c.name == "run_id")
+}
+
+/// A `run_id` predicate whose values are placeholders of a prepared statement
+/// (`engine::sql_prepared`): pushed into the scan like `run_ids`' so that, once bound, the scan
+/// reads the runs it names.
+fn run_id_placeholders(e: &Expr) -> bool {
+    let value = |e: &Expr| matches!(e, Expr::Placeholder(_) | Expr::Literal(..));
+    match e {
+        Expr::BinaryExpr(b) if b.op == Operator::Eq => {
+            (is_run_id(&b.left) && value(&b.right)) || (is_run_id(&b.right) && value(&b.left))
+        }
+        Expr::InList(l) if !l.negated && is_run_id(&l.expr) => l.list.iter().all(value),
+        _ => false,
+    }
+}
+
 #[async_trait]
 impl TableProvider for RawTable {
     fn schema(&self) -> SchemaRef {
@@ -226,7 +243,7 @@ impl TableProvider for RawTable {
         Ok(filters
             .iter()
             .map(|f| {
-                if run_ids(f).is_some() {
+                if run_ids(f).is_some() || run_id_placeholders(f) {
                     TableProviderFilterPushDown::Inexact
                 } else {
                     TableProviderFilterPushDown::Unsupported

@@ -54,6 +54,13 @@ async fn reload_swaps_the_snapshot_and_keeps_it_when_the_source_breaks() {
         .unwrap()
         .parse::<u64>()
         .unwrap();
+    // A prepared SQL statement over the old snapshot (POST: no kept answer).
+    async fn count(app: &TestApp) -> serde_json::Value {
+        let body = r#"{"sql": "SELECT count(*) AS n FROM llm_runs WHERE task = 'lm-arena-chat'"}"#;
+        app.post("/v1/sql", "application/json", body).await.json()["rows"][0]["n"].clone()
+    }
+    assert_eq!(count(&app).await, 328);
+    assert_eq!(count(&app).await, 328);
     std::fs::write(root.join("runs/llm.parquet"), &gpqa.body).unwrap();
     assert_eq!(app.get("/v1/llm/runs?limit=1").await.json()["total"], 838);
 
@@ -64,6 +71,8 @@ async fn reload_swaps_the_snapshot_and_keeps_it_when_the_source_breaks() {
     assert_eq!(reloaded["diffusion_runs"], 1020);
     let after = app.get("/v1/llm/runs?limit=1").await;
     assert_eq!(after.json()["total"], n_gpqa);
+    // The statement's plan read the old tables: dropped with them, planned again.
+    assert_eq!(count(&app).await, 0);
     let id1 = after.headers["x-snapshot-id"].to_str().unwrap().to_string();
     assert_ne!(id1, id0);
     assert_eq!(reloaded["snapshot"], id1.as_str());

@@ -8,7 +8,56 @@ use std::time::Duration;
 use mlenergy_server::engine::sql::SqlLimits;
 use serde_json::Value;
 
-use crate::common::TestApp;
+use crate::common::{Reply, TestApp};
+
+/// The app without the answer cache, asking every SQL GET twice: the first plans the statement,
+/// the second is bound to the kept plan (`service::sql`'s prepared statements); both must
+/// answer alike, byte for byte. Every test of answers here runs through it (the tests of the
+/// limits and the gate do not: they count what runs).
+struct Twice(TestApp);
+
+impl Twice {
+    async fn sample() -> Twice {
+        Twice(TestApp::without_answer_cache().await)
+    }
+
+    async fn get(&self, uri: &str) -> Reply {
+        let first = self.0.get(uri).await;
+        if !uri.starts_with("/v1/sql?") {
+            return first;
+        }
+        let second = self.0.get(uri).await;
+        assert_eq!(first.status, second.status, "{uri}");
+        if first.body != second.body {
+            // Rows a query does not order may come in another order (a hash aggregate's
+            // partitions): the same rows, the same columns.
+            let rows = |r: &Reply| {
+                let mut lines: Vec<String> = match serde_json::from_slice::<Value>(&r.body) {
+                    Ok(v) if v.get("rows").is_some() => v["rows"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|x| x.to_string())
+                        .chain([v["columns"].to_string(), v["count"].to_string()])
+                        .collect(),
+                    _ => r.text().lines().map(str::to_string).collect(),
+                };
+                lines.sort();
+                lines
+            };
+            assert!(!uri.to_lowercase().contains("order+by"), "{uri}");
+            assert_eq!(rows(&first), rows(&second), "{uri}");
+        }
+        second
+    }
+}
+
+impl std::ops::Deref for Twice {
+    type Target = TestApp;
+    fn deref(&self) -> &TestApp {
+        &self.0
+    }
+}
 
 fn q(sql: &str) -> String {
     format!(
@@ -28,7 +77,7 @@ fn column(doc: &Value, name: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn answers_equal_the_rest_endpoints() {
-    let app = TestApp::sample().await;
+    let app = Twice::sample().await;
     // The bench's query: gpqa on B200, lowest energy per token first, 50 runs.
     let rest = app
         .get("/v1/llm/runs?task=gpqa&gpu_model=B200&sort=energy_per_token_joules&limit=50&fields=energy_per_token_joules")
@@ -108,7 +157,7 @@ async fn answers_equal_the_rest_endpoints() {
 
 #[tokio::test]
 async fn formats_parameters_and_tables() {
-    let app = TestApp::sample().await;
+    let app = Twice::sample().await;
     let text = "SELECT run_id, num_gpus, energy_per_token_joules, is_stable FROM llm_runs WHERE task = 'gpqa' ORDER BY run_id LIMIT 5";
     let json = app.get(&q(text)).await.json();
     let csv = app.get(&format!("{}&format=csv", q(text))).await;
@@ -227,7 +276,7 @@ async fn formats_parameters_and_tables() {
 
 #[tokio::test]
 async fn only_queries_run() {
-    let app = TestApp::sample().await;
+    let app = Twice::sample().await;
     for statement in [
         "DROP TABLE llm_runs",
         "CREATE TABLE t AS SELECT * FROM llm_runs",
@@ -489,7 +538,7 @@ async fn a_query_over_too_many_runs_is_refused_before_reading() {
 
 #[tokio::test]
 async fn logistic_fit_aggregate_equals_the_model_endpoint() {
-    let app = TestApp::sample().await;
+    let app = Twice::sample().await;
     let group = "model_id = 'Qwen/Qwen3-14B' AND task = 'gpqa' AND gpu_model = 'B200' AND num_gpus = 1 AND is_stable";
     let points = app
         .get(&q(&format!(
@@ -532,4 +581,173 @@ async fn logistic_fit_aggregate_equals_the_model_endpoint() {
     for r in per_gpu["rows"].as_array().unwrap() {
         assert_eq!(r["n"], r["c"]);
     }
+}
+
+/// POST `sql` with `params`; the reply's body.
+async fn post_sql(app: &TestApp, sql: &str, params: Value) -> (u16, Value) {
+    let body = serde_json::json!({"sql": sql, "params": params}).to_string();
+    let r = app.post("/v1/sql", "application/json", &body).await;
+    (r.status.as_u16(), r.json())
+}
+
+fn plan_counts(metrics: &str) -> (u64, u64) {
+    let n = |kind: &str| {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("mlenergy_sql_plan_cache_total{{kind=\"{kind}\"}}")))
+            .and_then(|l| l.rsplit(' ').next())
+            .map_or(0, |n| n.parse().unwrap())
+    };
+    (n("hit"), n("miss"))
+}
+
+#[tokio::test]
+async fn a_prepared_statement_answers_what_a_fresh_plan_answers() {
+    // Each family: queries that differ in their values only (one statement, prepared once),
+    // or in what shapes the plan (several statements). Asked in turn on one app, the later
+    // ones bound to the first's plan; each also asked alone on an app of its own (a fresh plan).
+    let families: Vec<Vec<(&str, Value)>> = vec![
+        vec![
+            (
+                "SELECT run_id, energy_per_token_joules FROM llm_runs WHERE task = 'gpqa' AND max_num_seqs >= 64 ORDER BY run_id LIMIT 20",
+                Value::Null,
+            ),
+            (
+                "SELECT run_id, energy_per_token_joules FROM llm_runs WHERE task = 'lm-arena-chat' AND max_num_seqs >= 8 ORDER BY run_id LIMIT 20",
+                Value::Null,
+            ),
+            // A float bound of an integer column: not bound to the integer placeholder (the
+            // statement as written compares as floats).
+            (
+                "SELECT run_id, energy_per_token_joules FROM llm_runs WHERE task = 'gpqa' AND max_num_seqs >= 64.5 ORDER BY run_id LIMIT 20",
+                Value::Null,
+            ),
+            (
+                "SELECT run_id, energy_per_token_joules FROM llm_runs WHERE task = 'no-such-task' AND max_num_seqs >= 1 ORDER BY run_id LIMIT 20",
+                Value::Null,
+            ),
+        ],
+        vec![
+            (
+                "SELECT run_id FROM llm_runs WHERE num_gpus IN (1) ORDER BY run_id",
+                Value::Null,
+            ),
+            (
+                "SELECT run_id FROM llm_runs WHERE num_gpus IN (2, 4) ORDER BY run_id",
+                Value::Null,
+            ),
+            (
+                "SELECT run_id FROM llm_runs WHERE num_gpus IN (4, 8, 2) ORDER BY run_id",
+                Value::Null,
+            ),
+            (
+                "SELECT run_id FROM llm_runs WHERE num_gpus IN (8, 1) ORDER BY run_id",
+                Value::Null,
+            ),
+        ],
+        vec![
+            (
+                "SELECT count(*) AS n, max(run_id) AS last FROM (SELECT * FROM llm_runs WHERE task = 'gpqa' ORDER BY run_id LIMIT 5) s",
+                Value::Null,
+            ),
+            (
+                "SELECT count(*) AS n, max(run_id) AS last FROM (SELECT * FROM llm_runs WHERE task = 'gpqa' ORDER BY run_id LIMIT 50) s",
+                Value::Null,
+            ),
+            (
+                "SELECT count(*) AS n, max(run_id) AS last FROM (SELECT * FROM llm_runs WHERE task = 'image-chat' ORDER BY run_id LIMIT 5) s",
+                Value::Null,
+            ),
+        ],
+        vec![
+            (
+                "SELECT run_id FROM diffusion_runs WHERE batch_size = 1 ORDER BY run_id",
+                Value::Null,
+            ),
+            (
+                "SELECT run_id, model_id, num_gpus FROM diffusion_runs WHERE batch_size = 2 ORDER BY run_id",
+                Value::Null,
+            ),
+            (
+                "SELECT model_id FROM diffusion_runs WHERE batch_size = 4 ORDER BY run_id",
+                Value::Null,
+            ),
+        ],
+        vec![
+            (
+                "SELECT run_id FROM llm_runs WHERE task = $1 AND num_gpus = 2 ORDER BY run_id",
+                serde_json::json!(["gpqa"]),
+            ),
+            (
+                "SELECT run_id FROM llm_runs WHERE task = $1 AND num_gpus = 4 ORDER BY run_id",
+                serde_json::json!(["video-chat"]),
+            ),
+            (
+                "SELECT run_id FROM llm_runs WHERE task = $1 AND num_gpus = 8 ORDER BY run_id",
+                serde_json::json!([]),
+            ),
+        ],
+        vec![
+            (
+                "SELECT model_id, count(*) AS n FROM llm_runs GROUP BY model_id HAVING count(*) > 20 ORDER BY model_id",
+                Value::Null,
+            ),
+            (
+                "SELECT model_id, count(*) AS n FROM llm_runs GROUP BY model_id HAVING count(*) > 40 ORDER BY model_id",
+                Value::Null,
+            ),
+        ],
+        vec![
+            (
+                "SELECT run_id FROM llm_runs WHERE energy_per_token_joules < 1 AND num_gpus = '2' ORDER BY run_id",
+                Value::Null,
+            ),
+            (
+                "SELECT run_id FROM llm_runs WHERE energy_per_token_joules < 0.25 AND num_gpus = 2 ORDER BY run_id",
+                Value::Null,
+            ),
+            (
+                "SELECT run_id FROM llm_runs WHERE energy_per_token_joules BETWEEN 0.1 AND 0.3 AND gpu_model <> 'B200' ORDER BY run_id",
+                Value::Null,
+            ),
+            (
+                "SELECT run_id FROM llm_runs WHERE energy_per_token_joules BETWEEN 1 AND 2 AND gpu_model <> 'H100' ORDER BY run_id",
+                Value::Null,
+            ),
+        ],
+    ];
+    let warm = TestApp::without_answer_cache().await;
+    let mut asked = 0u64;
+    for family in &families {
+        for (sql, params) in family {
+            let params = if params.is_null() {
+                serde_json::json!([])
+            } else {
+                params.clone()
+            };
+            let (status, hot) = post_sql(&warm, sql, params.clone()).await;
+            // Twice on the same app: the second is the prepared statement's, bound again.
+            let (status2, hot2) = post_sql(&warm, sql, params.clone()).await;
+            let cold_app = TestApp::without_answer_cache().await;
+            let (cold_status, cold) = post_sql(&cold_app, sql, params).await;
+            assert_eq!(
+                (status, status2),
+                (cold_status, cold_status),
+                "{sql}: {hot}"
+            );
+            assert_eq!(hot, cold, "{sql}");
+            assert_eq!(hot2, cold, "{sql}");
+            asked += 2;
+        }
+    }
+    let (hits, misses) = plan_counts(&warm.get("/metrics").await.text());
+    assert_eq!(hits + misses, asked);
+    // One statement per family of values, one more per shape: the IN lists of three lengths
+    // (3), the subquery's two LIMITs (2), the three projections (3), and one each for the
+    // first, the client's placeholders, HAVING, and the last family's two (`<` and BETWEEN).
+    assert_eq!(
+        misses,
+        1 + 3 + 2 + 3 + 1 + 1 + 2,
+        "{hits} hits, {misses} misses"
+    );
 }

@@ -24,6 +24,7 @@ pub mod rating;
 pub mod runid;
 pub mod sql;
 pub mod sql_functions;
+pub mod sql_prepared;
 pub mod stats;
 pub mod table;
 

@@ -117,7 +117,7 @@ pub async fn sql_context(
     Ok(ctx)
 }
 
-fn classify(e: DataFusionError, limits: &SqlLimits) -> SqlError {
+pub(crate) fn classify(e: DataFusionError, limits: &SqlLimits) -> SqlError {
     match e.find_root() {
         DataFusionError::ResourcesExhausted(m) => SqlError::Memory {
             mib: limits.memory_bytes >> 20,
@@ -138,9 +138,8 @@ fn classify(e: DataFusionError, limits: &SqlLimits) -> SqlError {
 
 /// The answer's schema with a name of its own for each column: a name several columns share
 /// (`a.run_id`, `b.run_id` of a join) is qualified by its relation, or numbered without one.
-fn unique_names(df: &datafusion::dataframe::DataFrame) -> SchemaRef {
+pub(crate) fn unique_schema(schema: &datafusion::common::DFSchema) -> SchemaRef {
     use datafusion::arrow::datatypes::{Field, Schema};
-    let schema = df.schema();
     let plain: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
     let fields: Vec<Field> = schema
         .iter()
@@ -160,8 +159,46 @@ fn unique_names(df: &datafusion::dataframe::DataFrame) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
+/// Rows of no column have no form in CSV or JSON rows (found by fuzzing: a 500).
+pub(crate) fn no_column() -> SqlError {
+    SqlError::Invalid(
+        "the query selects no column (SELECT FROM ...); name at least one, e.g. SELECT count(*) FROM ..."
+            .into(),
+    )
+}
+
+/// The answer of `stream` under the row cap, its batches given `schema`'s names.
+pub(crate) async fn collect(
+    mut stream: datafusion::physical_plan::SendableRecordBatchStream,
+    schema: SchemaRef,
+    limits: &SqlLimits,
+) -> Result<SqlAnswer, SqlError> {
+    let mut batches = Vec::new();
+    let mut rows = 0usize;
+    while let Some(b) = stream.next().await {
+        let b = b.map_err(|e| classify(e, limits))?;
+        rows += b.num_rows();
+        if rows > limits.max_rows {
+            return Err(SqlError::Rows(limits.max_rows));
+        }
+        // With its row count: `SELECT FROM t` has rows and no column (found by fuzzing).
+        let b = RecordBatch::try_new_with_options(
+            schema.clone(),
+            b.columns().to_vec(),
+            &arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+        )
+        .map_err(|e| SqlError::Internal(e.to_string()))?;
+        batches.push(b);
+    }
+    Ok(SqlAnswer {
+        schema,
+        batches,
+        rows,
+    })
+}
+
 /// The read-only policy: no DDL, no DML, no statements that set state.
-fn read_only() -> SQLOptions {
+pub(crate) fn read_only() -> SQLOptions {
     SQLOptions::new()
         .with_allow_ddl(false)
         .with_allow_dml(false)
@@ -209,37 +246,12 @@ pub async fn run(
                 .with_param_values(params)
                 .map_err(|e| classify(e, limits))?;
         }
-        let schema = unique_names(&df);
+        let schema = unique_schema(df.schema());
         if schema.fields().is_empty() {
-            // Rows of no column have no form in CSV or JSON rows (found by fuzzing: a 500).
-            return Err(SqlError::Invalid(
-                "the query selects no column (SELECT FROM ...); name at least one, e.g. SELECT count(*) FROM ..."
-                    .into(),
-            ));
+            return Err(no_column());
         }
-        let mut stream = df.execute_stream().await.map_err(|e| classify(e, limits))?;
-        let mut batches = Vec::new();
-        let mut rows = 0usize;
-        while let Some(b) = stream.next().await {
-            let b = b.map_err(|e| classify(e, limits))?;
-            rows += b.num_rows();
-            if rows > limits.max_rows {
-                return Err(SqlError::Rows(limits.max_rows));
-            }
-            // With its row count: `SELECT FROM t` has rows and no column (found by fuzzing).
-            let b = RecordBatch::try_new_with_options(
-                schema.clone(),
-                b.columns().to_vec(),
-                &arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
-            )
-            .map_err(|e| SqlError::Internal(e.to_string()))?;
-            batches.push(b);
-        }
-        Ok(SqlAnswer {
-            schema,
-            batches,
-            rows,
-        })
+        let stream = df.execute_stream().await.map_err(|e| classify(e, limits))?;
+        collect(stream, schema, limits).await
     };
     let limit = timeout.map_or(limits.timeout, |t| t.min(limits.timeout));
     match tokio::time::timeout(limit, work).await {

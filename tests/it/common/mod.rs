@@ -117,6 +117,30 @@ impl TestApp {
         http: mlenergy_server::http::HttpOptions,
         adjust: impl FnOnce(&mut ServiceOptions),
     ) -> Self {
+        Self::configured_with_cache(limits, http, adjust, 8 * 1024 * 1024).await
+    }
+
+    /// The app over data/sample without an answer cache: every request is answered anew (a
+    /// repeated SQL query reaches the prepared statement, not a kept answer).
+    pub async fn without_answer_cache() -> Self {
+        Self::configured_with_cache(
+            Limits {
+                max_rows: 100_000,
+                stream_bytes: Limits::STREAM_BYTES,
+            },
+            mlenergy_server::http::HttpOptions::default(),
+            |_| {},
+            0,
+        )
+        .await
+    }
+
+    pub async fn configured_with_cache(
+        limits: Limits,
+        http: mlenergy_server::http::HttpOptions,
+        adjust: impl FnOnce(&mut ServiceOptions),
+        answer_cache_bytes: u64,
+    ) -> Self {
         let dataset = load::load_compiled_dir(&sample_dir())
             .await
             .expect("data/sample loads");
@@ -126,7 +150,7 @@ impl TestApp {
         let mut options = ServiceOptions::default();
         adjust(&mut options);
         let service = Service::with_options(dataset, catalog, options);
-        let mut state = AppState::new(Arc::new(service), limits, 8 * 1024 * 1024);
+        let mut state = AppState::new(Arc::new(service), limits, answer_cache_bytes);
         state.http = Arc::new(http);
         TestApp { router: app(state) }
     }

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Fresh queries: a stream of distinct queries, none answered before, to mlenergy-server, ROAPI and Datasette.
+
+Dashboards and notebooks do not repeat a URL: each refresh or cell changes a filter. This builds the
+release binary (unless --skip-build), serves data/sample, exports the same LLM runs to ROAPI
+(parquet) and Datasette (SQLite) as bench/bench.py does, and draws one stream of distinct questions
+(seeded): a random task, a smallest batch size and a page size, "the runs of this task at this batch
+size or more, lowest energy per token first, this many". Each server gets the same stream in its
+own syntax:
+
+  SQL:  ours   GET /v1/sql?q=SELECT ... WHERE task = '...' AND max_num_seqs >= ... ORDER BY ... LIMIT ...
+        Datasette  GET /bench.json?sql=(the same SELECT)&_shape=array
+  REST: ours   GET /v1/llm/runs?task=...&max_num_seqs_min=...&sort=energy_per_token_joules&limit=...
+        ROAPI  GET /api/tables/llm?filter[task]='...'&filter[max_num_seqs]gte=...&sort=...&limit=...
+        Datasette  GET /bench/llm.json?task=...&max_num_seqs__gte=...&_sort=...&_size=...
+
+The stream is long enough that no request repeats one before it within a run (so our answer cache,
+on as by default, never answers), checked by counting: the server's answer-cache hits are read from
+/metrics before and after. Each (server, question kind) is driven by wrk (2 threads, 16 connections)
+after the first 2,000 questions of another stream warmed it; req/s, p50, p99 and non-2xx answers are
+printed with the ratios. It measures; it asserts nothing about speed.
+
+    python3 bench/fresh_bench.py [--skip-build] [--duration 10] [--connections 16]
+"""
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import (  # noqa: E402
+    ROOT,
+    SERVER,
+    bench_args,
+    build_release,
+    ensure_tools,
+    export_peer_data,
+    free_port,
+    wait_ready,
+)
+
+PATHS_LUA = Path(__file__).resolve().parent / "paths.lua"
+TASKS = ["gpqa", "lm-arena-chat", "sourcegraph-fim", "image-chat", "video-chat"]
+BATCHES = [0, 8, 16, 32, 64, 128, 256, 512]
+
+
+def stream(seed, n):
+    rng = random.Random(seed)
+    seen, out = set(), []
+    while len(out) < n:
+        q = (rng.choice(TASKS), rng.choice(BATCHES), rng.randint(1, 100))
+        # Distinct beyond the three: an offset makes every page a question of its own.
+        q = (*q, rng.randint(0, 40))
+        if q not in seen:
+            seen.add(q)
+            out.append(q)
+    return out
+
+
+def sql_of(table, task, batch, limit, offset, stable):
+    where = f"task = '{task}' AND max_num_seqs >= {batch}" + (" AND is_stable" if stable else "")
+    return (f"SELECT run_id, model_id, gpu_model, num_gpus, max_num_seqs, energy_per_token_joules, median_itl_ms "
+            f"FROM {table} WHERE {where} ORDER BY energy_per_token_joules, run_id LIMIT {limit} OFFSET {offset}")
+
+
+def paths(kind, server, qs):
+    q = urllib.parse.quote
+    out = []
+    for task, batch, limit, offset in qs:
+        if kind == "sql" and server == "mlenergy-server":
+            out.append(f"/v1/sql?q={q(sql_of('llm_runs', task, batch, limit, offset, True))}")
+        elif kind == "sql" and server == "datasette":
+            out.append(f"/bench.json?sql={q(sql_of('llm', task, batch, limit, offset, False))}&_shape=array")
+        elif kind == "rest" and server == "mlenergy-server":
+            out.append(f"/v1/llm/runs?task={task}&max_num_seqs_min={batch}&sort=energy_per_token_joules"
+                       f"&limit={limit}&offset={offset}")
+        elif kind == "rest" and server == "roapi":
+            out.append(f"/api/tables/llm?{q('filter[task]')}={q(chr(39) + task + chr(39))}"
+                       f"&{q('filter[max_num_seqs]gte')}={batch}&sort=energy_per_token_joules"
+                       f"&limit={limit}&offset={offset}")
+        elif kind == "rest" and server == "datasette":
+            out.append(f"/bench/llm.json?task={task}&max_num_seqs__gte={batch}&_sort=energy_per_token_joules"
+                       f"&_size={limit}&_shape=array" + (f"&_offset={offset}" if offset else ""))
+    return out
+
+
+def rows_of(raw):
+    doc = json.loads(raw)
+    if isinstance(doc, list):
+        return len(doc)
+    for k in ("runs", "rows"):
+        if k in doc:
+            return len(doc[k])
+    return None
+
+
+def run_wrk(base, lines, duration, connections):
+    with tempfile.NamedTemporaryFile("w", suffix=".paths", delete=False) as f:
+        f.write("\n".join(lines))
+        name = f.name
+    try:
+        cmd = ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(PATHS_LUA), base]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                             env=dict(os.environ, WRK_PATHS_FILE=name)).stdout
+    finally:
+        os.unlink(name)
+    s = json.loads(out.strip().splitlines()[-1])
+    s["rps"] = s["requests"] / (s["duration_us"] / 1e6)
+    return s
+
+
+def cache_hits(base):
+    with urllib.request.urlopen(f"{base}/metrics") as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith('mlenergy_http_answers_total{kind="cache"}'):
+                return int(float(line.split()[-1]))
+    return 0
+
+
+def main():
+    ap = bench_args(__doc__.splitlines()[0])
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=16)
+    ap.add_argument("--stream", type=int, default=150_000, help="questions in the timed stream")
+    args = ap.parse_args()
+    ensure_tools()
+    build_release(args)
+    procs = []
+    try:
+        port = free_port()
+        ours = f"http://127.0.0.1:{port}"
+        procs.append(subprocess.Popen([SERVER, "--bind", f"127.0.0.1:{port}", "--data", ROOT / "data/sample"],
+                                      stdout=subprocess.DEVNULL))
+        wait_ready(f"{ours}/readyz", procs[-1])
+        parquet_path, db, _ = export_peer_data(ours)
+        rport, pgport, dport = free_port(), free_port(), free_port()
+        roapi = f"http://127.0.0.1:{rport}"
+        procs.append(subprocess.Popen(["roapi", "-a", f"127.0.0.1:{rport}", "-p", f"127.0.0.1:{pgport}",
+                                       "-t", f"llm={parquet_path}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait_ready(f"{roapi}/api/schema", procs[-1])
+        datasette = f"http://127.0.0.1:{dport}"
+        procs.append(subprocess.Popen(["datasette", "serve", "-i", str(db), "-h", "127.0.0.1", "-p", str(dport),
+                                       "--setting", "sql_time_limit_ms", "5000"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait_ready(f"{datasette}/-/versions.json", procs[-1])
+        bases = {"mlenergy-server": ours, "roapi": roapi, "datasette": datasette}
+
+        warm = stream(1, 2000)
+        timed = stream(2, args.stream)
+        # The same questions answer the same rows everywhere (the peers hold the stable runs).
+        for task, batch, limit, offset in timed[:20]:
+            counts = {}
+            for kind, servers in (("sql", ["mlenergy-server", "datasette"]),
+                                  ("rest", ["mlenergy-server", "roapi", "datasette"])):
+                for s in servers:
+                    path = paths(kind, s, [(task, batch, limit, offset)])[0]
+                    with urllib.request.urlopen(bases[s] + path) as r:
+                        counts[(kind, s)] = rows_of(r.read())
+            assert len(set(counts.values())) == 1, (task, batch, limit, offset, counts)
+
+        results = {}
+        for kind, servers in (("sql", ["mlenergy-server", "datasette"]),
+                              ("rest", ["mlenergy-server", "roapi", "datasette"])):
+            for s in servers:
+                run_wrk(bases[s], paths(kind, s, warm), 2, args.connections)
+                before = cache_hits(ours)
+                r = run_wrk(bases[s], paths(kind, s, timed), args.duration, args.connections)
+                r["cache_hits"] = cache_hits(ours) - before if s == "mlenergy-server" else None
+                results[(kind, s)] = r
+                print(f"  {kind} {s:16s} {r['rps']:9.0f} req/s", flush=True)
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=10)
+
+    print(f"\nwrk -t2 -c{args.connections} -d{args.duration}s over a stream of {args.stream} distinct questions "
+          f"(seeded), one machine ({os.cpu_count()} cores) for servers and load\n")
+    print(f"{'kind':5s} {'server':16s} {'req/s':>9s} {'p50 ms':>8s} {'p99 ms':>8s} {'non-2xx':>8s} {'cache hits':>11s}")
+    for (kind, s), r in results.items():
+        hits = "" if r["cache_hits"] is None else str(r["cache_hits"])
+        print(f"{kind:5s} {s:16s} {r['rps']:9.0f} {r['p50_us'] / 1000:8.2f} {r['p99_us'] / 1000:8.2f} "
+              f"{r['non_2xx'] + r['socket_errors']:8d} {hits:>11s}")
+    o = results[("sql", "mlenergy-server")]["rps"]
+    print(f"\nSQL: {o / results[('sql', 'datasette')]['rps']:.1f}x Datasette (target >= 10, p99 <= 5 ms)")
+    o = results[("rest", "mlenergy-server")]["rps"]
+    print(f"REST: {o / results[('rest', 'roapi')]['rps']:.1f}x ROAPI (target >= 20, p99 <= 3 ms), "
+          f"{o / results[('rest', 'datasette')]['rps']:.1f}x Datasette's table view")
+
+
+if __name__ == "__main__":
+    main()

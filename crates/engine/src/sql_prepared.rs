@@ -1,0 +1,393 @@
+//! Statements planned once and bound many times. A query's literals that only stand for values
+//! (the operands of a comparison with an expression that is not a literal, the items of an
+//! `IN (...)` list, the bounds of a `BETWEEN`) are lifted into placeholders after the client's
+//! own (`$1`... from `params`), so `task = 'gpqa' AND max_num_seqs >= 64` and `task = 'lm-arena-chat'
+//! AND max_num_seqs >= 8` are one statement, `task = $1 AND max_num_seqs >= $2`: planned and
+//! optimised once (`prepare`), then bound with each request's values and given a physical plan
+//! (`run_prepared`). A literal anywhere else (a projection, `LIMIT`, `GROUP BY 1`, a function's
+//! argument, a `LIKE` pattern) is left in the statement, so it is part of the statement's key: a
+//! different one is a different statement. A value is bound only when it converts to its
+//! placeholder's type without changing (`64` to a float column's `64.0`; not `0.5` to an integer
+//! column): else the statement is run as written. The service keeps the prepared statements
+//! (`service::sql`); this module lifts, prepares and runs.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::{ParamValues, ScalarValue};
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::{
+    BinaryOperator, Expr, Query, SetExpr, Statement, TableFactor, Value, ValueWithSpan,
+    visit_expressions_mut,
+};
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+
+use super::sql::{
+    SqlAnswer, SqlError, SqlLimits, classify, collect, no_column, read_only, unique_schema,
+};
+
+/// A query with its value literals lifted: the statement (placeholders `$n` for them, numbered
+/// after the client's), its text (the key of its plan), the lifted values in order, and how many
+/// placeholders the client's text had.
+#[derive(Debug, Clone)]
+pub struct Lifted {
+    pub key: String,
+    statement: Statement,
+    pub values: Vec<ScalarValue>,
+    pub client_params: usize,
+}
+
+/// The lifted form of `sql`, or none when it is not one query (several statements, EXPLAIN,
+/// SHOW, anything but a query) or does not parse (it is then run as written, which says why).
+pub fn lift(sql: &str) -> Option<Lifted> {
+    let mut statements = Parser::parse_sql(&GenericDialect {}, sql).ok()?;
+    if statements.len() != 1 {
+        return None;
+    }
+    let mut statement = statements.pop()?;
+    if !matches!(statement, Statement::Query(_)) {
+        return None;
+    }
+    // The client's placeholders: `$n` numbers in use, the lifted ones come after.
+    let mut client_params = 0usize;
+    let mut named = false;
+    let _ = visit_expressions_mut(&mut statement, |e: &mut Expr| {
+        if let Expr::Value(ValueWithSpan {
+            value: Value::Placeholder(p),
+            ..
+        }) = e
+        {
+            match p.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
+                Some(n) => client_params = client_params.max(n),
+                None => named = true,
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    if named {
+        return None;
+    }
+    let mut lifter = Lifter {
+        first: client_params,
+        values: Vec::new(),
+    };
+    if let Statement::Query(q) = &mut statement {
+        lifter.query(q);
+    }
+    Some(Lifted {
+        key: statement.to_string(),
+        statement,
+        values: lifter.values,
+        client_params,
+    })
+}
+
+/// Lifts the value literals of the WHERE and HAVING clauses of every SELECT of a query (its CTEs,
+/// derived tables and set operations included): only there does a literal stand for a value and
+/// nothing else (in a projection it names the column, in LIMIT or GROUP BY it shapes the plan).
+struct Lifter {
+    first: usize,
+    values: Vec<ScalarValue>,
+}
+
+impl Lifter {
+    fn query(&mut self, q: &mut Query) {
+        if let Some(with) = &mut q.with {
+            for cte in &mut with.cte_tables {
+                self.query(&mut cte.query);
+            }
+        }
+        self.set_expr(&mut q.body);
+    }
+
+    fn set_expr(&mut self, s: &mut SetExpr) {
+        match s {
+            SetExpr::Select(select) => {
+                for t in &mut select.from {
+                    self.table(&mut t.relation);
+                    for j in &mut t.joins {
+                        self.table(&mut j.relation);
+                    }
+                }
+                if let Some(w) = &mut select.selection {
+                    self.clause(w);
+                }
+                if let Some(h) = &mut select.having {
+                    self.clause(h);
+                }
+            }
+            SetExpr::Query(q) => self.query(q),
+            SetExpr::SetOperation { left, right, .. } => {
+                self.set_expr(left);
+                self.set_expr(right);
+            }
+            _ => {}
+        }
+    }
+
+    fn table(&mut self, t: &mut TableFactor) {
+        if let TableFactor::Derived { subquery, .. } = t {
+            self.query(subquery);
+        }
+    }
+
+    fn take(&mut self, e: &mut Expr) {
+        if let Some(v) = value_of(e) {
+            self.values.push(v);
+            *e = Expr::Value(
+                Value::Placeholder(format!("${}", self.first + self.values.len()))
+                    .with_empty_span(),
+            );
+        }
+    }
+
+    /// A WHERE or HAVING clause: every comparison of an expression with a literal, IN list and
+    /// BETWEEN in it.
+    fn clause(&mut self, clause: &mut Expr) {
+        let _ = visit_expressions_mut(clause, |e: &mut Expr| {
+            match e {
+                Expr::BinaryOp { left, op, right } if comparison(op) => {
+                    match (value_of(left).is_some(), value_of(right).is_some()) {
+                        (true, false) => self.take(left),
+                        (false, true) => self.take(right),
+                        _ => {}
+                    }
+                }
+                Expr::InList { expr, list, .. } if value_of(expr).is_none() => {
+                    for item in list {
+                        self.take(item);
+                    }
+                }
+                Expr::Between {
+                    expr, low, high, ..
+                } if value_of(expr).is_none() => {
+                    self.take(low);
+                    self.take(high);
+                }
+                _ => {}
+            }
+            ControlFlow::<()>::Continue(())
+        });
+    }
+}
+
+fn comparison(op: &BinaryOperator) -> bool {
+    matches!(
+        op,
+        BinaryOperator::Eq
+            | BinaryOperator::NotEq
+            | BinaryOperator::Lt
+            | BinaryOperator::LtEq
+            | BinaryOperator::Gt
+            | BinaryOperator::GtEq
+    )
+}
+
+/// The value a literal stands for, typed as DataFusion types it: an integer that fits is Int64,
+/// another number Float64, a single-quoted string Utf8. Others (booleans, NULL, big integers,
+/// typed or escaped strings) are not lifted.
+fn value_of(e: &Expr) -> Option<ScalarValue> {
+    let Expr::Value(ValueWithSpan { value, .. }) = e else {
+        return None;
+    };
+    match value {
+        Value::Number(n, false) => {
+            if let Ok(i) = n.parse::<i64>() {
+                Some(ScalarValue::Int64(Some(i)))
+            } else if n.contains(['.', 'e', 'E']) {
+                n.parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite())
+                    .map(|f| ScalarValue::Float64(Some(f)))
+            } else {
+                None
+            }
+        }
+        Value::SingleQuotedString(s) => Some(ScalarValue::Utf8(Some(s.clone()))),
+        _ => None,
+    }
+}
+
+/// A statement planned and optimised with its placeholders, the answer's schema, and each
+/// placeholder's type.
+#[derive(Debug)]
+pub struct Prepared {
+    plan: LogicalPlan,
+    schema: SchemaRef,
+    types: HashMap<String, Option<DataType>>,
+}
+
+/// Plan and optimise `lifted` on `ctx` under the read-only policy.
+pub async fn prepare(
+    ctx: &SessionContext,
+    lifted: &Lifted,
+    limits: &SqlLimits,
+) -> Result<Prepared, SqlError> {
+    let state = ctx.state();
+    let plan = state
+        .statement_to_plan(DfStatement::Statement(Box::new(lifted.statement.clone())))
+        .await
+        .map_err(|e| classify(e, limits))?;
+    read_only()
+        .verify_plan(&plan)
+        .map_err(|e| classify(e, limits))?;
+    let types = plan
+        .get_parameter_types()
+        .map_err(|e| classify(e, limits))?;
+    let schema = unique_schema(plan.schema());
+    if schema.fields().is_empty() {
+        return Err(no_column());
+    }
+    let plan = state.optimize(&plan).map_err(|e| classify(e, limits))?;
+    Ok(Prepared {
+        plan,
+        schema,
+        types,
+    })
+}
+
+/// Why a prepared statement was not run: the values do not bind to it (run the text as
+/// written), or it ran and failed.
+#[derive(Debug)]
+pub enum PreparedError {
+    Unbound,
+    Failed(SqlError),
+}
+
+/// Bind the client's `params` and the lifted values to `prepared` and run it under `limits`.
+pub async fn run_prepared(
+    ctx: &SessionContext,
+    prepared: &Prepared,
+    lifted: &Lifted,
+    params: &ParamValues,
+    limits: &SqlLimits,
+    timeout: Option<Duration>,
+) -> Result<SqlAnswer, PreparedError> {
+    let ParamValues::List(given) = params else {
+        return Err(PreparedError::Unbound);
+    };
+    if given.len() != lifted.client_params {
+        // Too few or too many: the statement as written says which.
+        return Err(PreparedError::Unbound);
+    }
+    let mut values = Vec::with_capacity(given.len() + lifted.values.len());
+    for (i, v) in given
+        .iter()
+        .map(|p| p.value.clone())
+        .chain(lifted.values.iter().cloned())
+        .enumerate()
+    {
+        let id = format!("${}", i + 1);
+        let v = match prepared.types.get(&id) {
+            // A placeholder the plan does not use (in a branch the planner removed): any value.
+            None => v,
+            Some(None) => return Err(PreparedError::Unbound),
+            Some(Some(t)) if v.data_type() == *t => v,
+            Some(Some(t)) => same_value(&v, t).ok_or(PreparedError::Unbound)?,
+        };
+        values.push(v);
+    }
+    let plan = prepared
+        .plan
+        .clone()
+        .with_param_values(ParamValues::from(values))
+        .map_err(|_| PreparedError::Unbound)?;
+    let state = ctx.state();
+    let work = async {
+        let physical = state
+            .query_planner()
+            .create_physical_plan(&plan, &state)
+            .await
+            .map_err(|e| classify(e, limits))?;
+        let stream = datafusion::physical_plan::execute_stream(physical, ctx.task_ctx())
+            .map_err(|e| classify(e, limits))?;
+        collect(stream, prepared.schema.clone(), limits).await
+    };
+    let limit = timeout.map_or(limits.timeout, |t| t.min(limits.timeout));
+    match tokio::time::timeout(limit, work).await {
+        Ok(r) => r.map_err(PreparedError::Failed),
+        Err(_) => Err(PreparedError::Failed(SqlError::Timeout(limit))),
+    }
+}
+
+/// `v` as type `t` when both are numbers or both strings and the conversion keeps the value
+/// exactly (and back gives `v`): the comparison then means what the literal meant.
+fn same_value(v: &ScalarValue, t: &DataType) -> Option<ScalarValue> {
+    let string =
+        |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+    let vt = v.data_type();
+    if !((vt.is_numeric() && t.is_numeric()) || (string(&vt) && string(t))) {
+        return None;
+    }
+    let cast = v.cast_to(t).ok()?;
+    if cast.is_null() != v.is_null() {
+        return None;
+    }
+    let back = cast.cast_to(&v.data_type()).ok()?;
+    (back == *v).then_some(cast)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_lifted_and_the_rest_is_kept() {
+        let a = lift("SELECT model_id, 1 AS one FROM llm_runs WHERE task = 'gpqa' AND max_num_seqs >= 64 AND num_gpus IN (1, 2) ORDER BY 2 LIMIT 5").unwrap();
+        let b = lift("select model_id, 1 as one from llm_runs where task = 'lm-arena-chat' and max_num_seqs >= 8 and num_gpus in (4, 8) order by 2 limit 5").unwrap();
+        assert_eq!(a.key, b.key);
+        assert_eq!(
+            a.key,
+            "SELECT model_id, 1 AS one FROM llm_runs WHERE task = $1 AND max_num_seqs >= $2 AND num_gpus IN ($3, $4) ORDER BY 2 LIMIT 5"
+        );
+        assert_eq!(
+            a.values,
+            vec![
+                ScalarValue::Utf8(Some("gpqa".into())),
+                ScalarValue::Int64(Some(64)),
+                ScalarValue::Int64(Some(1)),
+                ScalarValue::Int64(Some(2)),
+            ]
+        );
+        // Another LIMIT, another IN list's length, another projection: other statements.
+        for other in [
+            "SELECT model_id, 1 AS one FROM llm_runs WHERE task = 'gpqa' AND max_num_seqs >= 64 AND num_gpus IN (1, 2) ORDER BY 2 LIMIT 6",
+            "SELECT model_id, 1 AS one FROM llm_runs WHERE task = 'gpqa' AND max_num_seqs >= 64 AND num_gpus IN (1, 2, 4) ORDER BY 2 LIMIT 5",
+            "SELECT model_id, 2 AS one FROM llm_runs WHERE task = 'gpqa' AND max_num_seqs >= 64 AND num_gpus IN (1, 2) ORDER BY 2 LIMIT 5",
+        ] {
+            assert_ne!(lift(other).unwrap().key, a.key, "{other}");
+        }
+    }
+
+    #[test]
+    fn the_clients_placeholders_come_first() {
+        let l =
+            lift("SELECT * FROM llm_runs WHERE task = $1 AND num_gpus BETWEEN 1 AND 4").unwrap();
+        assert_eq!(l.client_params, 1);
+        assert_eq!(
+            l.key,
+            "SELECT * FROM llm_runs WHERE task = $1 AND num_gpus BETWEEN $2 AND $3"
+        );
+        // Literal against literal, functions' arguments, LIKE patterns, negative numbers: kept.
+        let l = lift("SELECT * FROM llm_runs WHERE 1 = 1 AND round(energy_per_token_joules, 2) > 0.5 AND model_id LIKE 'Qwen%' AND num_gpus > -1").unwrap();
+        assert_eq!(
+            l.key,
+            "SELECT * FROM llm_runs WHERE 1 = 1 AND round(energy_per_token_joules, 2) > $1 AND model_id LIKE 'Qwen%' AND num_gpus > -1"
+        );
+        // A comparison in a projection names its column, and ORDER BY shapes the answer: kept;
+        // a CTE's, a derived table's and a HAVING's values are lifted.
+        let l = lift("WITH q AS (SELECT * FROM llm_runs WHERE task = 'gpqa') SELECT model_id, max_num_seqs > 64 FROM (SELECT * FROM q WHERE num_gpus = 1) d GROUP BY model_id, max_num_seqs HAVING count(*) > 2 ORDER BY max_num_seqs > 8").unwrap();
+        assert_eq!(
+            l.key,
+            "WITH q AS (SELECT * FROM llm_runs WHERE task = $1) SELECT model_id, max_num_seqs > 64 FROM (SELECT * FROM q WHERE num_gpus = $2) d GROUP BY model_id, max_num_seqs HAVING count(*) > $3 ORDER BY max_num_seqs > 8"
+        );
+        assert!(lift("SELECT 1; SELECT 2").is_none());
+        assert!(lift("EXPLAIN SELECT 1").is_none());
+        assert!(lift("SELECT * FROM t WHERE a = :name").is_none());
+    }
+}
