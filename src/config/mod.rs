@@ -315,6 +315,11 @@ pub struct SqlArgs {
     /// SQL queries that may wait for a turn; beyond them, 503 with Retry-After.
     #[arg(long, env = "MLENERGY_SQL_QUEUE", default_value_t = crate::service::sql::Sql::QUEUE)]
     pub sql_queue: usize,
+    /// Prepared statements kept per SQL surface (HTTP, PostgreSQL wire, Flight SQL): a query's
+    /// values are lifted into placeholders, its statement planned once and bound per query.
+    /// 0 plans every query anew.
+    #[arg(long, env = "MLENERGY_SQL_PLANS", default_value_t = crate::service::sql::Sql::PLANS)]
+    pub sql_plans: u64,
 }
 
 /// Admin actions (prefetch, reload, evictions).
@@ -549,6 +554,7 @@ impl ServeArgs {
                 .sql_concurrency
                 .unwrap_or_else(Sql::default_concurrency),
             sql_queue: self.sql.sql_queue,
+            sql_plans: self.sql.sql_plans,
             leaderboard_date: self.leaderboard.leaderboard_date.clone(),
             histograms_in_background: self.leaderboard.leaderboard_histograms
                 == HistogramReading::Background,

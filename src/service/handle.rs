@@ -56,6 +56,8 @@ pub struct ServiceOptions {
     pub sql_queue: usize,
     /// The runs a query of a raw-derived SQL table may read (`llm_itl`, ...).
     pub sql_max_raw_runs: usize,
+    /// Prepared SQL statements kept per surface (0: every query planned anew).
+    pub sql_plans: u64,
     /// The leaderboard's `last_updated` (`None`: the snapshot's date).
     pub leaderboard_date: Option<String>,
     /// Whether the leaderboard reads raw files for its histograms from the start, rather than
@@ -74,6 +76,7 @@ impl Default for ServiceOptions {
             sql_concurrency: Sql::default_concurrency(),
             sql_queue: Sql::QUEUE,
             sql_max_raw_runs: Sql::MAX_RAW_RUNS,
+            sql_plans: Sql::PLANS,
             leaderboard_date: None,
             histograms_in_background: false,
             reloader: Reloader::default(),
@@ -107,7 +110,8 @@ impl Service {
                 options.sql_concurrency,
                 options.sql_queue,
             )
-            .with_max_raw_runs(options.sql_max_raw_runs),
+            .with_max_raw_runs(options.sql_max_raw_runs)
+            .with_plans(options.sql_plans),
             reloader: options.reloader,
             measurements: options.measurements,
             mirror_tags: Default::default(),

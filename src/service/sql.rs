@@ -89,6 +89,8 @@ pub struct Sql {
     pub limits: SqlLimits,
     /// Runs one query may read the raw data of (the raw-derived tables).
     pub max_raw_runs: usize,
+    /// Prepared statements kept per surface and snapshot (0: none, every query planned anew).
+    plans: u64,
     concurrency: usize,
     queue: usize,
     permits: Semaphore,
@@ -110,7 +112,7 @@ enum Plan {
 type Plans = moka::sync::Cache<String, Arc<Plan>>;
 
 impl Sql {
-    /// Prepared statements kept per surface and snapshot.
+    /// Prepared statements kept per surface and snapshot unless configured otherwise.
     pub const PLANS: u64 = 1024;
 
     /// Queries waiting for a turn unless configured otherwise.
@@ -129,6 +131,7 @@ impl Sql {
         Sql {
             limits,
             max_raw_runs: MAX_RAW_RUNS,
+            plans: Self::PLANS,
             concurrency,
             queue,
             permits: Semaphore::new(concurrency),
@@ -136,6 +139,12 @@ impl Sql {
             contexts: Mutex::new(Vec::new()),
             counts: Counts::default(),
         }
+    }
+
+    /// The same, keeping at most `plans` prepared statements per surface (0: none).
+    pub fn with_plans(mut self, plans: u64) -> Sql {
+        self.plans = plans;
+        self
     }
 
     /// The same, reading the raw data of at most `runs` runs in one query.
@@ -168,7 +177,7 @@ impl Sql {
         (surface.setup)(&ctx).map_err(SqlError::Internal)?;
         let evictions = self.counts.plan_evictions.clone();
         let plans: Plans = moka::sync::Cache::builder()
-            .max_capacity(Self::PLANS)
+            .max_capacity(self.plans)
             .eviction_listener(move |_k, _v, cause| {
                 if cause == moka::notification::RemovalCause::Size {
                     evictions.fetch_add(1, Ordering::Relaxed);
@@ -282,6 +291,9 @@ impl Sql {
         params: &ParamValues,
         timeout: Option<Duration>,
     ) -> Option<Result<SqlAnswer, SqlError>> {
+        if self.plans == 0 {
+            return None;
+        }
         let lifted = sql_prepared::lift(text)?;
         let plan = match plans.get(&lifted.key) {
             Some(plan) => {
