@@ -260,10 +260,10 @@ impl Sql {
         let out = async {
             let _permit = self.turn().await?;
             let (shared, plans) = self.context(surface, snapshot, derived).await?;
-            let ctx = sql::with_own_memory(&shared, self.limits.memory_bytes)?;
-            if let Some(answer) = self.prepared(&ctx, &plans, text, &params, timeout).await {
+            if let Some(answer) = self.prepared(&shared, &plans, text, &params, timeout).await {
                 return Ok(answer?);
             }
+            let ctx = sql::with_own_memory(&shared, self.limits.memory_bytes)?;
             Ok(sql::run(&ctx, text, params, &self.limits, timeout).await?)
         }
         .await;

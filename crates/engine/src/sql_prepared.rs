@@ -13,10 +13,13 @@
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::{ParamValues, ScalarValue};
+use datafusion::execution::TaskContext;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DfStatement;
@@ -259,7 +262,8 @@ pub enum PreparedError {
     Failed(SqlError),
 }
 
-/// Bind the client's `params` and the lifted values to `prepared` and run it under `limits`.
+/// Bind the client's `params` and the lifted values to `prepared` and run it on `ctx` (the shared
+/// context) under `limits`, with a memory pool of its own.
 pub async fn run_prepared(
     ctx: &SessionContext,
     prepared: &Prepared,
@@ -297,6 +301,12 @@ pub async fn run_prepared(
         .clone()
         .with_param_values(ParamValues::from(values))
         .map_err(|_| PreparedError::Unbound)?;
+    // The query's own memory pool, given to its task alone: `ctx`'s state (its tables and
+    // functions) is not copied into a new one for each query.
+    let runtime = RuntimeEnvBuilder::from_runtime_env(&ctx.runtime_env())
+        .with_memory_limit(limits.memory_bytes, 1.0)
+        .build_arc()
+        .map_err(|e| PreparedError::Failed(SqlError::Internal(e.to_string())))?;
     let state = ctx.state();
     let work = async {
         let physical = state
@@ -304,7 +314,8 @@ pub async fn run_prepared(
             .create_physical_plan(&plan, &state)
             .await
             .map_err(|e| classify(e, limits))?;
-        let stream = datafusion::physical_plan::execute_stream(physical, ctx.task_ctx())
+        let task = Arc::new(TaskContext::from(&state).with_runtime(runtime));
+        let stream = datafusion::physical_plan::execute_stream(physical, task)
             .map_err(|e| classify(e, limits))?;
         collect(stream, prepared.schema.clone(), limits).await
     };
