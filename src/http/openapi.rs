@@ -246,7 +246,7 @@ fn string_schema() -> ObjectBuilder {
 }
 
 /// `^(?:a|b|c)$` over names made of `[A-Za-z0-9_.]` (dots escaped).
-fn alternatives(names: &[String]) -> String {
+pub(crate) fn alternatives(names: &[String]) -> String {
     names
         .iter()
         .map(|n| n.replace('.', "\\."))

@@ -8,7 +8,7 @@ use mlenergy_server::http::HttpOptions;
 use mlenergy_server::http::state::McpOptions;
 use serde_json::{Value, json};
 
-use crate::common::{Reply, TestApp};
+use crate::common::{Reply, TestApp, counter};
 
 const LOCAL: (&str, &str) = ("host", "localhost:8080");
 
@@ -340,10 +340,10 @@ async fn a_repeated_call_is_answered_from_the_cache_with_its_own_id() {
     ];
     let answers = |m: &str| -> (u64, u64) {
         let n = |kind: &str| {
-            m.lines()
-                .find(|l| l.starts_with(&format!("mlenergy_http_answers_total{{kind=\"{kind}\"}}")))
-                .and_then(|l| l.rsplit(' ').next())
-                .map_or(0, |n| n.parse().unwrap())
+            counter(
+                m,
+                &format!("mlenergy_http_answers_total{{kind=\"{kind}\"}}"),
+            )
         };
         (n("cache"), n("computed"))
     };

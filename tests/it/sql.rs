@@ -8,7 +8,7 @@ use std::time::Duration;
 use mlenergy_server::engine::sql::SqlLimits;
 use serde_json::Value;
 
-use crate::common::{Reply, TestApp};
+use crate::common::{Reply, TestApp, counter};
 
 /// The app without the answer cache, asking every SQL GET twice: the first plans the statement,
 /// the second is bound to the kept plan (`service::sql`'s prepared statements); both must
@@ -592,11 +592,10 @@ async fn post_sql(app: &TestApp, sql: &str, params: Value) -> (u16, Value) {
 
 fn plan_counts(metrics: &str) -> (u64, u64) {
     let n = |kind: &str| {
-        metrics
-            .lines()
-            .find(|l| l.starts_with(&format!("mlenergy_sql_plan_cache_total{{kind=\"{kind}\"}}")))
-            .and_then(|l| l.rsplit(' ').next())
-            .map_or(0, |n| n.parse().unwrap())
+        counter(
+            metrics,
+            &format!("mlenergy_sql_plan_cache_total{{kind=\"{kind}\"}}"),
+        )
     };
     (n("hit"), n("miss"))
 }

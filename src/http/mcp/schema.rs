@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::http::openapi::alternatives;
 use crate::http::params::{ParamSpec, ValueKind};
 
 /// One argument of a tool: its name, what the schema says of it, and how its value is written
@@ -68,15 +69,6 @@ fn value_schema(kind: &ValueKind) -> Value {
         ValueKind::NonNegative => json!({"type": "number", "minimum": 0}),
         ValueKind::Fraction => json!({"type": "number", "minimum": 0, "maximum": 0.5}),
     }
-}
-
-/// `a|b|c` over names made of `[A-Za-z0-9_.]` (dots escaped).
-fn alternatives(names: &[String]) -> String {
-    names
-        .iter()
-        .map(|n| n.replace('.', "\\."))
-        .collect::<Vec<_>>()
-        .join("|")
 }
 
 /// The arguments of `specs`: the canonical parameters (the catalog lists aliases after `format`,

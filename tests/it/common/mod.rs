@@ -17,6 +17,16 @@ use tower::ServiceExt;
 
 pub mod hub;
 
+/// A counter's value in a /metrics text: the line that starts with `series` (name and labels),
+/// 0 when there is none.
+pub fn counter(metrics: &str, series: &str) -> u64 {
+    metrics
+        .lines()
+        .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
 pub fn sample_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/sample")
 }
