@@ -33,11 +33,13 @@ impl AnswerCache {
 
     /// An answer kept under a key of the caller's making (`mcp`: a tool call's result by the
     /// snapshot, protocol version and call), counted with the others.
+    #[cfg(feature = "mcp")]
     pub(crate) fn get_keyed(&self, key: &str) -> Option<Bytes> {
         self.get(key).map(|e| e.body.clone())
     }
 
     /// Keep `body` under `key` (see `get_keyed`).
+    #[cfg(feature = "mcp")]
     pub(crate) fn put_keyed(&self, key: String, content_type: &'static str, body: Bytes) {
         self.counts[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.entries.insert(
