@@ -125,6 +125,21 @@ def export_peer_data(base):
     return parquet_path, db, table.num_rows
 
 
+def start_peers(procs, parquet_path, db, datasette_args=()):
+    """ROAPI over `parquet_path` and Datasette over `db`, appended to `procs`: each one's base URL
+    and its time from start to ready."""
+    rport, pgport, dport = free_port(), free_port(), free_port()
+    roapi = f"http://127.0.0.1:{rport}"
+    procs.append(subprocess.Popen(["roapi", "-a", f"127.0.0.1:{rport}", "-p", f"127.0.0.1:{pgport}",
+                                   "-t", f"llm={parquet_path}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    roapi_ready = wait_ready(f"{roapi}/api/schema", procs[-1])
+    datasette = f"http://127.0.0.1:{dport}"
+    procs.append(subprocess.Popen(["datasette", "serve", "-i", str(db), "-h", "127.0.0.1", "-p", str(dport),
+                                   *datasette_args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    datasette_ready = wait_ready(f"{datasette}/-/versions.json", procs[-1])
+    return (roapi, roapi_ready), (datasette, datasette_ready)
+
+
 def queries(ours, roapi, datasette):
     q = urllib.parse.quote
     return {
@@ -216,15 +231,7 @@ def main():
         wait_compressed(nocache)
 
         parquet_path, db, n_runs = export_peer_data(ours)
-        rport, pgport, dport = free_port(), free_port(), free_port()
-        roapi = f"http://127.0.0.1:{rport}"
-        procs.append(subprocess.Popen(["roapi", "-a", f"127.0.0.1:{rport}", "-p", f"127.0.0.1:{pgport}",
-                                       "-t", f"llm={parquet_path}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        roapi_ready = wait_ready(f"{roapi}/api/schema", procs[-1])
-        datasette = f"http://127.0.0.1:{dport}"
-        procs.append(subprocess.Popen(["datasette", "serve", "-i", str(db), "-h", "127.0.0.1", "-p", str(dport)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        datasette_ready = wait_ready(f"{datasette}/-/versions.json", procs[-1])
+        (roapi, roapi_ready), (datasette, datasette_ready) = start_peers(procs, parquet_path, db)
 
         mix = {k: v for k, v in queries(ours, roapi, datasette).items() if args.only in k}
         for per_server in mix.values():

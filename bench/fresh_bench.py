@@ -46,6 +46,7 @@ from bench import (  # noqa: E402
     ensure_tools,
     export_peer_data,
     free_port,
+    start_peers,
     wait_ready,
 )
 
@@ -158,16 +159,8 @@ def main():
                                        "--response-cache-bytes", "0", "--sql-plans", "0"], stdout=subprocess.DEVNULL))
         wait_ready(f"{noplans}/readyz", procs[-1])
         parquet_path, db, _ = export_peer_data(ours)
-        rport, pgport, dport = free_port(), free_port(), free_port()
-        roapi = f"http://127.0.0.1:{rport}"
-        procs.append(subprocess.Popen(["roapi", "-a", f"127.0.0.1:{rport}", "-p", f"127.0.0.1:{pgport}",
-                                       "-t", f"llm={parquet_path}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        wait_ready(f"{roapi}/api/schema", procs[-1])
-        datasette = f"http://127.0.0.1:{dport}"
-        procs.append(subprocess.Popen(["datasette", "serve", "-i", str(db), "-h", "127.0.0.1", "-p", str(dport),
-                                       "--setting", "sql_time_limit_ms", "5000"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        wait_ready(f"{datasette}/-/versions.json", procs[-1])
+        (roapi, _), (datasette, _) = start_peers(procs, parquet_path, db,
+                                                 ("--setting", "sql_time_limit_ms", "5000"))
         bases = {"mlenergy-server": ours, "mlenergy (plans off)": noplans, "roapi": roapi, "datasette": datasette}
 
         warm = stream(1, 2000)

@@ -126,18 +126,17 @@ impl Problem {
         Problem(p)
     }
 
+    /// A tool's own refusal of one argument.
+    fn invalid(detail: &str, parameter: Option<&str>, allowed: &[String]) -> Self {
+        Problem::new("invalid_argument", 400, detail, parameter, allowed)
+    }
+
     fn internal(detail: &str) -> Self {
         Problem::new("internal", 500, detail, None, &[])
     }
 
     fn argument(e: schema::ArgError) -> Self {
-        Problem::new(
-            "invalid_argument",
-            400,
-            &e.detail,
-            Some(&e.parameter),
-            &e.allowed,
-        )
+        Problem::invalid(&e.detail, Some(&e.parameter), &e.allowed)
     }
 
     /// A REST problem+json answer, its `type` (`/problems/<slug>`) as the slug.
@@ -312,9 +311,7 @@ impl McpServer {
                         .as_u64()
                         .filter(|n| (1..=MAX_SQL_ROWS).contains(n))
                         .ok_or_else(|| {
-                            Problem::new(
-                                "invalid_argument",
-                                400,
+                            Problem::invalid(
                                 &format!(
                                     "max_rows must be an integer from 1 to {MAX_SQL_ROWS}, not {v}"
                                 ),
@@ -325,9 +322,7 @@ impl McpServer {
                 };
                 schema::query(&spec.args, &given).map_err(Problem::argument)?;
                 let Some(Value::String(sql)) = sql else {
-                    return Err(Problem::new(
-                        "invalid_argument",
-                        400,
+                    return Err(Problem::invalid(
                         "sql (a string) is required",
                         Some("sql"),
                         &[],
@@ -367,9 +362,7 @@ impl McpServer {
             .and_then(|k| k.as_str())
             .and_then(|k| CHARTS.iter().find(|(name, _)| *name == k))
         else {
-            return Err(Problem::new(
-                "invalid_argument",
-                400,
+            return Err(Problem::invalid(
                 &format!("kind must be one of {}", kinds.join(", ")),
                 Some("kind"),
                 &kinds,
@@ -382,9 +375,7 @@ impl McpServer {
             let run = run_id(run)?;
             path = path.replace("{run_id}", &segment(&run));
         } else if run.is_some() {
-            return Err(Problem::new(
-                "invalid_argument",
-                400,
+            return Err(Problem::invalid(
                 &format!("a {kind} chart is not of one run: leave out run_id"),
                 Some("run_id"),
                 &[],
@@ -608,9 +599,7 @@ fn domain(v: Option<Value>) -> Result<&'static str, Problem> {
         None | Some(Value::Null) => Ok("llm"),
         Some(Value::String(s)) if s == "llm" => Ok("llm"),
         Some(Value::String(s)) if s == "diffusion" => Ok("diffusion"),
-        Some(other) => Err(Problem::new(
-            "invalid_argument",
-            400,
+        Some(other) => Err(Problem::invalid(
             &format!("domain must be llm or diffusion, not {other}"),
             Some("domain"),
             &["llm".into(), "diffusion".into()],
@@ -621,9 +610,7 @@ fn domain(v: Option<Value>) -> Result<&'static str, Problem> {
 fn run_id(v: Option<Value>) -> Result<String, Problem> {
     match v {
         Some(Value::String(s)) if !s.is_empty() => Ok(s),
-        _ => Err(Problem::new(
-            "invalid_argument",
-            400,
+        _ => Err(Problem::invalid(
             "run_id (a run's id, as find_runs names it) is required",
             Some("run_id"),
             &[],
