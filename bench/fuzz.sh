@@ -17,9 +17,10 @@ cd "$(dirname "$0")/../fuzz"
 out="$(cd .. && pwd)/bench/out"
 runs=${FUZZ_RUNS:-10000000}
 # Two cargo-fuzz packages: the readers' targets in fuzz/ link only the small crates they exercise
-# (mlenergy-rawfile, mlenergy-peer); the HTTP targets in fuzz/http/ link the whole server. Each is
-# named with --fuzz-dir (cargo-fuzz would take fuzz/ from any directory below it); both build in
-# one target directory, so what they share is built once.
+# (mlenergy-rawfile, mlenergy-peer, and mlenergy-engine without its `datafusion` feature: no query
+# engine, 143 crates, ~70 s in CI's quick build); the HTTP targets in fuzz/http/ link the whole
+# server. Each is named with --fuzz-dir (cargo-fuzz would take fuzz/ from any directory below it);
+# both build in one target directory.
 readers="raw_results raw_paths peer_json"
 http="query_strings json_bodies"
 # The two HTTP targets first, as a pair: they are the slow ones (CI: 142 s and 84 s of 20,000

@@ -5,12 +5,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
+use arrow::array::{
     Array, ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, Int64Array,
     NullBufferBuilder, RecordBatch, StringArray, StructArray,
 };
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Fields, Int32Type, Schema, SchemaRef};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Field, Fields, Int32Type, Schema, SchemaRef};
 
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
@@ -404,7 +404,7 @@ pub fn parquet_properties() -> parquet::file::properties::WriterPropertiesBuilde
 /// The text of each row of a text dictionary column (tests of this crate and of the importers
 /// compare dictionaries that number their values differently).
 pub fn dictionary_texts(a: &ArrayRef) -> Vec<Option<String>> {
-    use datafusion::arrow::array::{Array, AsArray};
+    use arrow::array::{Array, AsArray};
     let d = a.as_dictionary::<Int32Type>();
     let v = d.values().as_string::<i32>();
     (0..a.len())

@@ -20,10 +20,11 @@ pub enum EngineError {
     UnknownRun(String),
     #[error("cannot load dataset: {0}")]
     Load(String),
+    #[cfg(feature = "datafusion")]
     #[error(transparent)]
     DataFusion(#[from] datafusion::error::DataFusionError),
     #[error(transparent)]
-    Arrow(#[from] datafusion::arrow::error::ArrowError),
+    Arrow(#[from] arrow::error::ArrowError),
     #[error(transparent)]
     Parquet(#[from] parquet::errors::ParquetError),
     #[error(transparent)]

@@ -4,10 +4,12 @@
 //! opens sources into a [`Dataset`], and `http` turns requests into these calls.
 //!
 //! Crate `mlenergy-engine`: depends only on `mlenergy-pycompat` of the workspace (Cargo enforces
-//! it); no HTTP (utoipa only for the `openapi` feature's schemas). This file only declares and
-//! re-exports.
+//! it); no HTTP (utoipa only for the `openapi` feature's schemas). DataFusion only with the
+//! `datafusion` feature (on by default): loading and SQL; the rest is arrow and parquet.
+//! This file only declares and re-exports.
 
 pub mod arrow_conv;
+#[cfg(feature = "datafusion")]
 pub mod dataset;
 pub mod domain;
 pub mod error;
@@ -16,18 +18,23 @@ pub mod frame;
 pub mod frame_query;
 pub mod frontier;
 pub mod group;
+#[cfg(feature = "datafusion")]
 pub mod load;
 pub mod models;
 pub mod parquet_runs;
 pub mod query;
 pub mod rating;
 pub mod runid;
+#[cfg(feature = "datafusion")]
 pub mod sql;
+#[cfg(feature = "datafusion")]
 pub mod sql_functions;
+#[cfg(feature = "datafusion")]
 pub mod sql_prepared;
 pub mod stats;
 pub mod table;
 
+#[cfg(feature = "datafusion")]
 pub use self::dataset::Dataset;
 pub use self::domain::Domain;
 pub use self::error::EngineError;
