@@ -109,12 +109,12 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         }
         None => None,
     };
-    let mut state = AppState::new(
+    let state = AppState::new(
         Arc::new(service),
         args.answer_limits(),
         args.http.response_cache_bytes,
-    );
-    state.http = Arc::new(args.http_options(leaderboard_ui));
+    )
+    .with_http(args.http_options(leaderboard_ui));
     #[cfg(feature = "pg")]
     if let Some(addr) = args.pg.pg_bind {
         let bound = pg::start(state.service.clone(), addr, args.pg.options()).await?;

@@ -65,15 +65,16 @@ pub async fn list_runs(
         snapshot,
     } = prepare(&state, &domain, Endpoint::List, query.as_deref(), &headers)?;
     let table = snapshot.table(domain);
-    let q = params.run_query(domain, table, state.limits.max_rows)?;
-    let path = uri.path().to_string();
-    let warnings = params.filter_warnings(domain, table);
+    // The query and the filter hints are made on a miss only: a kept answer has its hints.
     let encoded = cached(&state.cache, &snapshot, &uri, format, || {
+        let q = params.run_query(domain, table, state.limits.max_rows)?;
+        let path = uri.path();
+        let warnings = params.filter_warnings(domain, table);
         let sel = table.select(&q)?;
         let frame = table.frame_of(&sel);
         let next = match q.limit {
             Some(l) if q.offset.saturating_add(l) < sel.total => {
-                Some(page_link(&path, query.as_deref(), q.offset + l))
+                Some(page_link(path, query.as_deref(), q.offset + l))
             }
             _ => None,
         };
@@ -113,7 +114,7 @@ pub async fn list_runs(
             body: body.into(),
             total: Some(sel.total),
             next,
-            warnings: warnings.clone(),
+            warnings,
             variants: Default::default(),
         })
     })?;

@@ -468,15 +468,15 @@ async fn readiness_flips_when_a_shutdown_starts() {
     let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:")
         .await
         .unwrap();
-    let mut state = mlenergy_server::http::AppState::new(
+    let state = mlenergy_server::http::AppState::new(
         std::sync::Arc::new(mlenergy_server::service::Service::new(dataset, catalog)),
         mlenergy_server::http::Limits {
             max_rows: 100,
             stream_bytes: 1 << 20,
         },
         1 << 20,
-    );
-    state.http = std::sync::Arc::new(mlenergy_server::http::HttpOptions {
+    )
+    .with_http(mlenergy_server::http::HttpOptions {
         drain_delay: std::time::Duration::from_millis(1500),
         ..Default::default()
     });

@@ -29,15 +29,15 @@ async fn server(
     let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:")
         .await
         .unwrap();
-    let mut state = AppState::new(
+    let state = AppState::new(
         Arc::new(Service::new(dataset, catalog)),
         Limits {
             max_rows: 100_000,
             stream_bytes: Limits::STREAM_BYTES,
         },
         8 << 20,
-    );
-    state.http = Arc::new(HttpOptions {
+    )
+    .with_http(HttpOptions {
         connections,
         ..HttpOptions::default()
     });

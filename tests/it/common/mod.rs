@@ -160,8 +160,7 @@ impl TestApp {
         let mut options = ServiceOptions::default();
         adjust(&mut options);
         let service = Service::with_options(dataset, catalog, options);
-        let mut state = AppState::new(Arc::new(service), limits, answer_cache_bytes);
-        state.http = Arc::new(http);
+        let state = AppState::new(Arc::new(service), limits, answer_cache_bytes).with_http(http);
         TestApp { router: app(state) }
     }
 
