@@ -184,10 +184,10 @@ pub(crate) async fn collect(
         // With its row count: `SELECT FROM t` has rows and no column (found by fuzzing).
         let b = RecordBatch::try_new_with_options(
             schema.clone(),
-            b.columns().to_vec(),
+            as_planned(&schema, b.columns())?,
             &arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
         )
-        .map_err(|e| SqlError::Internal(e.to_string()))?;
+        .map_err(|e| SqlError::Invalid(format!("the engine could not form this answer: {e}")))?;
         batches.push(b);
     }
     Ok(SqlAnswer {
@@ -195,6 +195,33 @@ pub(crate) async fn collect(
         batches,
         rows,
     })
+}
+
+/// `columns` in the types the plan announced (and clients were told). DataFusion's execution can
+/// disagree with its own plan: `SELECT 0/16000000000000079213` is planned as Decimal128(20, 0) and
+/// computed as Decimal128(24, 4) (found by fuzzing: a 500). Such a column is cast to the planned
+/// type; one that does not convert is the statement's problem, said as such.
+fn as_planned(
+    schema: &SchemaRef,
+    columns: &[arrow::array::ArrayRef],
+) -> Result<Vec<arrow::array::ArrayRef>, SqlError> {
+    columns
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| {
+            if c.data_type() == f.data_type() {
+                return Ok(c.clone());
+            }
+            arrow::compute::cast(c, f.data_type()).map_err(|e| {
+                SqlError::Invalid(format!(
+                    "column '{}' was planned as {} and computed as {}, which does not convert: {e}",
+                    f.name(),
+                    f.data_type(),
+                    c.data_type()
+                ))
+            })
+        })
+        .collect()
 }
 
 /// The read-only policy: no DDL, no DML, no statements that set state.
