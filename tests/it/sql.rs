@@ -275,6 +275,14 @@ async fn formats_parameters_and_tables() {
     assert_eq!(decimal["rows"][0]["n"], 7);
     // Decimals are written as their exact text.
     assert_eq!(decimal["rows"][0]["z"], "0", "{decimal}");
+    // A placeholder number no request could bind (found by fuzzing: an overflow in lifting).
+    app.post(
+        "/v1/sql",
+        "application/json",
+        r#"{"sql": "SELECT * FROM llm_runs WHERE num_gpus != $18446744073709551615 AND task = 'gpqa'", "params": [4]}"#,
+    )
+    .await
+    .problem(400, "invalid_sql");
     app.post(
         "/v1/sql",
         "application/json",

@@ -45,6 +45,10 @@ pub struct Lifted {
     pub client_params: usize,
 }
 
+/// The highest `$n` a client's statement may use and still be lifted (the PostgreSQL protocol
+/// binds at most 65,535 values).
+const MAX_CLIENT_PLACEHOLDER: usize = 65_535;
+
 /// The lifted form of `sql`, or none when it is not one query (several statements, EXPLAIN,
 /// SHOW, anything but a query) or does not parse (it is then run as written, which says why).
 pub fn lift(sql: &str) -> Option<Lifted> {
@@ -56,7 +60,9 @@ pub fn lift(sql: &str) -> Option<Lifted> {
     if !matches!(statement, Statement::Query(_)) {
         return None;
     }
-    // The client's placeholders: `$n` numbers in use, the lifted ones come after.
+    // The client's placeholders: `$n` numbers in use, the lifted ones come after. Named ones, and
+    // numbers no request could bind (`$18446744073709551615`: the lifted ones' numbers overflowed,
+    // found by fuzzing), leave the statement as written, where DataFusion says what is wrong.
     let mut client_params = 0usize;
     let mut named = false;
     let _ = visit_expressions_mut(&mut statement, |e: &mut Expr| {
@@ -66,8 +72,8 @@ pub fn lift(sql: &str) -> Option<Lifted> {
         }) = e
         {
             match p.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
-                Some(n) => client_params = client_params.max(n),
-                None => named = true,
+                Some(n) if n <= MAX_CLIENT_PLACEHOLDER => client_params = client_params.max(n),
+                _ => named = true,
             }
         }
         ControlFlow::<()>::Continue(())
@@ -383,6 +389,13 @@ mod tests {
         assert_eq!(
             l.key,
             "SELECT * FROM llm_runs WHERE task = $1 AND num_gpus BETWEEN $2 AND $3"
+        );
+        // A number no request could bind: not lifted (found by fuzzing: an overflow).
+        assert!(lift("SELECT * FROM llm_runs WHERE num_gpus != $18446744073709551615 AND task = 'gpqa'").is_none());
+        assert!(lift("SELECT * FROM llm_runs WHERE num_gpus != $65536 AND task = 'gpqa'").is_none());
+        assert_eq!(
+            lift("SELECT * FROM llm_runs WHERE num_gpus != $65535 AND task = 'gpqa'").unwrap().key,
+            "SELECT * FROM llm_runs WHERE num_gpus <> $65535 AND task = $65536"
         );
         // Literal against literal, functions' arguments, LIKE patterns, negative numbers: kept.
         let l = lift("SELECT * FROM llm_runs WHERE 1 = 1 AND round(energy_per_token_joules, 2) > 0.5 AND model_id LIKE 'Qwen%' AND num_gpus > -1").unwrap();
