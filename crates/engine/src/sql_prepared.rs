@@ -391,10 +391,19 @@ mod tests {
             "SELECT * FROM llm_runs WHERE task = $1 AND num_gpus BETWEEN $2 AND $3"
         );
         // A number no request could bind: not lifted (found by fuzzing: an overflow).
-        assert!(lift("SELECT * FROM llm_runs WHERE num_gpus != $18446744073709551615 AND task = 'gpqa'").is_none());
-        assert!(lift("SELECT * FROM llm_runs WHERE num_gpus != $65536 AND task = 'gpqa'").is_none());
+        assert!(
+            lift(
+                "SELECT * FROM llm_runs WHERE num_gpus != $18446744073709551615 AND task = 'gpqa'"
+            )
+            .is_none()
+        );
+        assert!(
+            lift("SELECT * FROM llm_runs WHERE num_gpus != $65536 AND task = 'gpqa'").is_none()
+        );
         assert_eq!(
-            lift("SELECT * FROM llm_runs WHERE num_gpus != $65535 AND task = 'gpqa'").unwrap().key,
+            lift("SELECT * FROM llm_runs WHERE num_gpus != $65535 AND task = 'gpqa'")
+                .unwrap()
+                .key,
             "SELECT * FROM llm_runs WHERE num_gpus <> $65535 AND task = $65536"
         );
         // Literal against literal, functions' arguments, LIKE patterns, negative numbers: kept.
