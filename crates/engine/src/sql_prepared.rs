@@ -64,7 +64,7 @@ pub fn lift(sql: &str) -> Option<Lifted> {
     // numbers no request could bind (`$18446744073709551615`: the lifted ones' numbers overflowed,
     // found by fuzzing), leave the statement as written, where DataFusion says what is wrong.
     let mut client_params = 0usize;
-    let mut named = false;
+    let mut as_written = false;
     let _ = visit_expressions_mut(&mut statement, |e: &mut Expr| {
         if let Expr::Value(ValueWithSpan {
             value: Value::Placeholder(p),
@@ -73,12 +73,12 @@ pub fn lift(sql: &str) -> Option<Lifted> {
         {
             match p.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
                 Some(n) if n <= MAX_CLIENT_PLACEHOLDER => client_params = client_params.max(n),
-                _ => named = true,
+                _ => as_written = true,
             }
         }
         ControlFlow::<()>::Continue(())
     });
-    if named {
+    if as_written {
         return None;
     }
     let mut lifter = Lifter {
