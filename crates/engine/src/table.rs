@@ -9,6 +9,7 @@ use super::domain::Domain;
 use super::error::EngineError;
 use super::fields::{self, FieldSpec, FieldType, RUN_ID};
 use super::frame::{ColumnData, Frame, FrameColumn, Value};
+use super::models::sweep::SweepMemo;
 use super::runid::{self, DiffusionKey, LlmKey};
 
 /// One domain's runs. Column 0 is `run_id`; then the published fields in order, then the derived ones.
@@ -20,6 +21,8 @@ pub struct RunTable {
     pub frame: Frame,
     index: HashMap<Arc<str>, usize>,
     by_name: HashMap<&'static str, usize>,
+    /// Sweep fits already made over these rows (`models::sweep`).
+    pub(crate) sweep_memo: SweepMemo,
 }
 
 /// Compare two cells for sorting: nulls after every value; floats by total order.
@@ -178,6 +181,7 @@ impl RunTable {
             frame,
             index,
             by_name,
+            sweep_memo: SweepMemo::default(),
         }
     }
 
