@@ -8,6 +8,7 @@ use axum::response::Response;
 use super::answer::{Encoded, cached, respond};
 use super::encode;
 use super::error::AppError;
+use super::negotiate::Format;
 use super::params::Endpoint;
 use super::state::{ApiPath, AppState, Prepared, prepare};
 
@@ -71,44 +72,49 @@ pub async fn list_runs(
         let path = uri.path();
         let warnings = params.filter_warnings(domain, table);
         let sel = table.select(&q)?;
-        let frame = table.frame_of(&sel);
         let next = match q.limit {
             Some(l) if q.offset.saturating_add(l) < sel.total => {
                 Some(page_link(path, query.as_deref(), q.offset + l))
             }
             _ => None,
         };
-        let body = encode::encode_frame(
-            &frame,
-            format,
-            &|name| table.is_nullable(name),
-            |out, frame| {
-                out.extend_from_slice(b"{\"domain\":");
-                encode::json_str(out, domain.as_str());
-                out.extend_from_slice(
-                    format!(
-                        ",\"total\":{},\"offset\":{},\"limit\":",
-                        sel.total, q.offset
-                    )
-                    .as_bytes(),
-                );
-                match q.limit {
-                    Some(l) => out.extend_from_slice(l.to_string().as_bytes()),
-                    None => out.extend_from_slice(b"null"),
-                }
-                out.extend_from_slice(
-                    format!(",\"count\":{},\"next\":", frame.num_rows()).as_bytes(),
-                );
-                match &next {
-                    Some(n) => encode::json_str(out, n),
-                    None => out.extend_from_slice(b"null"),
-                }
-                encode::json_warnings(out, &warnings);
-                out.extend_from_slice(b",\"runs\":");
-                encode::json_array(out, frame);
-                out.push(b'}');
-            },
-        )?;
+        let body = if format == Format::Json {
+            // The page from the cells' JSON text, written once per snapshot; no frame.
+            let cells = state.table_json.get(snapshot.generation, domain, table);
+            let mut out = Vec::with_capacity(sel.rows.len() * 64 * sel.columns.len() + 256);
+            out.extend_from_slice(b"{\"domain\":");
+            encode::json_str(&mut out, domain.as_str());
+            out.extend_from_slice(
+                format!(
+                    ",\"total\":{},\"offset\":{},\"limit\":",
+                    sel.total, q.offset
+                )
+                .as_bytes(),
+            );
+            match q.limit {
+                Some(l) => out.extend_from_slice(l.to_string().as_bytes()),
+                None => out.extend_from_slice(b"null"),
+            }
+            out.extend_from_slice(format!(",\"count\":{},\"next\":", sel.rows.len()).as_bytes());
+            match &next {
+                Some(n) => encode::json_str(&mut out, n),
+                None => out.extend_from_slice(b"null"),
+            }
+            encode::json_warnings(&mut out, &warnings);
+            out.extend_from_slice(b",\"runs\":");
+            cells.write_array(&mut out, &sel.rows, &sel.columns);
+            out.push(b'}');
+            out
+        } else {
+            let frame = table.frame_of(&sel);
+            // CSV, NDJSON, Arrow, Parquet (the closure writes JSON, not asked for here).
+            encode::encode_owned_frame(
+                frame,
+                format,
+                &|name| table.is_nullable(name),
+                encode::json_array,
+            )?
+        };
         Ok(Encoded {
             content_type: format.content_type(),
             body: body.into(),

@@ -270,6 +270,8 @@ pub struct StateParts {
     /// Encoded responses by (snapshot, path, query, format). Snapshots are immutable, so an entry
     /// never goes stale; a reload changes the snapshot part of the key.
     pub cache: AnswerCache,
+    /// The JSON text of the current snapshot's cells, for pages of runs (`encode::table_json`).
+    pub table_json: super::encode::TableJsonCache,
     /// Shared: every handler clones the state.
     pub http: Arc<HttpOptions>,
     /// What answers depend on besides the snapshot and the request: the server's version and
@@ -299,6 +301,7 @@ impl AppState {
             service,
             limits,
             cache: answer_cache(cache_bytes),
+            table_json: Default::default(),
             http: Arc::new(HttpOptions::default()),
             salt: salt.into(),
             draining: Default::default(),

@@ -4,8 +4,10 @@
 
 pub mod frames;
 pub mod per_sample;
+pub mod table_json;
 
 pub use frames::{
     encode_frame, encode_owned_frame, json_array, json_cell_of, json_f64, json_members,
     json_object, json_str, json_warnings,
 };
+pub use table_json::{TableJson, TableJsonCache};
