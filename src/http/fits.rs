@@ -69,10 +69,10 @@ pub async fn logistic_fits(
     let p = prepare(&state, &domain, Endpoint::Sweep, query.as_deref(), &headers)?;
     let table = p.snapshot.table(p.domain);
     let q = p.params.sweep_query(p.domain, table)?;
-    let warnings = p.params.filter_warnings(p.domain, table);
     if let Some(hit) = lookup(&state.cache, &p.snapshot, &uri, p.format) {
         return Ok(hit);
     }
+    let warnings = p.params.filter_warnings(p.domain, table);
     let request = format!("logistic|{}|{q:?}", p.domain);
     let snapshot = p.snapshot.clone();
     let domain = p.domain;
@@ -292,10 +292,10 @@ pub async fn itl_mixtures(
     )?;
     let rows = p.filtered_rows()?;
     let (max_samples, seed) = (p.params.max_samples()?, p.params.seed()?);
-    let warnings = p.params.filter_warnings(Domain::Llm, &p.snapshot.llm);
     if let Some(hit) = lookup(&state.cache, &p.snapshot, &uri, p.format) {
         return Ok(hit);
     }
+    let warnings = p.params.filter_warnings(Domain::Llm, &p.snapshot.llm);
     let mut frames = Vec::with_capacity(rows.len());
     for row in rows {
         frames.push(run_mixture(&state, &p, row, max_samples, seed).await?);

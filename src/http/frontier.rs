@@ -129,13 +129,13 @@ pub async fn pareto(
     let table = prepared.snapshot.table(prepared.domain);
     let (filters, q) = prepared.params.pareto_query(prepared.domain, table)?;
     let fields = prepared.params.fields(table)?;
-    let warnings = prepared.params.filter_warnings(prepared.domain, table);
     let encoded = cached(
         &state.cache,
         &prepared.snapshot,
         &uri,
         prepared.format,
         || {
+            let warnings = prepared.params.filter_warnings(prepared.domain, table);
             let rows = rows_in_file_order(table, &filters)?;
             let chosen = frontier::pareto(table, &rows, &q)?;
             encode_chosen(
@@ -198,13 +198,13 @@ pub async fn best(
     let table = prepared.snapshot.table(prepared.domain);
     let (filters, q) = prepared.params.best_query(prepared.domain, table)?;
     let fields = prepared.params.fields(table)?;
-    let warnings = prepared.params.filter_warnings(prepared.domain, table);
     let encoded = cached(
         &state.cache,
         &prepared.snapshot,
         &uri,
         prepared.format,
         || {
+            let warnings = prepared.params.filter_warnings(prepared.domain, table);
             let rows = rows_in_file_order(table, &filters)?;
             let chosen = frontier::best(table, &rows, &q)?;
             encode_chosen(

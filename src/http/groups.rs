@@ -94,8 +94,9 @@ pub async fn groups(
     } = prepare(&state, &domain, Endpoint::Group, query.as_deref(), &headers)?;
     let table = snapshot.table(domain);
     let q = params.group_query(domain, table)?;
-    let warnings = params.filter_warnings(domain, table);
+    // Made on a miss only: a kept answer has its hints.
     let encoded = cached(&state.cache, &snapshot, &uri, format, || {
+        let warnings = params.filter_warnings(domain, table);
         let g = table.group(&q)?;
         let nullable = |name: &str| match name {
             "count" => false,

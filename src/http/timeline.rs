@@ -209,10 +209,10 @@ fn encoded(
     frame: Frame,
 ) -> Result<Response, AppError> {
     let format = p.format;
-    let warnings = p
-        .params
-        .filter_warnings(p.domain, p.snapshot.table(p.domain));
     let e = cached(&state.cache, &p.snapshot, uri, format, || {
+        let warnings = p
+            .params
+            .filter_warnings(p.domain, p.snapshot.table(p.domain));
         let nullable = |n: &str| n.contains("_device_");
         let rows = frame.num_rows();
         let body = encode::encode_owned_frame(frame, format, &nullable, encode::json_array)?;
