@@ -108,8 +108,13 @@ enum Plan {
 }
 
 /// One context's prepared statements by their lifted text (`engine::sql_prepared`), at most
-/// `PLANS` of them (least recently used dropped first).
-type Plans = moka::sync::Cache<String, Arc<Plan>>;
+/// `PLANS` of them (least recently used dropped first), and the session states they are given
+/// physical plans with (made once per context).
+#[derive(Clone)]
+struct Plans {
+    kept: moka::sync::Cache<String, Arc<Plan>>,
+    states: Arc<sql_prepared::PlanStates>,
+}
 
 impl Sql {
     /// Prepared statements kept per surface and snapshot unless configured otherwise.
@@ -176,7 +181,7 @@ impl Sql {
         }
         (surface.setup)(&ctx).map_err(SqlError::Internal)?;
         let evictions = self.counts.plan_evictions.clone();
-        let plans: Plans = moka::sync::Cache::builder()
+        let kept = moka::sync::Cache::builder()
             .max_capacity(self.plans)
             .eviction_listener(move |_k, _v, cause| {
                 if cause == moka::notification::RemovalCause::Size {
@@ -184,6 +189,10 @@ impl Sql {
                 }
             })
             .build();
+        let plans = Plans {
+            kept,
+            states: Arc::new(sql_prepared::PlanStates::of(&ctx)),
+        };
         let mut all = self.contexts.lock().expect("not poisoned");
         all.retain(|(n, _, _, _)| *n != surface.name);
         all.push((surface.name, generation, ctx.clone(), plans.clone()));
@@ -295,7 +304,7 @@ impl Sql {
             return None;
         }
         let lifted = sql_prepared::lift(text)?;
-        let plan = match plans.get(&lifted.key) {
+        let plan = match plans.kept.get(&lifted.key) {
             Some(plan) => {
                 self.counts.plan_hits.fetch_add(1, Ordering::Relaxed);
                 plan
@@ -309,15 +318,22 @@ impl Sql {
                         Err(_) => Plan::AsWritten,
                     },
                 );
-                plans.insert(lifted.key.clone(), plan.clone());
+                plans.kept.insert(lifted.key.clone(), plan.clone());
                 plan
             }
         };
         let Plan::Ready(prepared) = &*plan else {
             return None;
         };
-        match sql_prepared::run_prepared(ctx, prepared, &lifted, params, &self.limits, timeout)
-            .await
+        match sql_prepared::run_prepared(
+            &plans.states,
+            prepared,
+            &lifted,
+            params,
+            &self.limits,
+            timeout,
+        )
+        .await
         {
             Ok(answer) => Some(Ok(answer)),
             Err(PreparedError::Failed(e)) => Some(Err(e)),

@@ -10,6 +10,15 @@
 //! placeholder's type without changing (`64` to a float column's `64.0`; not `0.5` to an integer
 //! column): else the statement is run as written. The service keeps the prepared statements
 //! (`service::sql`); this module lifts, prepares and runs.
+//!
+//! A bound plan still needs a physical plan, and DataFusion's physical optimiser was most of that
+//! (three quarters of planning a filtered, sorted page of a run table: distribution and ordering
+//! requirements, projection and filter pushdown, each a walk of the plan that recomputes its
+//! properties). A statement that is only projections, filters, sorts and limits over one run
+//! table (one in-memory partition: nothing to distribute, no operator whose requirements another
+//! operator must meet) is planned with the limit pushdown and the sanity check alone
+//! ([`PlanStates`]); if the sanity check finds a requirement unmet, it is planned again with every
+//! rule. Everything else gets every rule.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -17,10 +26,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{ParamValues, ScalarValue};
-use datafusion::execution::TaskContext;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-use datafusion::logical_expr::LogicalPlan;
+use datafusion::execution::{SessionState, SessionStateBuilder, TaskContext};
+use datafusion::logical_expr::{Expr as LogicalExpr, LogicalPlan};
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_optimizer::limit_pushdown::LimitPushdown;
+use datafusion::physical_optimizer::sanity_checker::SanityCheckPlan;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::{
@@ -229,6 +242,66 @@ pub struct Prepared {
     plan: LogicalPlan,
     schema: SchemaRef,
     types: HashMap<String, Option<DataType>>,
+    /// Projections, filters, sorts and limits over one run table (`lean`).
+    simple: bool,
+}
+
+/// The tables a simple statement may read: the run tables, one in-memory partition each.
+const RUN_TABLES: [&str; 2] = ["llm_runs", "diffusion_runs"];
+
+/// Whether `plan` (optimised) is only projections, filters, sorts and limits over run tables, with
+/// no subquery left in an expression.
+fn is_simple(plan: &LogicalPlan) -> bool {
+    let mut simple = true;
+    let _ = plan.apply(|node| {
+        simple = match node {
+            LogicalPlan::Projection(_)
+            | LogicalPlan::Filter(_)
+            | LogicalPlan::Sort(_)
+            | LogicalPlan::Limit(_)
+            | LogicalPlan::SubqueryAlias(_) => true,
+            LogicalPlan::TableScan(scan) => RUN_TABLES.contains(&scan.table_name.table()),
+            _ => false,
+        } && node.expressions().iter().all(|e| {
+            !e.exists(|e| {
+                Ok(matches!(
+                    e,
+                    LogicalExpr::ScalarSubquery(_)
+                        | LogicalExpr::InSubquery(_)
+                        | LogicalExpr::Exists(_)
+                ))
+            })
+            .unwrap_or(true)
+        });
+        Ok(if simple {
+            TreeNodeRecursion::Continue
+        } else {
+            TreeNodeRecursion::Stop
+        })
+    });
+    simple
+}
+
+/// The session states a context's prepared statements are planned with, made once per context:
+/// its own (every physical optimiser rule) and a lean one for simple statements (the limit
+/// pushdown, which makes a sort with a limit a top-k, and the sanity check).
+pub struct PlanStates {
+    full: SessionState,
+    lean: SessionState,
+}
+
+impl PlanStates {
+    pub fn of(ctx: &SessionContext) -> PlanStates {
+        let full = ctx.state();
+        let rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> = vec![
+            Arc::new(LimitPushdown::new()),
+            Arc::new(SanityCheckPlan::new()),
+        ];
+        let lean = SessionStateBuilder::new_from_existing(full.clone())
+            .with_physical_optimizer_rules(rules)
+            .build();
+        PlanStates { full, lean }
+    }
 }
 
 /// Plan and optimise `lifted` on `ctx` under the read-only policy.
@@ -253,10 +326,12 @@ pub async fn prepare(
         return Err(no_column());
     }
     let plan = state.optimize(&plan).map_err(|e| classify(e, limits))?;
+    let simple = is_simple(&plan);
     Ok(Prepared {
         plan,
         schema,
         types,
+        simple,
     })
 }
 
@@ -271,7 +346,7 @@ pub enum PreparedError {
 /// Bind the client's `params` and the lifted values to `prepared` and run it on `ctx` (the shared
 /// context) under `limits`, with a memory pool of its own.
 pub async fn run_prepared(
-    ctx: &SessionContext,
+    states: &PlanStates,
     prepared: &Prepared,
     lifted: &Lifted,
     params: &ParamValues,
@@ -307,20 +382,27 @@ pub async fn run_prepared(
         .clone()
         .with_param_values(ParamValues::from(values))
         .map_err(|_| PreparedError::Unbound)?;
-    // The query's own memory pool, given to its task alone: `ctx`'s state (its tables and
+    // The query's own memory pool, given to its task alone: the context's state (its tables and
     // functions) is not copied into a new one for each query.
-    let runtime = RuntimeEnvBuilder::from_runtime_env(&ctx.runtime_env())
+    let runtime = RuntimeEnvBuilder::from_runtime_env(states.full.runtime_env())
         .with_memory_limit(limits.memory_bytes, 1.0)
         .build_arc()
         .map_err(|e| PreparedError::Failed(SqlError::Internal(e.to_string())))?;
-    let state = ctx.state();
+    let state = &states.full;
     let work = async {
-        let physical = state
-            .query_planner()
-            .create_physical_plan(&plan, &state)
-            .await
-            .map_err(|e| classify(e, limits))?;
-        let task = Arc::new(TaskContext::from(&state).with_runtime(runtime));
+        let planner = state.query_planner();
+        let lean = match prepared.simple {
+            true => planner.create_physical_plan(&plan, &states.lean).await.ok(),
+            false => None,
+        };
+        let physical = match lean {
+            Some(p) => p,
+            None => planner
+                .create_physical_plan(&plan, state)
+                .await
+                .map_err(|e| classify(e, limits))?,
+        };
+        let task = Arc::new(TaskContext::from(state).with_runtime(runtime));
         let stream = datafusion::physical_plan::execute_stream(physical, task)
             .map_err(|e| classify(e, limits))?;
         collect(stream, prepared.schema.clone(), limits).await
@@ -422,5 +504,102 @@ mod tests {
         assert!(lift("SELECT 1; SELECT 2").is_none());
         assert!(lift("EXPLAIN SELECT 1").is_none());
         assert!(lift("SELECT * FROM t WHERE a = :name").is_none());
+    }
+
+    /// A simple statement is planned lean and answers what every rule answers, row for row; the
+    /// others are planned with every rule.
+    #[tokio::test]
+    async fn lean_plans_answer_as_full_ones() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/sample/runs");
+        let dataset = crate::load::load_compiled(
+            crate::load::summary_context(),
+            &format!("{root}/llm.parquet"),
+            &format!("{root}/diffusion.parquet"),
+        )
+        .await
+        .unwrap();
+        let limits = SqlLimits::default();
+        let ctx = crate::sql::sql_context(&dataset, limits.memory_bytes)
+            .await
+            .unwrap();
+        let states = PlanStates::of(&ctx);
+        let everything = PlanStates {
+            full: states.full.clone(),
+            lean: states.full.clone(),
+        };
+        for (sql, simple) in [
+            (
+                "SELECT run_id, energy_per_token_joules FROM llm_runs WHERE task = 'gpqa' AND max_num_seqs >= 64 AND num_gpus <= 4 ORDER BY energy_per_token_joules, run_id LIMIT 7",
+                true,
+            ),
+            (
+                "SELECT r.run_id AS id, r.batch_size * 2 AS b FROM diffusion_runs r WHERE r.gpu_model <> 'H100' ORDER BY 2 DESC, 1 LIMIT 5 OFFSET 3",
+                true,
+            ),
+            (
+                "SELECT * FROM (SELECT run_id, num_gpus FROM llm_runs WHERE num_gpus IN (2, 4) ORDER BY run_id LIMIT 40) t WHERE num_gpus = 2",
+                true,
+            ),
+            (
+                "SELECT task, count(*) AS n FROM llm_runs GROUP BY task ORDER BY task",
+                false,
+            ),
+            (
+                "SELECT run_id FROM llm_runs WHERE task = 'gpqa' UNION ALL SELECT run_id FROM diffusion_runs ORDER BY run_id LIMIT 9",
+                false,
+            ),
+            (
+                "SELECT run_id FROM llm_runs WHERE num_gpus = (SELECT max(num_gpus) FROM llm_runs) ORDER BY run_id",
+                false,
+            ),
+            (
+                "SELECT a.run_id FROM llm_runs a JOIN llm_runs b ON a.run_id = b.run_id WHERE a.num_gpus = 8 ORDER BY 1",
+                false,
+            ),
+        ] {
+            let lifted = lift(sql).unwrap();
+            let prepared = prepare(&ctx, &lifted, &limits).await.unwrap();
+            assert_eq!(prepared.simple, simple, "{sql}");
+            if simple {
+                // Planned lean (no fallback): one partition, no repartitioning.
+                let bound = prepared
+                    .plan
+                    .clone()
+                    .with_param_values(ParamValues::from(lifted.values.clone()))
+                    .unwrap();
+                let physical = states
+                    .full
+                    .query_planner()
+                    .create_physical_plan(&bound, &states.lean)
+                    .await
+                    .unwrap();
+                let text = datafusion::physical_plan::displayable(physical.as_ref())
+                    .indent(false)
+                    .to_string();
+                assert!(!text.contains("Repartition"), "{sql}\n{text}");
+                assert_eq!(
+                    datafusion::physical_plan::ExecutionPlanProperties::output_partitioning(
+                        &physical
+                    )
+                    .partition_count(),
+                    1,
+                    "{text}"
+                );
+            }
+            let params = ParamValues::List(Vec::new());
+            let lean = run_prepared(&states, &prepared, &lifted, &params, &limits, None)
+                .await
+                .unwrap();
+            let full = run_prepared(&everything, &prepared, &lifted, &params, &limits, None)
+                .await
+                .unwrap();
+            assert!(lean.rows > 0, "{sql}");
+            assert_eq!(lean.rows, full.rows, "{sql}");
+            let lean =
+                datafusion::arrow::compute::concat_batches(&lean.schema, &lean.batches).unwrap();
+            let full =
+                datafusion::arrow::compute::concat_batches(&full.schema, &full.batches).unwrap();
+            assert_eq!(lean, full, "{sql}");
+        }
     }
 }
