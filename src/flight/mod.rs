@@ -261,11 +261,10 @@ impl FlightSql {
 fn number_placeholders(sql: &str) -> String {
     use datafusion::sql::sqlparser::ast::{Expr, Value, visit_expressions_mut};
     use datafusion::sql::sqlparser::dialect::GenericDialect;
-    use datafusion::sql::sqlparser::parser::Parser;
     if !sql.contains('?') {
         return sql.to_owned();
     }
-    let Ok(mut statements) = Parser::parse_sql(&GenericDialect {}, sql) else {
+    let Ok(mut statements) = crate::engine::sql::parse_statements(&GenericDialect {}, sql) else {
         return sql.to_owned();
     };
     let mut n = 0usize;

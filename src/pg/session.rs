@@ -15,6 +15,8 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ParamValues;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::sqlparser::ast::{Expr, Set, Statement, Value};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::ParserError;
 use datafusion_postgres::arrow_pg::datatypes::df::deserialize_parameters_with_server_types;
 use datafusion_postgres::arrow_pg::datatypes::{
     arrow_schema_to_pg_fields, encode_recordbatch, into_pg_type,
@@ -368,11 +370,7 @@ impl SimpleQueryHandler for PgSession {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let statements = self
-            .parser
-            .sql
-            .parse(query)
-            .map_err(|e| user_error("42601", e.to_string()))?;
+        let statements = self.parser.parse_text(query)?;
         if statements.is_empty() {
             return Ok(vec![Response::EmptyQuery]);
         }
@@ -439,6 +437,23 @@ pub(super) struct PgParser {
     sql: PostgresCompatibilityParser,
 }
 
+impl PgParser {
+    /// The statements of a client's text, by the compatibility parser. It parses at sqlparser's
+    /// default depth (50), where some shapes take 2^50 steps (`engine::sql::SQL_RECURSION_LIMIT`),
+    /// so a text too deep for the bounded parse is refused first; one that parses bounded takes
+    /// the same steps unbounded.
+    fn parse_text(&self, sql: &str) -> PgWireResult<Vec<Statement>> {
+        if let Err(ParserError::RecursionLimitExceeded) =
+            crate::engine::sql::parse_statements(&PostgreSqlDialect {}, sql)
+        {
+            return Err(user_error("54001", crate::engine::sql::too_deep()));
+        }
+        self.sql
+            .parse(sql)
+            .map_err(|e| user_error("42601", e.to_string()))
+    }
+}
+
 #[async_trait]
 impl QueryParser for PgParser {
     type Statement = PgStatement;
@@ -452,10 +467,7 @@ impl QueryParser for PgParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let mut statements = self
-            .sql
-            .parse(sql)
-            .map_err(|e| user_error("42601", e.to_string()))?;
+        let mut statements = self.parse_text(sql)?;
         if statements.is_empty() {
             return Ok(None);
         }

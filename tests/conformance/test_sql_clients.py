@@ -204,6 +204,29 @@ def test_every_forbidden_statement_is_refused_on_both_surfaces(sample):
         assert cur.fetchone()[0] == 838
 
 
+def test_statements_the_parser_backtracks_on_are_refused_at_once(sample):
+    """A chain of dotted names ending in `[` takes sqlparser 2^n steps; the depth bound refuses it
+    on every surface (psql's simple protocol, psycopg's extended one, Flight SQL) at once, and the
+    server answers the next query."""
+    _, pg, fl = sample
+    chain = "SELECT " + ".".join(["ab"] * 34) + "["
+    env = {**os.environ, "PGCONNECT_TIMEOUT": "10"}
+    common = [PSQL, "-h", "127.0.0.1", "-p", str(pg), "-U", "dash", "-d", "mlenergy", "-X", "-A", "-t"]
+    out = subprocess.run([*common, "-c", chain], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode != 0 and "nests more than 24 levels deep" in out.stderr, out.stderr
+    with pg_connect(pg, autocommit=True) as c:
+        with pytest.raises(psycopg.Error) as e:
+            c.execute(chain + " %s", (1,))
+        assert e.value.sqlstate == "54001", e.value
+        assert c.execute("SELECT count(*) FROM llm_runs").fetchone()[0] == 838
+    with flight_connect(fl) as conn, conn.cursor() as cur:
+        with pytest.raises(Exception) as e:
+            cur.execute(chain)
+        assert "nests more than 24 levels deep" in str(e.value), e.value
+        cur.execute("SELECT count(*) AS n FROM llm_runs")
+        assert cur.fetchone()[0] == 838
+
+
 def test_joins_over_raw_derived_tables_equal_itl(raw):
     base, pg, fl = raw
     runs = get(base, "/v1/llm/runs", task="video-chat", stability="all", fields="run_id", sort="run_id")["runs"]

@@ -344,6 +344,48 @@ async fn only_queries_run() {
     }
 }
 
+/// A statement the parser would backtrack on exponentially (a chain of dotted names ending in
+/// `[`: 2^n steps for n names, found by the query_strings fuzz target) is refused by the depth
+/// bound as invalid SQL at once; a chain within the bound still answers, and nesting that real
+/// queries use still parses.
+#[tokio::test]
+async fn statements_the_parser_would_backtrack_on_are_refused() {
+    let app = Twice::sample().await;
+    let chain = |n: usize| format!("SELECT {}[", vec!["ab"; n].join("."));
+    for n in [40, 400] {
+        let p = app.get(&q(&chain(n))).await.problem(400, "invalid_sql");
+        assert!(
+            p["detail"]
+                .as_str()
+                .unwrap()
+                .contains("nests more than 24 levels deep"),
+            "{p}"
+        );
+        let (status, body) = post_sql(&app, &chain(n), serde_json::json!([])).await;
+        assert_eq!(
+            (status, body["type"].as_str()),
+            (400, Some("/problems/invalid_sql")),
+            "{body}"
+        );
+    }
+    // A short chain is an ordinary syntax error.
+    let p = app.get(&q(&chain(3))).await.problem(400, "invalid_sql");
+    assert!(
+        !p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("nests more than 24 levels deep"),
+        "{p}"
+    );
+    let nested = format!(
+        "SELECT count(*) AS n FROM {}llm_runs{}",
+        "(SELECT * FROM ".repeat(8),
+        ") t".repeat(8)
+    );
+    let n = app.get(&q(&nested)).await.json();
+    assert_eq!(n["rows"][0]["n"].as_u64(), Some(838), "{n}");
+}
+
 /// A query that takes long: a count over a large generated series.
 const SLOW: &str = "SELECT count(*) FROM generate_series(1, 100000000000) a";
 

@@ -41,7 +41,6 @@ use datafusion::sql::sqlparser::ast::{
     visit_expressions_mut,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
-use datafusion::sql::sqlparser::parser::Parser;
 
 use super::sql::{
     SqlAnswer, SqlError, SqlLimits, classify, collect, no_column, read_only, unique_schema,
@@ -65,7 +64,7 @@ const MAX_CLIENT_PLACEHOLDER: usize = 65_535;
 /// The lifted form of `sql`, or none when it is not one query (several statements, EXPLAIN,
 /// SHOW, anything but a query) or does not parse (it is then run as written, which says why).
 pub fn lift(sql: &str) -> Option<Lifted> {
-    let mut statements = Parser::parse_sql(&GenericDialect {}, sql).ok()?;
+    let mut statements = super::sql::parse_statements(&GenericDialect {}, sql).ok()?;
     if statements.len() != 1 {
         return None;
     }
