@@ -9,7 +9,7 @@ use super::domain::Domain;
 use super::error::EngineError;
 use super::fields::{self, FieldSpec, FieldType, RUN_ID};
 use super::frame::{ColumnData, Frame, FrameColumn, Value};
-use super::models::sweep::SweepMemo;
+use super::models::fit_memo::SweepMemo;
 use super::runid::{self, DiffusionKey, LlmKey};
 
 /// One domain's runs. Column 0 is `run_id`; then the published fields in order, then the derived ones.
