@@ -390,9 +390,10 @@ pub async fn run_prepared(
     let state = &states.full;
     let work = async {
         let planner = state.query_planner();
-        let lean = match prepared.simple {
-            true => planner.create_physical_plan(&plan, &states.lean).await.ok(),
-            false => None,
+        let lean = if prepared.simple {
+            planner.create_physical_plan(&plan, &states.lean).await.ok()
+        } else {
+            None
         };
         let (physical, task) = match lean {
             // Its functions are in its expressions already: the task needs no copy of the
