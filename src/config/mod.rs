@@ -587,6 +587,16 @@ impl ServeArgs {
                 .options(self.admin.admin_token.as_deref().filter(|t| !t.is_empty())),
             #[cfg(not(feature = "mcp"))]
             mcp: None,
+            front_ends: crate::http::state::FrontEnds {
+                #[cfg(feature = "pg")]
+                pg: self.pg.pg_bind,
+                #[cfg(not(feature = "pg"))]
+                pg: None,
+                #[cfg(feature = "flight")]
+                flight: self.flight.flight_bind,
+                #[cfg(not(feature = "flight"))]
+                flight: None,
+            },
             guard: crate::http::state::GuardOptions {
                 max_uri_bytes: l.max_uri_bytes,
                 max_header_bytes: l.max_header_bytes,

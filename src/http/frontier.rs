@@ -17,7 +17,7 @@ use crate::engine::{RunQuery, RunTable};
 use crate::service::leaderboard::files::in_file_order;
 
 /// The filtered runs in the leaderboard's file order.
-fn rows_in_file_order(table: &RunTable, q: &RunQuery) -> Result<Vec<usize>, AppError> {
+pub(super) fn rows_in_file_order(table: &RunTable, q: &RunQuery) -> Result<Vec<usize>, AppError> {
     let mut rows = table.filter_rows(&q.filters, q.stability)?;
     in_file_order(table, &mut rows);
     Ok(rows)

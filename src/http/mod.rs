@@ -13,6 +13,7 @@ pub mod connections;
 pub mod derived;
 pub mod encode;
 pub mod error;
+pub mod explore;
 pub mod fits;
 pub mod frontier;
 pub mod groups;
@@ -87,6 +88,7 @@ fn api(guard: &state::GuardOptions) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(raw_file::raw_file))
         .routes(routes!(timeline::run_timeline_handler))
         .routes(routes!(timeline::timelines))
+        .routes(routes!(explore::home))
         .routes(routes!(info::fields))
         .routes(routes!(prefetch::prefetch))
         .routes(routes!(prefetch::get_job))
@@ -173,6 +175,7 @@ pub fn app(state: AppState) -> Router {
         .merge(ui)
         .merge(mirror)
         .merge(mcp)
+        .merge(explore::routes())
         // Every body is bounded before it is read (the ITL mixture fit's route sets its own,
         // larger bound inside this one); the extension lets a refusal name the bound.
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))

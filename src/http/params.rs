@@ -47,7 +47,7 @@ pub enum Endpoint {
 }
 
 /// String filters: (parameter, field, aliases).
-fn string_filters(
+pub fn string_filters(
     domain: Domain,
 ) -> &'static [(&'static str, &'static str, &'static [&'static str])] {
     match domain {
@@ -72,7 +72,7 @@ fn string_filters(
 }
 
 /// Numeric filters: (parameter = field, aliases). Each also takes `<name>_min` / `<name>_max`.
-fn numeric_filters(domain: Domain) -> &'static [(&'static str, &'static [&'static str])] {
+pub fn numeric_filters(domain: Domain) -> &'static [(&'static str, &'static [&'static str])] {
     match domain {
         Domain::Llm => &[("num_gpus", &[]), ("max_num_seqs", &["batch"])],
         Domain::Diffusion => &[("num_gpus", &[]), ("batch_size", &["batch"])],
@@ -725,7 +725,7 @@ pub struct Params {
     blank: BTreeSet<String>,
 }
 
-fn canonical(domain: Domain, name: &str) -> Option<String> {
+pub fn canonical(domain: Domain, name: &str) -> Option<String> {
     for (p, _, aliases) in string_filters(domain) {
         if name == *p || aliases.contains(&name) {
             return Some(p.to_string());

@@ -55,6 +55,15 @@ pub struct HttpOptions {
     pub mirror: Option<MirrorOptions>,
     /// The Model Context Protocol at `/mcp` (feature `mcp`); none: off.
     pub mcp: Option<McpOptions>,
+    /// The addresses of the other front ends, for the home page to name.
+    pub front_ends: FrontEnds,
+}
+
+/// Where the SQL front ends beside HTTP listen (`--pg-bind`, `--flight-bind`); none: off.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FrontEnds {
+    pub pg: Option<std::net::SocketAddr>,
+    pub flight: Option<std::net::SocketAddr>,
 }
 
 impl Default for HttpOptions {
@@ -69,6 +78,7 @@ impl Default for HttpOptions {
             connections: Default::default(),
             mirror: None,
             mcp: None,
+            front_ends: FrontEnds::default(),
         }
     }
 }

@@ -1,0 +1,803 @@
+//! A person with a browser: the home page at `/` (what is served, and how to reach it from curl,
+//! SQL clients, Python and AI assistants; `/` asked for JSON answers the index of the API), and
+//! the explorer at `/explore/{domain}` (filters, facets, the runs table, the Pareto chart, the
+//! best configuration under a deadline, the batch sweep, and each view as curl, Python and SQL)
+//! with a page per run (`/explore/{domain}/runs/{run_id}`: every field, the raw data's charts).
+//!
+//! Pages are rendered on the server from the snapshot (`pages`, maud templates that escape every
+//! value), cached and revalidated like every answer (ETag, 304, compression), and sent with a
+//! Content-Security-Policy that allows the server's own script, style sheet and images only: the
+//! charts are the API's SVG endpoints, the script a few lines (`assets/explore.js`).
+
+mod pages;
+pub mod snippets;
+pub mod view;
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+
+use axum::Router;
+use axum::extract::{OriginalUri, Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use self::pages::{Best, Chrome, Column, Control, Row, Snippets};
+use self::view::{DEFAULT_LIMIT, View, encode, number};
+use super::answer::{Encoded, cached_as, respond};
+use super::error::AppError;
+use super::params::{self, default_deadline, default_energy, default_latency};
+use super::state::AppState;
+use crate::engine::frame::Value;
+use crate::engine::frontier::{self, BestQuery};
+use crate::engine::{Domain, Filter, RunQuery, RunTable};
+use crate::service::{RawFile, Snapshot};
+use crate::store::RawLocation;
+
+const HTML: &str = "text/html; charset=utf-8";
+
+/// The pages' policy: the server's own script, style sheet, images and forms; nothing inline,
+/// nothing from elsewhere, no framing.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/// Rows of the best-configuration table a page shows (the JSON link has them all).
+const BEST_ROWS: usize = 10;
+
+/// The explorer's routes (the home page is an API route: `home`).
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/explore", get(|| async { Redirect::to("/explore/llm") }))
+        .route("/explore/", get(|| async { Redirect::to("/explore/llm") }))
+        .route("/explore/assets/{file}", get(asset))
+        .route("/explore/{domain}", get(explorer))
+        .route("/explore/{domain}/runs/{run_id}", get(run))
+}
+
+/// The index of the API: what is served and where each family of endpoints is.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApiIndex {
+    pub service: &'static str,
+    pub version: &'static str,
+    /// The id of the snapshot served (as `X-Snapshot-Id`).
+    pub snapshot: String,
+    /// Runs per domain.
+    pub runs: HashMap<String, usize>,
+    /// The OpenAPI document, and its Swagger UI.
+    pub openapi: &'static str,
+    pub docs: &'static str,
+    /// The explorer's pages, one per domain.
+    pub explorer: Vec<String>,
+    /// The endpoints by family (the OpenAPI document's tags), in the document's order.
+    pub families: Vec<Family>,
+}
+
+/// One family of endpoints: an OpenAPI tag, what it is for and its paths.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Family {
+    pub name: String,
+    pub description: Option<String>,
+    pub paths: Vec<String>,
+}
+
+/// The families of the OpenAPI document, made once.
+static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| families(&super::openapi_document()));
+
+fn families(doc: &utoipa::openapi::OpenApi) -> Vec<Family> {
+    let mut out: Vec<Family> = doc
+        .tags
+        .iter()
+        .flatten()
+        .map(|t| Family {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            paths: Vec::new(),
+        })
+        .collect();
+    for (path, item) in &doc.paths.paths {
+        let tag = [&item.get, &item.post]
+            .into_iter()
+            .flatten()
+            .find_map(|op| op.tags.as_ref().and_then(|t| t.first().cloned()));
+        let Some(tag) = tag else { continue };
+        match out.iter_mut().find(|f| f.name == tag) {
+            Some(f) => f.paths.push(path.clone()),
+            None => out.push(Family {
+                name: tag,
+                description: None,
+                paths: vec![path.clone()],
+            }),
+        }
+    }
+    out.retain(|f| !f.paths.is_empty());
+    out
+}
+
+/// Whether the client asked for HTML (a browser) rather than JSON.
+fn wants_html(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|item| {
+            let mut parts = item.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("");
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q == 0.0)
+            });
+            media.eq_ignore_ascii_case("text/html") && !refused
+        })
+}
+
+/// The origin a snippet names: the request's `Host` (the scheme from `X-Forwarded-Proto` when a
+/// proxy says https), or the default address.
+fn origin(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .filter(|h| {
+            !h.is_empty()
+                && h.len() <= 255
+                && h.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-:[]_".contains(&b))
+        })
+        .unwrap_or("127.0.0.1:8080");
+    let https = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    format!("{}://{host}", if https { "https" } else { "http" })
+}
+
+/// The home page (a browser) or the index of the API (JSON).
+#[utoipa::path(
+    get,
+    path = "/",
+    tag = "catalog",
+    responses(
+        (status = 200, description = "The index of the API as JSON; a browser (Accept: text/html) gets the home page",
+            content(
+                (ApiIndex = "application/json"),
+                (String = "text/html"),
+            )),
+    )
+)]
+pub async fn home(
+    State(state): State<AppState>,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let snapshot = state.service.snapshot();
+    if !wants_html(&headers) {
+        let encoded = cached_as(&state.cache, &snapshot, &uri, "json", || {
+            let index = ApiIndex {
+                service: "mlenergy-server",
+                version: env!("CARGO_PKG_VERSION"),
+                snapshot: super::info::snapshot_id(&snapshot.content_id),
+                runs: Domain::ALL
+                    .iter()
+                    .map(|&d| (d.as_str().to_string(), snapshot.table(d).len()))
+                    .collect(),
+                openapi: "/openapi.json",
+                docs: "/docs",
+                explorer: Domain::ALL
+                    .iter()
+                    .map(|d| format!("/explore/{}", d.as_str()))
+                    .collect(),
+                families: FAMILIES.clone(),
+            };
+            let body = serde_json::to_vec(&index).map_err(|e| AppError::Internal(e.to_string()))?;
+            Ok(encoded("application/json", body))
+        })?;
+        return Ok(respond(&encoded));
+    }
+    let origin = origin(&headers);
+    Ok(page(
+        &state,
+        &snapshot,
+        &uri,
+        &origin,
+        "/explore/llm",
+        |snapshot| {
+            let facts = pages::Home {
+                origin: origin.clone(),
+                source: snapshot.source.location.clone(),
+                revision: snapshot.source.revision.clone(),
+                snapshot: super::info::snapshot_id(&snapshot.content_id),
+                loaded_at: humantime::format_rfc3339_seconds(snapshot.loaded_at).to_string(),
+                domains: Domain::ALL
+                    .iter()
+                    .map(|&d| {
+                        let t = snapshot.table(d);
+                        let (stable, unstable) = t.stability_counts();
+                        pages::DomainFacts {
+                            domain: d,
+                            rows: t.len(),
+                            stable,
+                            unstable,
+                        }
+                    })
+                    .collect(),
+                leaderboard_ui: state.http.leaderboard_ui.is_some(),
+                pg: state.http.front_ends.pg.map(|a| a.to_string()),
+                flight: state.http.front_ends.flight.map(|a| a.to_string()),
+                mcp: state.http.mcp.is_some(),
+                mirror: state.http.mirror.is_some(),
+            };
+            Ok(("ML.ENERGY benchmark data".to_string(), pages::home(&facts)))
+        },
+    ))
+}
+
+fn encoded(content_type: &'static str, body: Vec<u8>) -> Encoded {
+    Encoded {
+        content_type,
+        body: body.into(),
+        total: None,
+        next: None,
+        warnings: Vec::new(),
+        variants: Default::default(),
+    }
+}
+
+/// A page of the snapshot: rendered once per (snapshot, URI, origin), cached, sent with the
+/// policy; a refusal is a page too, with the problem's status.
+fn page(
+    state: &AppState,
+    snapshot: &Arc<Snapshot>,
+    uri: &Uri,
+    origin: &str,
+    back: &str,
+    render: impl FnOnce(&Snapshot) -> Result<(String, maud::Markup), AppError>,
+) -> Response {
+    let chrome = |title: &str, content| {
+        pages::page(
+            &Chrome {
+                title,
+                snapshot: &super::info::snapshot_id(&snapshot.content_id),
+                source: &snapshot.source.location,
+            },
+            content,
+        )
+        .into_string()
+    };
+    let made = cached_as(
+        &state.cache,
+        snapshot,
+        uri,
+        &format!("html|{origin}"),
+        || {
+            let (title, content) = render(snapshot)?;
+            Ok(encoded(HTML, chrome(&title, content).into_bytes()))
+        },
+    );
+    let mut resp = match made {
+        Ok(e) => respond(&e),
+        Err(e) => {
+            let problem = e.problem();
+            let status = e.status();
+            let body = chrome(&problem.title, pages::problem(&problem, back));
+            let mut r = (status, body).into_response();
+            r.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(HTML));
+            r
+        }
+    };
+    secure(resp.headers_mut());
+    resp
+}
+
+fn secure(h: &mut HeaderMap) {
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+}
+
+/// The script and the style sheet of the pages, from the binary.
+async fn asset(Path(file): Path<String>) -> Response {
+    let (body, content_type): (&'static str, &'static str) = match file.as_str() {
+        "explore.css" => (include_str!("assets/explore.css"), "text/css; charset=utf-8"),
+        "explore.js" => (
+            include_str!("assets/explore.js"),
+            "text/javascript; charset=utf-8",
+        ),
+        _ => return AppError::NoRoute(format!("/explore/assets/{file}")).into_response(),
+    };
+    let mut resp = (StatusCode::OK, body).into_response();
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    secure(resp.headers_mut());
+    resp
+}
+
+/// A cell as the runs table shows it: floats to four significant digits (the full value kept
+/// for the cell's title), other values as they are.
+fn shown(v: Value<'_>) -> (String, Option<String>) {
+    match v {
+        Value::Float(x) => {
+            let short = short_float(x);
+            let full = full(v);
+            if short == full {
+                (short, None)
+            } else {
+                (short, Some(full))
+            }
+        }
+        other => (full(other), None),
+    }
+}
+
+/// A cell's whole value (floats in their shortest exact form).
+fn full(v: Value<'_>) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::Str(s) => s.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(x) => {
+            let mut b = ryu::Buffer::new();
+            b.format(x).to_string()
+        }
+        Value::Bool(b) => b.to_string(),
+    }
+}
+
+fn short_float(x: f64) -> String {
+    if !x.is_finite() || x == 0.0 {
+        return full(Value::Float(x));
+    }
+    let magnitude = x.abs().log10().floor() as i32;
+    if !(-3..6).contains(&magnitude) {
+        return format!("{x:.3e}");
+    }
+    let decimals = (3 - magnitude).max(0) as usize;
+    format!("{x:.decimals$}")
+}
+
+/// A value as a filter takes it (`None`: null, which no filter names).
+fn filter_value(v: Value<'_>) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::Float(x) => Some(number(x)),
+        other => Some(full(other)),
+    }
+}
+
+fn filter_field(f: &Filter) -> &str {
+    match f {
+        Filter::OneOf { field, .. } | Filter::NumOneOf { field, .. } | Filter::Range { field, .. } => {
+            field
+        }
+    }
+}
+
+/// The filters of the form with select lists: (parameter, field).
+fn chosen_filters(domain: Domain) -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&'static str, &'static str)> = params::string_filters(domain)
+        .iter()
+        .filter(|(p, _, _)| !matches!(*p, "run_id" | "nickname"))
+        .map(|(p, f, _)| (*p, *f))
+        .collect();
+    out.extend(params::numeric_filters(domain).iter().map(|(p, _)| (*p, *p)));
+    out
+}
+
+/// A filter's control: the snapshot's values of the field, each with the runs it matches under
+/// the other filters (the facet count, as `/groups?by=` counts them), and the view's choice.
+fn control(
+    view: &View,
+    table: &RunTable,
+    q: &RunQuery,
+    param: &'static str,
+    field: &str,
+) -> Result<Control, AppError> {
+    let col = table.require_field(field)?;
+    let column = table.column(col);
+    let others: Vec<Filter> = q
+        .filters
+        .iter()
+        .filter(|f| filter_field(f) != field)
+        .cloned()
+        .collect();
+    let rows = table.filter_rows(&others, q.stability)?;
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for group in table.group_rows(&[col], rows) {
+        if let Some(v) = filter_value(column.get(group[0])) {
+            counts.insert(v, group.len());
+        }
+    }
+    // Every value of the snapshot, in the field's order.
+    let mut firsts: Vec<usize> = table
+        .group_rows(&[col], (0..table.len()).collect())
+        .into_iter()
+        .map(|g| g[0])
+        .collect();
+    firsts.sort_by(|&a, &b| crate::engine::table::cmp_values(column.get(a), column.get(b)));
+    let options: Vec<(String, usize)> = firsts
+        .into_iter()
+        .filter_map(|r| filter_value(column.get(r)))
+        .map(|v| {
+            let n = counts.get(&v).copied().unwrap_or(0);
+            (v, n)
+        })
+        .collect();
+    let toggles = options.iter().map(|(v, _)| format!("?{}", view.toggled(param, v))).collect();
+    Ok(Control {
+        param,
+        label: param.to_string(),
+        chosen: view.values(param).into_iter().map(str::to_string).collect(),
+        options,
+        toggles,
+    })
+}
+
+fn columns_of(view: &View, table: &RunTable, q: &RunQuery, cols: &[usize], sortable: bool) -> Vec<Column> {
+    let first = q.sort.first();
+    cols.iter()
+        .map(|&c| {
+            let f = &table.fields[c];
+            let sorted = first.filter(|k| k.field == f.name).map(|k| {
+                if k.descending { "descending" } else { "ascending" }
+            });
+            let next = if sorted == Some("ascending") {
+                format!("-{}", f.name)
+            } else {
+                f.name.to_string()
+            };
+            Column {
+                name: f.name,
+                unit: f.unit,
+                numeric: f.ty.is_numeric(),
+                sorted,
+                sort_link: if sortable {
+                    format!("?{}", view.with("sort", Some(&next)))
+                } else {
+                    String::new()
+                },
+            }
+        })
+        .collect()
+}
+
+fn rows_of(table: &RunTable, rows: &[usize], cols: &[usize]) -> Vec<Row> {
+    rows.iter()
+        .map(|&r| Row {
+            run_id: table.run_id(r).to_string(),
+            cells: cols.iter().map(|&c| shown(table.column(c).get(r))).collect(),
+        })
+        .collect()
+}
+
+/// `path?query`, or `path` alone for an empty query.
+fn with_query(path: &str, query: &str) -> String {
+    if query.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}?{query}")
+    }
+}
+
+/// The explorer of a domain.
+async fn explorer(
+    State(state): State<AppState>,
+    Path(domain): Path<String>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let snapshot = state.service.snapshot();
+    let origin = origin(&headers);
+    let back = match Domain::parse(&domain) {
+        Some(d) => format!("/explore/{}", d.as_str()),
+        None => "/explore/llm".into(),
+    };
+    page(&state, &snapshot, &uri, &origin, &back, |snapshot| {
+        let domain = super::state::parse_domain(&domain)?;
+        let e = explorer_of(&state, snapshot, domain, query.as_deref(), &origin)?;
+        Ok((pages::domain_title(domain).to_string(), pages::explorer(&e)))
+    })
+}
+
+fn explorer_of(
+    state: &AppState,
+    snapshot: &Snapshot,
+    domain: Domain,
+    query: Option<&str>,
+    origin: &str,
+) -> Result<pages::Explorer, AppError> {
+    let d = domain.as_str();
+    let table = snapshot.table(domain);
+    let view = View::parse(domain, query)?;
+    let mut q = view.params.run_query(domain, table, state.limits.max_rows)?;
+    let limit = *q.limit.get_or_insert(DEFAULT_LIMIT);
+    let cols = view.columns(table)?;
+    let shown_cols = &cols[1..];
+    let sel = table.select(&q)?;
+
+    let mut covered: Vec<String> = Vec::new();
+    let mut controls = Vec::new();
+    for (param, field) in chosen_filters(domain) {
+        controls.push(control(&view, table, &q, param, field)?);
+        covered.push(param.to_string());
+    }
+    let batch = params::numeric_filters(domain)
+        .iter()
+        .map(|(p, _)| *p)
+        .find(|p| *p != "num_gpus")
+        .unwrap_or("num_gpus");
+    let mut ranges = Vec::new();
+    for (suffix, sign) in [("_min", "≥"), ("_max", "≤")] {
+        let param = format!("{batch}{suffix}");
+        let value = view.one(&param).unwrap_or("").to_string();
+        ranges.push((param.clone(), format!("{batch} {sign}"), value));
+        covered.push(param);
+    }
+    let stability = (domain == Domain::Llm).then(|| {
+        covered.push("stability".into());
+        view.one("stability").unwrap_or("stable").to_string()
+    });
+    covered.extend(["limit".to_string(), "offset".to_string()]);
+    let hidden: Vec<(String, String)> = view
+        .pairs
+        .iter()
+        .filter(|(k, _)| !covered.contains(k))
+        .cloned()
+        .collect();
+
+    let filters = encode(&view.filter_pairs());
+    let page_query = {
+        let mut pairs = view.pairs.clone();
+        if !pairs.iter().any(|(k, _)| k == "limit") {
+            pairs.push(("limit".into(), limit.to_string()));
+        }
+        encode(&pairs)
+    };
+
+    // The best configuration per model under the deadline.
+    let latency = default_latency(domain);
+    let latency_unit = table
+        .field_index(latency)
+        .and_then(|i| table.fields[i].unit)
+        .unwrap_or("");
+    let deadline = view.deadline.or_else(|| {
+        view.one("task")
+            .and_then(|t| default_deadline(domain, t, latency))
+    });
+    let best_q = BestQuery {
+        latency: latency.to_string(),
+        energy: default_energy(domain).to_string(),
+        deadline,
+        energy_budget: None,
+        per: vec!["model_id".to_string()],
+    };
+    let rows = super::frontier::rows_in_file_order(
+        table,
+        &RunQuery {
+            filters: q.filters.clone(),
+            stability: q.stability,
+            ..Default::default()
+        },
+    )?;
+    let chosen = frontier::best(table, &rows, &best_q)?;
+    let best_fields: Vec<usize> = ["model_id", "gpu_model", "num_gpus", batch, best_q.energy.as_str(), latency]
+        .iter()
+        .filter_map(|f| table.field_index(f))
+        .collect();
+    let mut best_pairs = view.filter_pairs();
+    if let Some(dl) = view.deadline {
+        best_pairs.push(("deadline".into(), number(dl)));
+    }
+    let best = Best {
+        deadline: deadline.map(|dl| format!("{} {latency_unit} {latency}", number(dl))),
+        deadline_default: view.deadline.is_none() && deadline.is_some(),
+        columns: columns_of(&view, table, &q, &best_fields, false),
+        rows: rows_of(table, &chosen.rows[..chosen.rows.len().min(BEST_ROWS)], &best_fields),
+        more: chosen.rows.len().saturating_sub(BEST_ROWS),
+        json: with_query(&format!("/v1/{d}/best"), &encode(&best_pairs)),
+    };
+
+    let sweep = if view.one("model_id").is_some()
+        && view.one("gpu_model").is_some()
+        && view.one("num_gpus").is_some()
+    {
+        Ok(with_query(&format!("/v1/{d}/charts/sweep.svg"), &filters))
+    } else {
+        Err("Choose one model_id, one gpu_model and one num_gpus to see the batch sweep with its fitted logistic curve.".to_string())
+    };
+
+    let sql = snippets::sql(domain, table, &q, &cols);
+    let offset = q.offset;
+    Ok(pages::Explorer {
+        domain,
+        action: format!("/explore/{d}"),
+        total: sel.total,
+        offset,
+        limit,
+        controls,
+        ranges,
+        stability,
+        hidden,
+        deadline_value: view.deadline.map(number).unwrap_or_default(),
+        deadline_unit: latency_unit,
+        columns: columns_of(&view, table, &q, shown_cols, true),
+        rows: rows_of(table, &sel.rows, shown_cols),
+        prev: (offset > 0).then(|| {
+            format!("?{}", view.with("offset", Some(&offset.saturating_sub(limit).to_string())))
+        }),
+        next: (offset.saturating_add(limit) < sel.total)
+            .then(|| format!("?{}", view.with("offset", Some(&(offset + limit).to_string())))),
+        warnings: view.params.filter_warnings(domain, table),
+        pareto: with_query(&format!("/v1/{d}/charts/pareto.svg"), &filters),
+        sweep,
+        best,
+        snippets: Snippets {
+            curl: snippets::curl(origin, domain, &page_query),
+            python: snippets::python(origin, domain, &q, &page_query),
+            sql_link: format!("/v1/sql?{}", encode(&[("q".to_string(), sql.clone())])),
+            sql,
+        },
+    })
+}
+
+/// A run's page.
+async fn run(
+    State(state): State<AppState>,
+    Path((domain, run_id)): Path<(String, String)>,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+) -> Response {
+    let snapshot = state.service.snapshot();
+    let origin = origin(&headers);
+    let back = match Domain::parse(&domain) {
+        Some(d) => format!("/explore/{}", d.as_str()),
+        None => "/explore/llm".into(),
+    };
+    page(&state, &snapshot, &uri, &origin, &back, |snapshot| {
+        let domain = super::state::parse_domain(&domain)?;
+        let r = run_of(snapshot, domain, &run_id, &origin)?;
+        Ok((run_id.clone(), pages::run_page(&r)))
+    })
+}
+
+fn run_of(
+    snapshot: &Snapshot,
+    domain: Domain,
+    run_id: &str,
+    origin: &str,
+) -> Result<pages::RunPage, AppError> {
+    let d = domain.as_str();
+    let table = snapshot.table(domain);
+    let row = table.row_of(run_id).ok_or_else(|| AppError::UnknownRun {
+        domain: d.into(),
+        run_id: run_id.into(),
+    })?;
+    let fields = table
+        .fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| pages::FieldRow {
+            name: f.name,
+            value: full(table.column(i).get(row)),
+            unit: f.unit,
+            description: f.description,
+        })
+        .collect();
+    let seg = pages::path_segment(run_id);
+    let api = format!("/v1/{d}/runs/{seg}");
+    let raw = match snapshot.raw_location(domain, row, RawFile::Results) {
+        Err(why) => Err(why.0),
+        Ok(RawLocation::Local { path, .. }) if !path.is_file() => {
+            Err("its results file is not in this dataset's directory".to_string())
+        }
+        Ok(_) => {
+            let mut charts = vec![
+                pages::RawChart {
+                    title: "Power per GPU and their total",
+                    src: format!("{api}/timeline.svg"),
+                    alt: "The run's power draw over time, per GPU and in total.",
+                },
+                pages::RawChart {
+                    title: "Temperature per GPU",
+                    src: format!("{api}/timeline.svg?metric=temperature"),
+                    alt: "The run's GPU temperatures over time.",
+                },
+            ];
+            let mut links = vec![
+                (format!("{api}/raw/results.json"), "results.json (raw)".to_string()),
+                (format!("{api}/timeline"), "the power timeline as JSON".to_string()),
+            ];
+            if domain == Domain::Llm {
+                charts.push(pages::RawChart {
+                    title: "Inter-token latencies (smoothed)",
+                    src: format!("{api}/itl.svg"),
+                    alt: "Histogram of the run's smoothed inter-token latencies.",
+                });
+                if snapshot
+                    .raw_location(domain, row, RawFile::Prometheus)
+                    .is_ok()
+                {
+                    links.push((
+                        format!("{api}/raw/prometheus.json"),
+                        "prometheus.json (raw)".to_string(),
+                    ));
+                }
+                links.push((format!("{api}/itl"), "inter-token latencies as JSON".to_string()));
+                links.push((
+                    format!("{api}/output-lengths"),
+                    "output lengths as JSON".to_string(),
+                ));
+            }
+            Ok((charts, links))
+        }
+    };
+    let mut csv_pairs = vec![("run_id".to_string(), run_id.to_string())];
+    if domain == Domain::Llm {
+        csv_pairs.push(("stability".into(), "all".into()));
+    }
+    csv_pairs.push(("format".into(), "csv".into()));
+    let sql = format!(
+        "SELECT *\nFROM {d}_runs\nWHERE run_id = '{}'",
+        run_id.replace('\'', "''")
+    );
+    Ok(pages::RunPage {
+        domain,
+        run_id: run_id.to_string(),
+        fields,
+        raw,
+        snippets: Snippets {
+            curl: format!("curl {}", snippets::shell_word(&format!("{origin}{api}"))),
+            python: format!(
+                "import pandas as pd\nrun = pd.read_csv({})",
+                snippets::python_str(&format!("{origin}/v1/{d}/runs?{}", encode(&csv_pairs)))
+            ),
+            sql_link: format!("/v1/sql?{}", encode(&[("q".to_string(), sql.clone())])),
+            sql,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_are_shortened_to_four_significant_digits() {
+        assert_eq!(short_float(0.123456), "0.1235");
+        assert_eq!(short_float(1234.5678), "1235");
+        assert_eq!(short_float(12.0), "12.00");
+        assert_eq!(short_float(0.000012345), "1.234e-5");
+        assert_eq!(shown(Value::Float(0.5)), ("0.5000".into(), Some("0.5".into())));
+    }
+
+    #[test]
+    fn a_browser_gets_html_and_everyone_else_json() {
+        let mut h = HeaderMap::new();
+        assert!(!wants_html(&h));
+        h.insert(header::ACCEPT, HeaderValue::from_static("text/html,application/xhtml+xml,*/*;q=0.8"));
+        assert!(wants_html(&h));
+        h.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/html;q=0"));
+        assert!(!wants_html(&h));
+    }
+
+    #[test]
+    fn the_origin_is_the_host_asked_for_unless_it_is_not_a_host() {
+        let mut h = HeaderMap::new();
+        assert_eq!(origin(&h), "http://127.0.0.1:8080");
+        h.insert(header::HOST, HeaderValue::from_static("data.example:8080"));
+        assert_eq!(origin(&h), "http://data.example:8080");
+        h.insert(header::HOST, HeaderValue::from_static("x\"><script>"));
+        assert_eq!(origin(&h), "http://127.0.0.1:8080");
+    }
+}
