@@ -7,12 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, StringArray};
 use mlenergy_server::http::{AppState, Limits, app};
 use mlenergy_server::service::Service;
 use mlenergy_server::service::open::{SourceOptions, open_dataset};
-use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::common::{TestApp, sample_dir};
 
@@ -23,43 +20,11 @@ const SECRET: &str = "this file is outside the dataset";
 /// data/sample's LLM table with the raw paths of some rows replaced: (row, results_path,
 /// prometheus_path).
 pub(crate) fn rewrite_llm(dst: &Path, rows: &[(usize, &str, Option<&str>)]) {
-    let file = std::fs::File::open(sample_dir().join("runs/llm.parquet")).unwrap();
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .unwrap()
-        .build()
-        .unwrap();
-    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
-    let schema = batches[0].schema();
-    let batch = datafusion::arrow::compute::concat_batches(&schema, &batches).unwrap();
-    let strings = |name: &str| -> Vec<Option<String>> {
-        let col = batch.column(schema.index_of(name).unwrap());
-        let col =
-            datafusion::arrow::compute::cast(col, &datafusion::arrow::datatypes::DataType::Utf8)
-                .unwrap();
-        let col = col.as_any().downcast_ref::<StringArray>().unwrap();
-        (0..col.len())
-            .map(|i| col.is_valid(i).then(|| col.value(i).to_string()))
-            .collect()
-    };
-    let (mut results, mut prometheus) = (strings("results_path"), strings("prometheus_path"));
-    for &(row, r, p) in rows {
-        results[row] = Some(r.to_string());
-        prometheus[row] = p.map(String::from);
-    }
-    let mut cols = batch.columns().to_vec();
-    let as_array = |v: Vec<Option<String>>| -> ArrayRef { Arc::new(StringArray::from(v)) };
-    let cast_back = |a: ArrayRef, name: &str| {
-        datafusion::arrow::compute::cast(&a, schema.field_with_name(name).unwrap().data_type())
-            .unwrap()
-    };
-    cols[schema.index_of("results_path").unwrap()] = cast_back(as_array(results), "results_path");
-    cols[schema.index_of("prometheus_path").unwrap()] =
-        cast_back(as_array(prometheus), "prometheus_path");
-    let out = RecordBatch::try_new(schema.clone(), cols).unwrap();
-    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
-    let mut w = ArrowWriter::try_new(std::fs::File::create(dst).unwrap(), schema, None).unwrap();
-    w.write(&out).unwrap();
-    w.close().unwrap();
+    let edits: Vec<(&str, usize, Option<&str>)> = rows
+        .iter()
+        .flat_map(|&(row, r, p)| [("results_path", row, Some(r)), ("prometheus_path", row, p)])
+        .collect();
+    crate::common::rewrite_llm_strings(dst, &edits);
 }
 
 /// A dataset directory beside a directory `outside` it: the real raw run, a symlink `llm/escape`

@@ -11,6 +11,7 @@ mod charts;
 mod confine;
 mod connections;
 mod errors;
+mod explore;
 mod fleet;
 mod formats;
 mod frontier;

@@ -600,7 +600,7 @@ fn explorer_of(
         best_pairs.push(("deadline".into(), number(dl)));
     }
     let best = Best {
-        deadline: deadline.map(|dl| format!("{} {latency_unit} {latency}", number(dl))),
+        deadline: deadline.map(|dl| format!("{latency} ≤ {} {latency_unit}", number(dl))),
         deadline_default: view.deadline.is_none() && deadline.is_some(),
         columns: columns_of(&view, table, &q, &best_fields, false),
         rows: rows_of(table, &chosen.rows[..chosen.rows.len().min(BEST_ROWS)], &best_fields),

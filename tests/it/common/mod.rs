@@ -45,6 +45,45 @@ pub fn copy_sample(to: &std::path::Path) {
     }
 }
 
+/// data/sample's LLM table written to `dst` with some string cells replaced: (column, row, value;
+/// `None` for null).
+pub fn rewrite_llm_strings(dst: &std::path::Path, edits: &[(&str, usize, Option<&str>)]) {
+    use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, StringArray};
+    use datafusion::arrow::datatypes::DataType;
+    use parquet::arrow::ArrowWriter;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let file = std::fs::File::open(sample_dir().join("runs/llm.parquet")).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
+    let schema = batches[0].schema();
+    let batch = datafusion::arrow::compute::concat_batches(&schema, &batches).unwrap();
+    let mut cols = batch.columns().to_vec();
+    let mut columns: Vec<&str> = edits.iter().map(|e| e.0).collect();
+    columns.sort_unstable();
+    columns.dedup();
+    for name in columns {
+        let i = schema.index_of(name).unwrap();
+        let col = datafusion::arrow::compute::cast(&cols[i], &DataType::Utf8).unwrap();
+        let col = col.as_any().downcast_ref::<StringArray>().unwrap();
+        let mut values: Vec<Option<String>> = (0..col.len())
+            .map(|r| col.is_valid(r).then(|| col.value(r).to_string()))
+            .collect();
+        for &(_, row, v) in edits.iter().filter(|e| e.0 == name) {
+            values[row] = v.map(String::from);
+        }
+        let edited: ArrayRef = Arc::new(StringArray::from(values));
+        cols[i] = datafusion::arrow::compute::cast(&edited, schema.field(i).data_type()).unwrap();
+    }
+    let out = RecordBatch::try_new(schema.clone(), cols).unwrap();
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    let mut w = ArrowWriter::try_new(std::fs::File::create(dst).unwrap(), schema, None).unwrap();
+    w.write(&out).unwrap();
+    w.close().unwrap();
+}
+
 pub struct TestApp {
     pub router: Router,
 }
@@ -162,6 +201,24 @@ impl TestApp {
         let service = Service::with_options(dataset, catalog, options);
         let state = AppState::new(Arc::new(service), limits, answer_cache_bytes).with_http(http);
         TestApp { router: app(state) }
+    }
+
+    /// The app over the compiled directory `dir` (data/sample's layout).
+    pub async fn over(dir: &std::path::Path) -> Self {
+        let dataset = load::load_compiled_dir(dir)
+            .await
+            .expect("the directory loads");
+        let catalog = mlenergy_server::store::catalog::Catalog::open("sqlite::memory:")
+            .await
+            .expect("catalog");
+        let service = Service::with_options(dataset, catalog, ServiceOptions::default());
+        let limits = Limits {
+            max_rows: 100_000,
+            stream_bytes: Limits::STREAM_BYTES,
+        };
+        TestApp {
+            router: app(AppState::new(Arc::new(service), limits, 8 * 1024 * 1024)),
+        }
     }
 
     pub async fn get(&self, uri: &str) -> Reply {
