@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every test: the Rust suites (unit, in-process router, black-box binary, data/sample and
 # OpenAPI drift), then the conformance suite against the reference toolkit mlenergy-data 0.4.0 and
-# the SQL clients, then schemathesis against the served OpenAPI document (tests/api/run.sh), then
-# the MCP conformance suite against /mcp (tests/mcp/conformance.sh).
+# the SQL clients, then the explorer's pages in Chromium (tests/browser), then schemathesis against
+# the served OpenAPI document (tests/api/run.sh), then the MCP conformance suite against /mcp
+# (tests/mcp/conformance.sh).
 #
 # The PostgreSQL tests run when MLENERGY_TEST_POSTGRES names a server (a user that may create
 # databases); otherwise cargo reports them as ignored, with the reason. MLENERGY_REQUIRE_POSTGRES=1
@@ -12,10 +13,13 @@ cd "$(dirname "$0")/.."
 
 # psql (Debian's postgresql-client) and openssl are real clients of the SQL tests
 # (tests/conformance/test_sql_clients.py): installed from Debian's packages when missing.
+# Chromium (Debian's package) is the browser of the explorer's tests (tests/browser). apt waits for a
+# lock another install holds (.ci/run installs Chromium beside the build).
+if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+apt_wait=(-o DPkg::Lock::Timeout=900)
 if ! command -v psql >/dev/null 2>&1 || ! command -v openssl >/dev/null 2>&1; then
-  if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q postgresql-client openssl
+  $sudo apt-get "${apt_wait[@]}" update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get "${apt_wait[@]}" install -y -q postgresql-client openssl
 fi
 
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
@@ -41,6 +45,16 @@ if [ -z "${MLENERGY_SERVER_BIN:-}" ]; then
   export MLENERGY_SERVER_BIN="$target_dir/debug/mlenergy-server"
 fi
 python3 -m pytest -q tests/conformance
+
+# The home page, the explorer and a run's page in headless Chromium (Playwright drives Debian's
+# package; it downloads no browser of its own).
+if ! command -v chromium >/dev/null 2>&1; then
+  $sudo apt-get "${apt_wait[@]}" update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get "${apt_wait[@]}" install -y -q chromium
+fi
+python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+  -r tests/browser/requirements.txt
+python3 -m pytest -q tests/browser
 
 # Schemathesis against the served OpenAPI document: every operation, every check.
 bash tests/api/run.sh

@@ -310,6 +310,7 @@ fn secure(h: &mut HeaderMap) {
 async fn asset(Path(file): Path<String>) -> Response {
     let (body, content_type): (&'static str, &'static str) = match file.as_str() {
         "explore.css" => (include_str!("assets/explore.css"), "text/css; charset=utf-8"),
+        "icon.svg" => (include_str!("assets/icon.svg"), "image/svg+xml"),
         "explore.js" => (
             include_str!("assets/explore.js"),
             "text/javascript; charset=utf-8",

@@ -23,6 +23,7 @@ pub(super) fn page(chrome: &Chrome<'_>, content: Markup) -> Markup {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (chrome.title) " · mlenergy-server" }
+                link rel="icon" href="/explore/assets/icon.svg" type="image/svg+xml";
                 link rel="stylesheet" href="/explore/assets/explore.css";
                 script src="/explore/assets/explore.js" defer {}
             }
