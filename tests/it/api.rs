@@ -5,12 +5,7 @@ use crate::common::TestApp;
 use serde_json::{Value, json};
 
 fn run_ids(v: &Value) -> Vec<String> {
-    v["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["run_id"].as_str().unwrap().to_string())
-        .collect()
+    crate::common::run_ids_in(v, "runs")
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 //! pages naming the parameter, and the same caching and compression as the API. The browser
 //! itself (Chromium) drives them in tests/browser.
 
-use crate::common::{TestApp, copy_sample, rewrite_llm_strings};
+use crate::common::{TestApp, copy_sample, rewrite_llm_strings, run_ids_in as run_ids};
 
 const HTML: &[(&str, &str)] = &[("accept", "text/html,application/xhtml+xml,*/*;q=0.8")];
 
@@ -22,15 +22,6 @@ fn unescape(s: &str) -> String {
         .replace("&quot;", "\"")
         .replace("&#39;", "'")
         .replace("&amp;", "&")
-}
-
-fn run_ids(answer: &serde_json::Value, key: &str) -> Vec<String> {
-    answer[key]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["run_id"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[tokio::test]
@@ -78,7 +69,11 @@ async fn the_root_answers_the_index_of_the_api_as_json_and_a_home_page_to_a_brow
     for facts in ["<td class=\"num\">838</td>", "<td class=\"num\">1020</td>"] {
         assert!(body.contains(facts), "{facts}");
     }
-    for link in ["href=\"/explore/llm\"", "href=\"/explore/diffusion\"", "href=\"/docs\""] {
+    for link in [
+        "href=\"/explore/llm\"",
+        "href=\"/explore/diffusion\"",
+        "href=\"/docs\"",
+    ] {
         assert!(body.contains(link), "{link}");
     }
     // The JSON and the page are different answers of one URL, each with its own tag.
@@ -107,7 +102,10 @@ async fn the_explorer_shows_the_runs_the_api_answers_and_sql_that_answers_the_sa
     assert!(body.contains(&format!("<strong>{total}</strong> runs match")));
     assert!(body.contains(&format!("rows 26–50 of {total}")));
     // Facet counts are /groups' counts under the other filters.
-    let groups = app.get("/v1/llm/groups?by=task&gpu_model=B200").await.json();
+    let groups = app
+        .get("/v1/llm/groups?by=task&gpu_model=B200")
+        .await
+        .json();
     for g in groups["groups"].as_array().unwrap() {
         let shown = format!(
             ">{}</a> <span class=\"count\">{}</span>",
@@ -189,7 +187,9 @@ async fn every_value_from_the_data_or_the_request_is_escaped() {
     let app = TestApp::over(tmp.path()).await;
     let q: String = form_urlencoded::byte_serialize(hostile.as_bytes()).collect();
     let found = app
-        .get(&format!("/v1/llm/runs?model_id={q}&stability=all&fields=run_id"))
+        .get(&format!(
+            "/v1/llm/runs?model_id={q}&stability=all&fields=run_id"
+        ))
         .await
         .json();
     let id = run_ids(&found, "runs").pop().expect("the hostile run");
@@ -202,7 +202,10 @@ async fn every_value_from_the_data_or_the_request_is_escaped() {
         format!("/explore/llm/runs/{q}"),
     ] {
         let r = app.get_with(&uri, HTML).await;
-        assert!(r.status == 200 || r.status == 400 || r.status == 404, "{uri}");
+        assert!(
+            r.status == 200 || r.status == 400 || r.status == 404,
+            "{uri}"
+        );
         let body = r.text();
         assert!(!body.contains("<script>alert"), "{uri}: {body}");
         assert!(body.contains("&lt;script&gt;alert"), "{uri}");
@@ -246,7 +249,10 @@ async fn refusals_are_pages_that_name_the_parameter_and_what_it_accepts() {
     assert_eq!(r.headers["cache-control"], "no-store");
     // An empty control of the form is no filter.
     let r = app
-        .get_with("/explore/diffusion?task=&model_id=&batch_size_min=&limit=25", HTML)
+        .get_with(
+            "/explore/diffusion?task=&model_id=&batch_size_min=&limit=25",
+            HTML,
+        )
         .await;
     assert_eq!(r.status, 200);
     assert!(r.text().contains("<strong>1020</strong> runs match"));
@@ -263,10 +269,17 @@ async fn pages_are_revalidated_and_compressed_like_every_answer() {
         .get_with(uri, &[HTML[0], ("if-none-match", tag.as_str())])
         .await;
     assert_eq!(again.status, 304);
-    let gz = app.get_with(uri, &[HTML[0], ("accept-encoding", "gzip")]).await;
+    let gz = app
+        .get_with(uri, &[HTML[0], ("accept-encoding", "gzip")])
+        .await;
     assert_eq!(gz.status, 200);
     assert_eq!(gz.headers["content-encoding"], "gzip");
-    assert!(gz.body.len() * 5 < first.body.len(), "{} of {}", gz.body.len(), first.body.len());
+    assert!(
+        gz.body.len() * 5 < first.body.len(),
+        "{} of {}",
+        gz.body.len(),
+        first.body.len()
+    );
     let js = app.get("/explore/assets/explore.js").await;
     assert_eq!(js.status, 200);
     assert_eq!(js.content_type(), "text/javascript; charset=utf-8");
@@ -299,17 +312,21 @@ async fn a_run_page_has_every_field_and_the_charts_of_its_raw_data() {
     }
     let energy = run["energy_per_token_joules"].as_f64().unwrap();
     assert!(body.contains(&format!("<td>{energy}</td>")), "{energy}");
-    for chart in ["timeline.svg\"", "timeline.svg?metric=temperature\"", "itl.svg\""] {
-        assert!(body.contains(&format!("src=\"/v1/llm/runs/{id}/{chart}")), "{chart}");
+    for chart in [
+        "timeline.svg\"",
+        "timeline.svg?metric=temperature\"",
+        "itl.svg\"",
+    ] {
+        assert!(
+            body.contains(&format!("src=\"/v1/llm/runs/{id}/{chart}")),
+            "{chart}"
+        );
     }
     assert!(body.contains(&format!("href=\"/v1/llm/runs/{id}/raw/results.json\"")));
     let chart = app.get(&format!("/v1/llm/runs/{id}/timeline.svg")).await;
     assert_eq!(chart.status, 200);
     // A run without raw files says so.
-    let other = runs
-        .iter()
-        .find(|r| r["results_path"].is_null())
-        .unwrap()["run_id"]
+    let other = runs.iter().find(|r| r["results_path"].is_null()).unwrap()["run_id"]
         .as_str()
         .unwrap();
     let body = app

@@ -309,7 +309,10 @@ fn secure(h: &mut HeaderMap) {
 /// The script and the style sheet of the pages, from the binary.
 async fn asset(Path(file): Path<String>) -> Response {
     let (body, content_type): (&'static str, &'static str) = match file.as_str() {
-        "explore.css" => (include_str!("assets/explore.css"), "text/css; charset=utf-8"),
+        "explore.css" => (
+            include_str!("assets/explore.css"),
+            "text/css; charset=utf-8",
+        ),
         "icon.svg" => (include_str!("assets/icon.svg"), "image/svg+xml"),
         "explore.js" => (
             include_str!("assets/explore.js"),
@@ -378,9 +381,9 @@ fn filter_value(v: Value<'_>) -> Option<String> {
 
 fn filter_field(f: &Filter) -> &str {
     match f {
-        Filter::OneOf { field, .. } | Filter::NumOneOf { field, .. } | Filter::Range { field, .. } => {
-            field
-        }
+        Filter::OneOf { field, .. }
+        | Filter::NumOneOf { field, .. }
+        | Filter::Range { field, .. } => field,
     }
 }
 
@@ -391,7 +394,11 @@ fn chosen_filters(domain: Domain) -> Vec<(&'static str, &'static str)> {
         .filter(|(p, _, _)| !matches!(*p, "run_id" | "nickname"))
         .map(|(p, f, _)| (*p, *f))
         .collect();
-    out.extend(params::numeric_filters(domain).iter().map(|(p, _)| (*p, *p)));
+    out.extend(
+        params::numeric_filters(domain)
+            .iter()
+            .map(|(p, _)| (*p, *p)),
+    );
     out
 }
 
@@ -434,7 +441,10 @@ fn control(
             (v, n)
         })
         .collect();
-    let toggles = options.iter().map(|(v, _)| format!("?{}", view.toggled(param, v))).collect();
+    let toggles = options
+        .iter()
+        .map(|(v, _)| format!("?{}", view.toggled(param, v)))
+        .collect();
     Ok(Control {
         param,
         label: param.to_string(),
@@ -444,13 +454,23 @@ fn control(
     })
 }
 
-fn columns_of(view: &View, table: &RunTable, q: &RunQuery, cols: &[usize], sortable: bool) -> Vec<Column> {
+fn columns_of(
+    view: &View,
+    table: &RunTable,
+    q: &RunQuery,
+    cols: &[usize],
+    sortable: bool,
+) -> Vec<Column> {
     let first = q.sort.first();
     cols.iter()
         .map(|&c| {
             let f = &table.fields[c];
             let sorted = first.filter(|k| k.field == f.name).map(|k| {
-                if k.descending { "descending" } else { "ascending" }
+                if k.descending {
+                    "descending"
+                } else {
+                    "ascending"
+                }
             });
             let next = if sorted == Some("ascending") {
                 format!("-{}", f.name)
@@ -476,7 +496,10 @@ fn rows_of(table: &RunTable, rows: &[usize], cols: &[usize]) -> Vec<Row> {
     rows.iter()
         .map(|&r| Row {
             run_id: table.run_id(r).to_string(),
-            cells: cols.iter().map(|&c| shown(table.column(c).get(r))).collect(),
+            cells: cols
+                .iter()
+                .map(|&c| shown(table.column(c).get(r)))
+                .collect(),
         })
         .collect()
 }
@@ -498,16 +521,36 @@ async fn explorer(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
+    domain_page(
+        &state,
+        &domain,
+        &uri,
+        &headers,
+        |snapshot, domain, origin| {
+            let e = explorer_of(&state, snapshot, domain, query.as_deref(), origin)?;
+            Ok((pages::domain_title(domain).to_string(), pages::explorer(&e)))
+        },
+    )
+}
+
+/// `page` of a domain named in the path (an unknown one is refused on a page that leads back
+/// to the LLM explorer).
+fn domain_page(
+    state: &AppState,
+    domain: &str,
+    uri: &Uri,
+    headers: &HeaderMap,
+    render: impl FnOnce(&Snapshot, Domain, &str) -> Result<(String, maud::Markup), AppError>,
+) -> Response {
     let snapshot = state.service.snapshot();
-    let origin = origin(&headers);
-    let back = match Domain::parse(&domain) {
-        Some(d) => format!("/explore/{}", d.as_str()),
-        None => "/explore/llm".into(),
-    };
-    page(&state, &snapshot, &uri, &origin, &back, |snapshot| {
-        let domain = super::state::parse_domain(&domain)?;
-        let e = explorer_of(&state, snapshot, domain, query.as_deref(), &origin)?;
-        Ok((pages::domain_title(domain).to_string(), pages::explorer(&e)))
+    let origin = origin(headers);
+    let back = format!(
+        "/explore/{}",
+        Domain::parse(domain).unwrap_or(Domain::Llm).as_str()
+    );
+    page(state, &snapshot, uri, &origin, &back, |snapshot| {
+        let domain = super::state::parse_domain(domain)?;
+        render(snapshot, domain, &origin)
     })
 }
 
@@ -521,7 +564,9 @@ fn explorer_of(
     let d = domain.as_str();
     let table = snapshot.table(domain);
     let view = View::parse(domain, query)?;
-    let mut q = view.params.run_query(domain, table, state.limits.max_rows)?;
+    let mut q = view
+        .params
+        .run_query(domain, table, state.limits.max_rows)?;
     let limit = *q.limit.get_or_insert(DEFAULT_LIMIT);
     let cols = view.columns(table)?;
     let shown_cols = &cols[1..];
@@ -592,10 +637,17 @@ fn explorer_of(
         },
     )?;
     let chosen = frontier::best(table, &rows, &best_q)?;
-    let best_fields: Vec<usize> = ["model_id", "gpu_model", "num_gpus", batch, best_q.energy.as_str(), latency]
-        .iter()
-        .filter_map(|f| table.field_index(f))
-        .collect();
+    let best_fields: Vec<usize> = [
+        "model_id",
+        "gpu_model",
+        "num_gpus",
+        batch,
+        best_q.energy.as_str(),
+        latency,
+    ]
+    .iter()
+    .filter_map(|f| table.field_index(f))
+    .collect();
     let mut best_pairs = view.filter_pairs();
     if let Some(dl) = view.deadline {
         best_pairs.push(("deadline".into(), number(dl)));
@@ -604,7 +656,11 @@ fn explorer_of(
         deadline: deadline.map(|dl| format!("{latency} ≤ {} {latency_unit}", number(dl))),
         deadline_default: view.deadline.is_none() && deadline.is_some(),
         columns: columns_of(&view, table, &q, &best_fields, false),
-        rows: rows_of(table, &chosen.rows[..chosen.rows.len().min(BEST_ROWS)], &best_fields),
+        rows: rows_of(
+            table,
+            &chosen.rows[..chosen.rows.len().min(BEST_ROWS)],
+            &best_fields,
+        ),
         more: chosen.rows.len().saturating_sub(BEST_ROWS),
         json: with_query(&format!("/v1/{d}/best"), &encode(&best_pairs)),
     };
@@ -635,10 +691,17 @@ fn explorer_of(
         columns: columns_of(&view, table, &q, shown_cols, true),
         rows: rows_of(table, &sel.rows, shown_cols),
         prev: (offset > 0).then(|| {
-            format!("?{}", view.with("offset", Some(&offset.saturating_sub(limit).to_string())))
+            format!(
+                "?{}",
+                view.with("offset", Some(&offset.saturating_sub(limit).to_string()))
+            )
         }),
-        next: (offset.saturating_add(limit) < sel.total)
-            .then(|| format!("?{}", view.with("offset", Some(&(offset + limit).to_string())))),
+        next: (offset.saturating_add(limit) < sel.total).then(|| {
+            format!(
+                "?{}",
+                view.with("offset", Some(&(offset + limit).to_string()))
+            )
+        }),
         warnings: view.params.filter_warnings(domain, table),
         pareto: with_query(&format!("/v1/{d}/charts/pareto.svg"), &filters),
         sweep,
@@ -659,17 +722,16 @@ async fn run(
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> Response {
-    let snapshot = state.service.snapshot();
-    let origin = origin(&headers);
-    let back = match Domain::parse(&domain) {
-        Some(d) => format!("/explore/{}", d.as_str()),
-        None => "/explore/llm".into(),
-    };
-    page(&state, &snapshot, &uri, &origin, &back, |snapshot| {
-        let domain = super::state::parse_domain(&domain)?;
-        let r = run_of(snapshot, domain, &run_id, &origin)?;
-        Ok((run_id.clone(), pages::run_page(&r)))
-    })
+    domain_page(
+        &state,
+        &domain,
+        &uri,
+        &headers,
+        |snapshot, domain, origin| {
+            let r = run_of(snapshot, domain, &run_id, origin)?;
+            Ok((run_id.clone(), pages::run_page(&r)))
+        },
+    )
 }
 
 fn run_of(
@@ -716,8 +778,14 @@ fn run_of(
                 },
             ];
             let mut links = vec![
-                (format!("{api}/raw/results.json"), "results.json (raw)".to_string()),
-                (format!("{api}/timeline"), "the power timeline as JSON".to_string()),
+                (
+                    format!("{api}/raw/results.json"),
+                    "results.json (raw)".to_string(),
+                ),
+                (
+                    format!("{api}/timeline"),
+                    "the power timeline as JSON".to_string(),
+                ),
             ];
             if domain == Domain::Llm {
                 charts.push(pages::RawChart {
@@ -734,13 +802,16 @@ fn run_of(
                         "prometheus.json (raw)".to_string(),
                     ));
                 }
-                links.push((format!("{api}/itl"), "inter-token latencies as JSON".to_string()));
+                links.push((
+                    format!("{api}/itl"),
+                    "inter-token latencies as JSON".to_string(),
+                ));
                 links.push((
                     format!("{api}/output-lengths"),
                     "output lengths as JSON".to_string(),
                 ));
             }
-            Ok((charts, links))
+            Ok(pages::RawData { charts, links })
         }
     };
     let mut csv_pairs = vec![("run_id".to_string(), run_id.to_string())];
@@ -779,16 +850,25 @@ mod tests {
         assert_eq!(short_float(1234.5678), "1235");
         assert_eq!(short_float(12.0), "12.00");
         assert_eq!(short_float(0.000012345), "1.234e-5");
-        assert_eq!(shown(Value::Float(0.5)), ("0.5000".into(), Some("0.5".into())));
+        assert_eq!(
+            shown(Value::Float(0.5)),
+            ("0.5000".into(), Some("0.5".into()))
+        );
     }
 
     #[test]
     fn a_browser_gets_html_and_everyone_else_json() {
         let mut h = HeaderMap::new();
         assert!(!wants_html(&h));
-        h.insert(header::ACCEPT, HeaderValue::from_static("text/html,application/xhtml+xml,*/*;q=0.8"));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/html,application/xhtml+xml,*/*;q=0.8"),
+        );
         assert!(wants_html(&h));
-        h.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/html;q=0"));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/html;q=0"),
+        );
         assert!(!wants_html(&h));
     }
 

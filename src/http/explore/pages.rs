@@ -445,12 +445,18 @@ pub(super) struct RawChart {
     pub(super) alt: &'static str,
 }
 
+/// A run's raw data: its charts, and links (href, label) to its files and derived data.
+pub(super) struct RawData {
+    pub(super) charts: Vec<RawChart>,
+    pub(super) links: Vec<(String, String)>,
+}
+
 pub(super) struct RunPage {
     pub(super) domain: Domain,
     pub(super) run_id: String,
     pub(super) fields: Vec<FieldRow>,
     /// The charts and links of its raw data, or why there is none.
-    pub(super) raw: Result<(Vec<RawChart>, Vec<(String, String)>), String>,
+    pub(super) raw: Result<RawData, String>,
     pub(super) snippets: Snippets,
 }
 
@@ -481,7 +487,7 @@ pub(super) fn run_page(r: &RunPage) -> Markup {
         section aria-labelledby="raw" {
             h2 #raw { "From the raw results" }
             @match &r.raw {
-                Ok((charts, links)) => {
+                Ok(RawData { charts, links }) => {
                     p.hint { "Drawn from the run's raw files; the first view of a run fetches and reads them, which can take a few seconds." }
                     @for c in charts {
                         figure.raw {

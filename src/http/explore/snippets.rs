@@ -97,11 +97,7 @@ pub fn python(origin: &str, domain: Domain, q: &RunQuery, query: &str) -> String
 /// page.
 pub fn sql(domain: Domain, table: &RunTable, q: &RunQuery, columns: &[usize]) -> String {
     let names: Vec<&str> = columns.iter().map(|&c| table.fields[c].name).collect();
-    let mut out = format!(
-        "SELECT {}\nFROM {}_runs",
-        names.join(", "),
-        domain.as_str()
-    );
+    let mut out = format!("SELECT {}\nFROM {}_runs", names.join(", "), domain.as_str());
     let mut conds: Vec<String> = Vec::new();
     if domain == Domain::Llm {
         match q.stability {
@@ -114,11 +110,19 @@ pub fn sql(domain: Domain, table: &RunTable, q: &RunQuery, columns: &[usize]) ->
         match f {
             Filter::OneOf { field, values } => conds.push(format!(
                 "{field} IN ({})",
-                values.iter().map(|v| sql_str(v)).collect::<Vec<_>>().join(", ")
+                values
+                    .iter()
+                    .map(|v| sql_str(v))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )),
             Filter::NumOneOf { field, values } => conds.push(format!(
                 "{field} IN ({})",
-                values.iter().map(|v| number(*v)).collect::<Vec<_>>().join(", ")
+                values
+                    .iter()
+                    .map(|v| number(*v))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )),
             Filter::Range { field, min, max } => {
                 if let Some(m) = min {

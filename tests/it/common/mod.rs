@@ -27,6 +27,16 @@ pub fn counter(metrics: &str, series: &str) -> u64 {
         .map_or(0, |n| n.parse().unwrap())
 }
 
+/// The `run_id` of each row of the array `key` of an answer.
+pub fn run_ids_in(v: &serde_json::Value, key: &str) -> Vec<String> {
+    v[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
 pub fn sample_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/sample")
 }
