@@ -55,6 +55,11 @@ impl AnswerCache {
         );
     }
 
+    /// Count an answer given from the cache before its handler (`transport`'s kept responses).
+    pub(crate) fn count_hit(&self) {
+        self.counts[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Answers given from the cache, and answers computed (and offered to it), since start.
     pub fn counts(&self) -> (u64, u64) {
         use std::sync::atomic::Ordering::Relaxed;

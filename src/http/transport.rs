@@ -26,6 +26,38 @@ use crate::service::coding::{Coding, Effort};
 pub const SNAPSHOT_ID: axum::http::HeaderName =
     axum::http::HeaderName::from_static("x-snapshot-id");
 
+const FORWARDED_PROTO: axum::http::HeaderName =
+    axum::http::HeaderName::from_static("x-forwarded-proto");
+
+/// Responses of the answer cache by entity-tag stem: a GET whose stem was answered before from
+/// the answer cache is answered here, from the kept answer and the headers the layers inside gave
+/// it, without routing it further (no handler, no parameter parsing, no cache key). The bodies
+/// are the answer cache's own (shared); the map is weighed by them and bounded like it.
+#[derive(Clone)]
+pub struct KeptResponses(moka::sync::Cache<String, Arc<Kept>>);
+
+/// A kept response: the answer, and its headers but the coding's (`Content-Encoding`,
+/// `Content-Length`, `ETag`).
+pub struct Kept {
+    answer: Arc<super::answer::Encoded>,
+    headers: HeaderMap,
+}
+
+impl KeptResponses {
+    /// At most `bytes` of answers (none when 0: every request goes to its handler).
+    pub fn new(bytes: u64) -> Self {
+        KeptResponses(
+            moka::sync::Cache::builder()
+                .max_capacity(bytes)
+                .weigher(|k: &String, v: &Arc<Kept>| {
+                    u32::try_from(k.len() + v.answer.body.len() + 64 * v.headers.len())
+                        .unwrap_or(u32::MAX)
+                })
+                .build(),
+        )
+    }
+}
+
 /// The coding chosen for a request, for the layers inside `transport`.
 #[derive(Debug, Clone, Copy)]
 pub struct Chosen(pub Coding);
@@ -71,6 +103,14 @@ fn answer_tag(state: &AppState, content_id: &str, req: &Request) -> String {
     for v in req.headers().get_all(header::ACCEPT) {
         h.update(v.as_bytes());
         h.update([b',']);
+    }
+    // The origin the explorer's pages name in their snippets.
+    h.update([0]);
+    for name in [header::HOST, FORWARDED_PROTO] {
+        if let Some(v) = req.headers().get(&name) {
+            h.update(v.as_bytes());
+        }
+        h.update([0]);
     }
     hex::encode(&h.finalize()[..16])
 }
@@ -170,6 +210,11 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
         h.insert(SNAPSHOT_ID, snapshot_id);
         return resp;
     }
+    let get = req.method() == Method::GET;
+    if get && let Some(kept) = state.kept.0.get(&stem) {
+        state.cache.count_hit();
+        return from_kept(&kept, coding, &stem).await;
+    }
     let request_headers = conditional.then(|| req.headers().clone());
     let mut resp = next.run(req).await;
     let ok = resp.status() == StatusCode::OK;
@@ -196,6 +241,26 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
     if !h.contains_key(header::CACHE_CONTROL) {
         h.insert(header::CACHE_CONTROL, cache_control(&state, pinned));
     }
+    if get
+        && state.kept.0.policy().max_capacity() != Some(0)
+        && let Some(CachedAnswer(answer)) = resp.extensions().get::<CachedAnswer>()
+    {
+        let mut headers = resp.headers().clone();
+        for name in [
+            header::CONTENT_ENCODING,
+            header::CONTENT_LENGTH,
+            header::ETAG,
+        ] {
+            headers.remove(name);
+        }
+        state.kept.0.insert(
+            stem.clone(),
+            Arc::new(Kept {
+                answer: answer.clone(),
+                headers,
+            }),
+        );
+    }
     // A tag of the answer's own (a file's digest) is checked now that it is known.
     if let Some(request_headers) = request_headers
         && let Some(tag) = resp
@@ -205,6 +270,41 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
         && none_match(&request_headers, tag)
     {
         return not_modified(resp);
+    }
+    resp
+}
+
+/// A kept response in `coding`: the answer's body in that coding (made once, as
+/// `precompressed` makes it) with the kept headers and the coding's.
+async fn from_kept(kept: &Kept, coding: Coding, stem: &str) -> Response {
+    let e = &kept.answer;
+    let (body, sent) = if coding == Coding::Identity || e.body.len() < MIN_COMPRESS {
+        (e.body.clone(), Coding::Identity)
+    } else {
+        let body = match e.variants.made(coding) {
+            Some(b) => b,
+            None => {
+                let e = Arc::clone(e);
+                tokio::task::spawn_blocking(move || e.variants.get(&e.body, coding, Effort::Quick))
+                    .await
+                    .expect("compression does not panic")
+            }
+        };
+        (body, coding)
+    };
+    let len = body.len();
+    let mut resp = Response::new(Body::from(body));
+    let h = resp.headers_mut();
+    *h = kept.headers.clone();
+    if sent != Coding::Identity {
+        h.insert(
+            header::CONTENT_ENCODING,
+            HeaderValue::from_static(sent.token()),
+        );
+    }
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    if let Ok(v) = HeaderValue::from_str(&format!("\"{stem}{}\"", sent.etag_suffix())) {
+        h.insert(header::ETAG, v);
     }
     resp
 }
@@ -224,7 +324,8 @@ pub async fn precompressed(req: Request, next: Next) -> Response {
     if coding == Coding::Identity || resp.headers().contains_key(header::CONTENT_ENCODING) {
         return resp;
     }
-    let Some(CachedAnswer(e)) = resp.extensions_mut().remove::<CachedAnswer>() else {
+    // Left on the response: `transport` keeps it for the next request of the same answer.
+    let Some(CachedAnswer(e)) = resp.extensions().get::<CachedAnswer>().cloned() else {
         return resp;
     };
     if e.body.len() < MIN_COMPRESS {

@@ -342,3 +342,89 @@ async fn cors_from_configured_origins() {
     );
     assert!(other.headers.get("access-control-allow-origin").is_none());
 }
+
+/// The headers of a reply but those of the request's own (id, date).
+fn answer_headers(r: &crate::common::Reply) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = r
+        .headers
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "x-request-id" | "date"))
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_string()))
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_asked_again_is_the_same_response_in_every_coding() {
+    let app = TestApp::sample().await;
+    let metrics = |text: &str, kind: &str| {
+        crate::common::counter(
+            text,
+            &format!("mlenergy_http_answers_total{{kind=\"{kind}\"}}"),
+        )
+    };
+    for uri in [
+        "/v1/llm/runs?task=gpqa&gpu_model=B200&sort=energy_per_token_joules&limit=50",
+        "/v1/diffusion/groups?by=model_id&agg=mean(batch_latency_s)",
+        "/v1/llm/best?task=gpqa",
+        "/explore/llm?task=gpqa",
+    ] {
+        for coding in ["identity", "gzip", "br", "zstd"] {
+            let accept = if uri.starts_with("/explore") {
+                "text/html"
+            } else {
+                "application/json"
+            };
+            let ask = [
+                ("accept-encoding", coding),
+                ("accept", accept),
+                ("origin", "https://example.org"),
+            ];
+            let first = app.get_with(uri, &ask).await;
+            let before = app.get("/metrics").await.text();
+            let again = app.get_with(uri, &ask).await;
+            let after = app.get("/metrics").await.text();
+            assert_eq!(again.status, 200, "{uri} {coding}");
+            assert_eq!(again.body, first.body, "{uri} {coding}");
+            assert_eq!(
+                answer_headers(&again),
+                answer_headers(&first),
+                "{uri} {coding}"
+            );
+            // Given from the cache, not computed again.
+            assert_eq!(
+                metrics(&after, "computed"),
+                metrics(&before, "computed"),
+                "{uri}"
+            );
+            assert_eq!(
+                metrics(&after, "cache"),
+                metrics(&before, "cache") + 1,
+                "{uri}"
+            );
+            // And revalidated with its tag.
+            let tag = again.headers["etag"].to_str().unwrap();
+            let revalidated = app
+                .get_with(uri, &[ask[0], ask[1], ("if-none-match", tag)])
+                .await;
+            assert_eq!(revalidated.status, 304, "{uri} {coding}");
+        }
+    }
+    // A page names the origin it was asked at: another Host is another answer.
+    let a = app
+        .get_with(
+            "/explore/llm",
+            &[("accept", "text/html"), ("host", "a.example")],
+        )
+        .await;
+    let b = app
+        .get_with(
+            "/explore/llm",
+            &[("accept", "text/html"), ("host", "b.example")],
+        )
+        .await;
+    assert!(a.text().contains("curl 'http://a.example/v1/llm/runs"));
+    assert!(b.text().contains("curl 'http://b.example/v1/llm/runs"));
+    assert_ne!(a.headers["etag"], b.headers["etag"]);
+}
