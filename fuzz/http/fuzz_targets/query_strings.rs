@@ -40,6 +40,10 @@ const PATHS: &[&str] = &[
     "/v1/sql/tables",
     "/v1/llm/fields",
     "/leaderboard/data/index.json",
+    "/",
+    "/explore/llm",
+    "/explore/diffusion",
+    "/explore/llm/runs/{llm}",
 ];
 
 fuzz_target!(|data: &[u8]| {
