@@ -336,3 +336,35 @@ async fn a_run_page_has_every_field_and_the_charts_of_its_raw_data() {
     assert!(body.contains("No raw data for this run"), "{body}");
     assert!(!body.contains("timeline.svg"));
 }
+
+#[tokio::test]
+async fn the_form_has_a_control_for_every_filter_of_the_run_list() {
+    let app = TestApp::sample().await;
+    for domain in ["llm", "diffusion"] {
+        let page = app
+            .get_with(&format!("/explore/{domain}"), HTML)
+            .await
+            .text();
+        let fields = app.get(&format!("/v1/{domain}/fields")).await.json();
+        let mut names = Vec::new();
+        for f in fields["fields"].as_array().unwrap() {
+            let filters: Vec<&str> = f["filters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            // The canonical names: the first, and its range bounds (the others are aliases).
+            if let Some(first) = filters.first() {
+                names.extend(filters.iter().filter(|n| n.starts_with(first)).copied());
+            }
+        }
+        assert!(names.len() >= 12, "{names:?}");
+        for name in names {
+            let control = format!("name=\"{name}\"");
+            let labelled = format!("<label for=\"f-{name}\">");
+            assert!(page.contains(&control), "{domain}: {name}");
+            assert!(page.contains(&labelled), "{domain}: {name} has no label");
+        }
+    }
+}

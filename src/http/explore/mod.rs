@@ -391,7 +391,7 @@ fn filter_field(f: &Filter) -> &str {
 fn chosen_filters(domain: Domain) -> Vec<(&'static str, &'static str)> {
     let mut out: Vec<(&'static str, &'static str)> = params::string_filters(domain)
         .iter()
-        .filter(|(p, _, _)| !matches!(*p, "run_id" | "nickname"))
+        .filter(|(p, _, _)| *p != "run_id")
         .map(|(p, f, _)| (*p, *f))
         .collect();
     out.extend(
@@ -583,13 +583,28 @@ fn explorer_of(
         .map(|(p, _)| *p)
         .find(|p| *p != "num_gpus")
         .unwrap_or("num_gpus");
-    let mut ranges = Vec::new();
-    for (suffix, sign) in [("_min", "≥"), ("_max", "≤")] {
-        let param = format!("{batch}{suffix}");
-        let value = view.one(&param).unwrap_or("").to_string();
-        ranges.push((param.clone(), format!("{batch} {sign}"), value));
-        covered.push(param);
+    // Ranges of the numeric filters, and run ids typed in (a comma-separated list).
+    let mut inputs = Vec::new();
+    for (p, _) in params::numeric_filters(domain) {
+        for (suffix, sign) in [("_min", "≥"), ("_max", "≤")] {
+            let param = format!("{p}{suffix}");
+            let value = view.one(&param).unwrap_or("").to_string();
+            inputs.push(pages::Input {
+                label: format!("{p} {sign}"),
+                param: param.clone(),
+                value,
+                numeric: true,
+            });
+            covered.push(param);
+        }
     }
+    inputs.push(pages::Input {
+        param: "run_id".into(),
+        label: "run_id (comma-separated)".into(),
+        value: view.values("run_id").join(","),
+        numeric: false,
+    });
+    covered.push("run_id".into());
     let stability = (domain == Domain::Llm).then(|| {
         covered.push("stability".into());
         view.one("stability").unwrap_or("stable").to_string()
@@ -683,7 +698,7 @@ fn explorer_of(
         offset,
         limit,
         controls,
-        ranges,
+        inputs,
         stability,
         hidden,
         deadline_value: view.deadline.map(number).unwrap_or_default(),

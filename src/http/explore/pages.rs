@@ -176,6 +176,14 @@ pub(super) struct Control {
     pub(super) toggles: Vec<String>,
 }
 
+/// A field of the form that is typed in.
+pub(super) struct Input {
+    pub(super) param: String,
+    pub(super) label: String,
+    pub(super) value: String,
+    pub(super) numeric: bool,
+}
+
 /// A column of the runs table.
 pub(super) struct Column {
     pub(super) name: &'static str,
@@ -218,8 +226,8 @@ pub(super) struct Explorer {
     pub(super) offset: usize,
     pub(super) limit: usize,
     pub(super) controls: Vec<Control>,
-    /// (parameter, value) of the numeric ranges and other fields the form holds.
-    pub(super) ranges: Vec<(String, String, String)>,
+    /// The form's typed fields: the numeric ranges and run ids.
+    pub(super) inputs: Vec<Input>,
     pub(super) stability: Option<String>,
     /// The view's other parameters (`sort`, `fields`, `run_id`, ...), kept by the form.
     pub(super) hidden: Vec<(String, String)>,
@@ -333,10 +341,14 @@ pub(super) fn explorer(e: &Explorer) -> Markup {
                         }
                     }
                 }
-                @for (param, label, value) in &e.ranges {
+                @for i in &e.inputs {
                     div.control {
-                        label for={ "f-" (param) } { (label) }
-                        input #{ "f-" (param) } type="number" min="0" name=(param) value=(value);
+                        label for={ "f-" (i.param) } { (i.label) }
+                        @if i.numeric {
+                            input #{ "f-" (i.param) } type="number" min="0" name=(i.param) value=(i.value);
+                        } @else {
+                            input #{ "f-" (i.param) } type="search" name=(i.param) value=(i.value);
+                        }
                     }
                 }
                 @if let Some(s) = &e.stability {
