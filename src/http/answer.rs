@@ -67,6 +67,48 @@ impl AnswerCache {
     }
 }
 
+/// Responses of the answer cache by entity-tag stem (`transport`): a GET whose stem was answered
+/// before from the answer cache is answered from the kept answer and the headers the layers inside
+/// `transport` gave it, without routing it further (no handler, no parameter parsing, no cache
+/// key). The bodies are the answer cache's own (shared); the map is weighed by them and bounded
+/// like it.
+#[derive(Clone)]
+pub struct KeptResponses(moka::sync::Cache<String, Arc<Kept>>);
+
+/// A kept response: the answer, and its headers but the coding's (`Content-Encoding`,
+/// `Content-Length`, `ETag`).
+pub struct Kept {
+    pub(crate) answer: Arc<Encoded>,
+    pub(crate) headers: axum::http::HeaderMap,
+}
+
+impl KeptResponses {
+    /// At most `bytes` of answers (none when 0: every request goes to its handler).
+    pub fn new(bytes: u64) -> Self {
+        KeptResponses(
+            moka::sync::Cache::builder()
+                .max_capacity(bytes)
+                .weigher(|k: &String, v: &Arc<Kept>| {
+                    u32::try_from(k.len() + v.answer.body.len() + 64 * v.headers.len())
+                        .unwrap_or(u32::MAX)
+                })
+                .build(),
+        )
+    }
+
+    pub(crate) fn enabled(&self) -> bool {
+        self.0.policy().max_capacity() != Some(0)
+    }
+
+    pub(crate) fn get(&self, stem: &str) -> Option<Arc<Kept>> {
+        self.0.get(stem)
+    }
+
+    pub(crate) fn keep(&self, stem: String, kept: Kept) {
+        self.0.insert(stem, Arc::new(kept));
+    }
+}
+
 /// An answer cache of at most `bytes`.
 pub fn answer_cache(bytes: u64) -> AnswerCache {
     let entries = moka::sync::Cache::builder()

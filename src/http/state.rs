@@ -282,7 +282,7 @@ pub struct StateParts {
     pub cache: AnswerCache,
     /// Whole responses of the answer cache by entity tag, answered before routing further
     /// (`transport`).
-    pub kept: super::transport::KeptResponses,
+    pub kept: super::answer::KeptResponses,
     /// The JSON text of the current snapshot's cells, for pages of runs (`encode::table_json`).
     pub table_json: super::encode::TableJsonCache,
     /// Shared: every handler clones the state.
@@ -314,7 +314,7 @@ impl AppState {
             service,
             limits,
             cache: answer_cache(cache_bytes),
-            kept: super::transport::KeptResponses::new(cache_bytes),
+            kept: super::answer::KeptResponses::new(cache_bytes),
             table_json: Default::default(),
             http: Arc::new(HttpOptions::default()),
             salt: salt.into(),

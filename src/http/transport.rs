@@ -18,7 +18,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
-use super::answer::CachedAnswer;
+use super::answer::{CachedAnswer, Kept};
 use super::state::AppState;
 use crate::service::coding::{Coding, Effort};
 
@@ -28,35 +28,6 @@ pub const SNAPSHOT_ID: axum::http::HeaderName =
 
 const FORWARDED_PROTO: axum::http::HeaderName =
     axum::http::HeaderName::from_static("x-forwarded-proto");
-
-/// Responses of the answer cache by entity-tag stem: a GET whose stem was answered before from
-/// the answer cache is answered here, from the kept answer and the headers the layers inside gave
-/// it, without routing it further (no handler, no parameter parsing, no cache key). The bodies
-/// are the answer cache's own (shared); the map is weighed by them and bounded like it.
-#[derive(Clone)]
-pub struct KeptResponses(moka::sync::Cache<String, Arc<Kept>>);
-
-/// A kept response: the answer, and its headers but the coding's (`Content-Encoding`,
-/// `Content-Length`, `ETag`).
-pub struct Kept {
-    answer: Arc<super::answer::Encoded>,
-    headers: HeaderMap,
-}
-
-impl KeptResponses {
-    /// At most `bytes` of answers (none when 0: every request goes to its handler).
-    pub fn new(bytes: u64) -> Self {
-        KeptResponses(
-            moka::sync::Cache::builder()
-                .max_capacity(bytes)
-                .weigher(|k: &String, v: &Arc<Kept>| {
-                    u32::try_from(k.len() + v.answer.body.len() + 64 * v.headers.len())
-                        .unwrap_or(u32::MAX)
-                })
-                .build(),
-        )
-    }
-}
 
 /// The coding chosen for a request, for the layers inside `transport`.
 #[derive(Debug, Clone, Copy)]
@@ -211,7 +182,7 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
         return resp;
     }
     let get = req.method() == Method::GET;
-    if get && let Some(kept) = state.kept.0.get(&stem) {
+    if get && let Some(kept) = state.kept.get(&stem) {
         state.cache.count_hit();
         return from_kept(&kept, coding, &stem).await;
     }
@@ -242,7 +213,7 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
         h.insert(header::CACHE_CONTROL, cache_control(&state, pinned));
     }
     if get
-        && state.kept.0.policy().max_capacity() != Some(0)
+        && state.kept.enabled()
         && let Some(CachedAnswer(answer)) = resp.extensions().get::<CachedAnswer>()
     {
         let mut headers = resp.headers().clone();
@@ -253,12 +224,12 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
         ] {
             headers.remove(name);
         }
-        state.kept.0.insert(
+        state.kept.keep(
             stem.clone(),
-            Arc::new(Kept {
+            Kept {
                 answer: answer.clone(),
                 headers,
-            }),
+            },
         );
     }
     // A tag of the answer's own (a file's digest) is checked now that it is known.
