@@ -234,6 +234,25 @@ async fn refusals_are_pages_that_name_the_parameter_and_what_it_accepts() {
     let body = r.text();
     assert!(body.contains("Parameter: <code>format</code>"), "{body}");
     assert!(body.contains("<code>deadline</code>"));
+    // Anyone but a browser gets the problem document every endpoint answers.
+    let r = app.get("/explore/llm?format=csv").await;
+    assert_eq!(r.status, 400);
+    let p = r.problem(400, "unknown_parameter");
+    assert_eq!(p["parameter"], "format");
+    assert!(
+        p["allowed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "deadline")
+    );
+    assert_eq!(app.get("/explore/gpu").await.status, 404);
+    assert_eq!(
+        app.get("/explore/llm/runs/no-such-run")
+            .await
+            .content_type(),
+        "application/problem+json"
+    );
     let r = app.get_with("/explore/llm?num_gpus=two", HTML).await;
     assert_eq!(r.status, 400);
     assert!(r.text().contains("Parameter: <code>num_gpus</code>"));

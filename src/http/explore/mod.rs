@@ -200,7 +200,7 @@ pub async fn home(
         &state,
         &snapshot,
         &uri,
-        &origin,
+        (&origin, true),
         "/explore/llm",
         |snapshot| {
             let facts = pages::Home {
@@ -245,12 +245,13 @@ fn encoded(content_type: &'static str, body: Vec<u8>) -> Encoded {
 }
 
 /// A page of the snapshot: rendered once per (snapshot, URI, origin), cached, sent with the
-/// policy; a refusal is a page too, with the problem's status.
+/// policy. A refusal is the problem+json document every endpoint answers, or for a browser (`html`)
+/// a page with the problem's status saying the same.
 fn page(
     state: &AppState,
     snapshot: &Arc<Snapshot>,
     uri: &Uri,
-    origin: &str,
+    (origin, html): (&str, bool),
     back: &str,
     render: impl FnOnce(&Snapshot) -> Result<(String, maud::Markup), AppError>,
 ) -> Response {
@@ -277,6 +278,7 @@ fn page(
     );
     let mut resp = match made {
         Ok(e) => respond(&e),
+        Err(e) if !html => e.into_response(),
         Err(e) => {
             let problem = e.problem();
             let status = e.status();
@@ -548,10 +550,17 @@ fn domain_page(
         "/explore/{}",
         Domain::parse(domain).unwrap_or(Domain::Llm).as_str()
     );
-    page(state, &snapshot, uri, &origin, &back, |snapshot| {
-        let domain = super::state::parse_domain(domain)?;
-        render(snapshot, domain, &origin)
-    })
+    page(
+        state,
+        &snapshot,
+        uri,
+        (&origin, wants_html(headers)),
+        &back,
+        |snapshot| {
+            let domain = super::state::parse_domain(domain)?;
+            render(snapshot, domain, &origin)
+        },
+    )
 }
 
 fn explorer_of(
