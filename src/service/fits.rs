@@ -23,21 +23,31 @@ pub struct Fits {
     background: tokio_util::task::TaskTracker,
 }
 
-/// Approximate bytes of a frame: its cells at 16 bytes each, its text.
-fn weight(frame: &Frame) -> u32 {
+/// What a kept fit holds besides its cells: the cache's entry and the shared frame (a fixed
+/// amount), and per column its name, its vector and the enum around it.
+const ENTRY_BYTES: usize = 256;
+const COLUMN_BYTES: usize = 96;
+
+/// Approximate bytes a kept fit holds: the entry, its key, each column's name and overhead, its
+/// cells at 16 bytes each and its text. (Cells alone counted a one-row fit at a seventh of what
+/// it held: 6,000 distinct ITL mixture fits grew the process by about 3.6 KB each.)
+fn weight(key: &str, frame: &Frame) -> u32 {
     use crate::engine::frame::ColumnData;
-    let cells: usize = frame
+    let columns: usize = frame
         .columns
         .iter()
-        .map(|c| match &c.data {
-            ColumnData::Str(v) | ColumnData::Json(v) => v
-                .iter()
-                .map(|s| 16 + s.as_ref().map_or(0, |s| s.len()))
-                .sum(),
-            other => other.len() * 16,
+        .map(|c| {
+            let cells: usize = match &c.data {
+                ColumnData::Str(v) | ColumnData::Json(v) => v
+                    .iter()
+                    .map(|s| 16 + s.as_ref().map_or(0, |s| s.len()))
+                    .sum(),
+                other => other.len() * 16,
+            };
+            COLUMN_BYTES + c.name.len() + cells
         })
         .sum();
-    u32::try_from(cells + 64).unwrap_or(u32::MAX)
+    u32::try_from(ENTRY_BYTES + key.len() + columns).unwrap_or(u32::MAX)
 }
 
 impl Fits {
@@ -46,7 +56,7 @@ impl Fits {
         Fits {
             memory: moka::sync::Cache::builder()
                 .max_capacity(memory_bytes)
-                .weigher(|_: &String, f: &Arc<Frame>| weight(f))
+                .weigher(|k: &String, f: &Arc<Frame>| weight(k, f))
                 .build(),
             background,
         }
@@ -209,5 +219,23 @@ mod tests {
             })
             .await;
         assert!(other.is_err());
+    }
+
+    #[test]
+    fn a_fit_is_weighed_with_its_key_names_and_entry() {
+        let frame = Frame {
+            columns: (0..16)
+                .map(|i| FrameColumn {
+                    name: format!("column_{i}"),
+                    data: ColumnData::Float(vec![Some(1.0)]),
+                })
+                .collect(),
+        };
+        let key = "0".repeat(64);
+        // 256 + 64 + 16 columns of (96 + 8 or 9 name bytes + 16): a one-row ITL mixture's size.
+        assert_eq!(
+            weight(&key, &frame),
+            256 + 64 + 16 * (96 + 16) + 10 * 8 + 6 * 9
+        );
     }
 }
