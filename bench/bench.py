@@ -103,6 +103,16 @@ def fetch(url, body=None, headers=None):
         return r.status, r.read()
 
 
+def start_ours(procs, *args):
+    """The release binary on data/sample with `args`, appended to `procs`, ready: its base URL."""
+    port = free_port()
+    procs.append(subprocess.Popen([SERVER, "--bind", f"127.0.0.1:{port}", "--data", ROOT / "data/sample", *args],
+                                  stdout=subprocess.DEVNULL))
+    base = f"http://127.0.0.1:{port}"
+    wait_ready(f"{base}/readyz", procs[-1])
+    return base
+
+
 def export_peer_data(base):
     """The same LLM runs (with run_id) as parquet for ROAPI and SQLite for Datasette."""
     import pyarrow.parquet as pq

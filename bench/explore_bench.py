@@ -20,14 +20,13 @@ measures; it asserts nothing about speed.
 
 import http.client
 import statistics
-import subprocess
 import sys
 import time
 import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import ROOT, SERVER, bench_args, build_release, ensure_tools, export_peer_data, free_port, start_peers, wait_ready  # noqa: E402
+from bench import bench_args, build_release, ensure_tools, export_peer_data, start_ours, start_peers  # noqa: E402
 
 TASKS = ["gpqa", "lm-arena-chat", "image-chat", "video-chat", "sourcegraph-fim"]
 
@@ -83,11 +82,9 @@ def main():
     build_release(args)
     procs = []
     try:
-        port = free_port()
-        procs.append(subprocess.Popen([SERVER, "--bind", f"127.0.0.1:{port}", "--data", ROOT / "data/sample",
-                                       "--response-cache-bytes", "0"], stdout=subprocess.DEVNULL))
-        wait_ready(f"http://127.0.0.1:{port}/readyz", procs[-1])
-        parquet_path, db, _ = export_peer_data(f"http://127.0.0.1:{port}")
+        ours = start_ours(procs, "--response-cache-bytes", "0")
+        port = int(urllib.parse.urlsplit(ours).port)
+        parquet_path, db, _ = export_peer_data(ours)
         _, (datasette, _) = start_peers(procs, parquet_path, db)
         dport = int(urllib.parse.urlsplit(datasette).port)
 

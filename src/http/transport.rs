@@ -245,6 +245,19 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
     resp
 }
 
+/// An answer's body in `coding`: its kept compressed form, made off the runtime the first time.
+async fn compressed(e: &Arc<super::answer::Encoded>, coding: Coding) -> bytes::Bytes {
+    match e.variants.made(coding) {
+        Some(b) => b,
+        None => {
+            let e = Arc::clone(e);
+            tokio::task::spawn_blocking(move || e.variants.get(&e.body, coding, Effort::Quick))
+                .await
+                .expect("compression does not panic")
+        }
+    }
+}
+
 /// A kept response in `coding`: the answer's body in that coding (made once, as
 /// `precompressed` makes it) with the kept headers and the coding's.
 async fn from_kept(kept: &Kept, coding: Coding, stem: &str) -> Response {
@@ -252,16 +265,7 @@ async fn from_kept(kept: &Kept, coding: Coding, stem: &str) -> Response {
     let (body, sent) = if coding == Coding::Identity || e.body.len() < MIN_COMPRESS {
         (e.body.clone(), Coding::Identity)
     } else {
-        let body = match e.variants.made(coding) {
-            Some(b) => b,
-            None => {
-                let e = Arc::clone(e);
-                tokio::task::spawn_blocking(move || e.variants.get(&e.body, coding, Effort::Quick))
-                    .await
-                    .expect("compression does not panic")
-            }
-        };
-        (body, coding)
+        (compressed(e, coding).await, coding)
     };
     let len = body.len();
     let mut resp = Response::new(Body::from(body));
@@ -302,15 +306,7 @@ pub async fn precompressed(req: Request, next: Next) -> Response {
     if e.body.len() < MIN_COMPRESS {
         return resp;
     }
-    let body = match e.variants.made(coding) {
-        Some(b) => b,
-        None => {
-            let e = Arc::clone(&e);
-            tokio::task::spawn_blocking(move || e.variants.get(&e.body, coding, Effort::Quick))
-                .await
-                .expect("compression does not panic")
-        }
-    };
+    let body = compressed(&e, coding).await;
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_ENCODING,
