@@ -313,7 +313,7 @@ impl Sql {
                 self.counts.plan_misses.fetch_add(1, Ordering::Relaxed);
                 // A statement that does not prepare is run as written, which says why.
                 let plan = Arc::new(
-                    match sql_prepared::prepare(ctx, &lifted, &self.limits).await {
+                    match sql_prepared::prepare(ctx, &plans.states, &lifted, &self.limits).await {
                         Ok(p) => Plan::Ready(p),
                         Err(_) => Plan::AsWritten,
                     },
