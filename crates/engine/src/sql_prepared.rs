@@ -821,18 +821,8 @@ mod tests {
     /// others are planned with every rule.
     #[tokio::test]
     async fn lean_plans_answer_as_full_ones() {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/sample/runs");
-        let dataset = crate::load::load_compiled(
-            crate::load::summary_context(),
-            &format!("{root}/llm.parquet"),
-            &format!("{root}/diffusion.parquet"),
-        )
-        .await
-        .unwrap();
         let limits = SqlLimits::default();
-        let ctx = crate::sql::sql_context(&dataset, limits.memory_bytes)
-            .await
-            .unwrap();
+        let ctx = sample_context().await;
         let states = PlanStates::of(&ctx);
         let everything = PlanStates {
             full: states.full.clone(),
