@@ -83,7 +83,7 @@ def main():
     procs = []
     try:
         ours = start_ours(procs, "--response-cache-bytes", "0")
-        port = int(urllib.parse.urlsplit(ours).port)
+        port = urllib.parse.urlsplit(ours).port
         parquet_path, db, _ = export_peer_data(ours)
         _, (datasette, _) = start_peers(procs, parquet_path, db)
         dport = int(urllib.parse.urlsplit(datasette).port)

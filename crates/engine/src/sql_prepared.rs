@@ -637,23 +637,13 @@ pub async fn run_prepared(
         // Too few or too many: the statement as written says which.
         return Err(PreparedError::Unbound);
     }
-    let mut values = Vec::with_capacity(given.len() + lifted.values.len());
-    for (i, v) in given
-        .iter()
-        .map(|p| p.value.clone())
-        .chain(lifted.values.iter().cloned())
-        .enumerate()
-    {
-        let id = format!("${}", i + 1);
-        let v = match prepared.types.get(&id) {
-            // A placeholder the plan does not use (in a branch the planner removed): any value.
-            None => v,
-            Some(None) => return Err(PreparedError::Unbound),
-            Some(Some(t)) if v.data_type() == *t => v,
-            Some(Some(t)) => same_value(&v, t).ok_or(PreparedError::Unbound)?,
-        };
-        values.push(v);
-    }
+    let values = bound_values(
+        prepared,
+        given
+            .iter()
+            .map(|p| p.value.clone())
+            .chain(lifted.values.iter().cloned()),
+    )?;
     // A template binds the values as they are; a value with metadata of its own (which
     // `with_param_values` keeps on its literal) takes the logical path.
     let route = match prepared
@@ -723,6 +713,24 @@ pub async fn run_prepared(
         Ok(r) => r.map_err(PreparedError::Failed),
         Err(_) => Err(PreparedError::Failed(SqlError::Timeout(limit))),
     }
+}
+
+/// The values of placeholders `$1`, `$2`, ... (the client's, then the lifted ones), each as the
+/// type the plan gave its placeholder.
+fn bound_values(
+    prepared: &Prepared,
+    values: impl Iterator<Item = ScalarValue>,
+) -> Result<Vec<ScalarValue>, PreparedError> {
+    values
+        .enumerate()
+        .map(|(i, v)| match prepared.types.get(&format!("${}", i + 1)) {
+            // A placeholder the plan does not use (in a branch the planner removed): any value.
+            None => Ok(v),
+            Some(None) => Err(PreparedError::Unbound),
+            Some(Some(t)) if v.data_type() == *t => Ok(v),
+            Some(Some(t)) => same_value(&v, t).ok_or(PreparedError::Unbound),
+        })
+        .collect()
 }
 
 /// `v` as type `t` when both are numbers or both strings and the conversion keeps the value
@@ -1005,16 +1013,8 @@ mod tests {
                 };
                 let params = ParamValues::from(given.clone());
                 // The plan: what DataFusion makes of the bound statement, operator for operator.
-                let mut all: Vec<ScalarValue> = given.clone();
-                all.extend(values.iter().cloned());
-                let all: Vec<ScalarValue> = all
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, v)| match prepared.types.get(&format!("${}", i + 1)) {
-                        Some(Some(t)) if v.data_type() != *t => same_value(&v, t).unwrap(),
-                        _ => v,
-                    })
-                    .collect();
+                let all =
+                    bound_values(&prepared, given.iter().chain(values.iter()).cloned()).unwrap();
                 let fresh = states
                     .lean
                     .query_planner()
