@@ -51,6 +51,7 @@ impl AnswerCache {
                 next: None,
                 warnings: Vec::new(),
                 variants: Default::default(),
+                sent: Default::default(),
             }),
         );
     }
@@ -67,8 +68,8 @@ impl AnswerCache {
     }
 }
 
-/// Responses of the answer cache by entity-tag stem (`transport`): a GET whose stem was answered
-/// before from the answer cache is answered from the kept answer and the headers the layers inside
+/// Responses of the answer cache by entity-tag stem (`transport`): a GET whose answer was sent
+/// twice before is answered from the kept answer and the headers the layers inside
 /// `transport` gave it, without routing it further (no handler, no parameter parsing, no cache
 /// key). The bodies are the answer cache's own (shared); the map is weighed by them and bounded
 /// like it.
@@ -139,6 +140,10 @@ pub struct Encoded {
     pub warnings: Vec<String>,
     /// The body compressed in each coding a client asked for, made once (`transport`).
     pub variants: Variants,
+    /// Whether the answer was sent before: `transport` keeps its response the second time it is
+    /// sent (a fresh query's answer, most of a dashboard's, is seldom asked for again, and keeping
+    /// each one cost an insertion in a second cache).
+    pub sent: std::sync::atomic::AtomicBool,
 }
 
 /// A response extension: the answer came from `Encoded`, so `transport` sends its kept
@@ -196,10 +201,25 @@ pub fn cached_as(
     if let Some(hit) = cache.get(&key) {
         return Ok(hit);
     }
-    let encoded = Arc::new(compute()?);
+    Ok(keep_keyed(cache, key, compute()?))
+}
+
+/// Keep an answer computed after `lookup` missed (no second lookup), and answer with it.
+pub fn keep(
+    cache: &AnswerCache,
+    snapshot: &Snapshot,
+    uri: &Uri,
+    format: Format,
+    encoded: Encoded,
+) -> Arc<Encoded> {
+    keep_keyed(cache, cache_key(snapshot, uri, format.name()), encoded)
+}
+
+fn keep_keyed(cache: &AnswerCache, key: String, encoded: Encoded) -> Arc<Encoded> {
+    let encoded = Arc::new(encoded);
     cache.counts[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     cache.entries.insert(key, encoded.clone());
-    Ok(encoded)
+    encoded
 }
 
 /// The HTTP response for an encoded answer.
@@ -390,6 +410,7 @@ pub fn frame_rows<F: std::borrow::Borrow<crate::engine::frame::Frame>>(
             next: None,
             warnings,
             variants: Default::default(),
+            sent: Default::default(),
         })
     })?;
     Ok(respond(&e))

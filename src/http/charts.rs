@@ -85,6 +85,7 @@ fn answer(
             next: None,
             warnings: warning.into_iter().collect(),
             variants: Default::default(),
+            sent: Default::default(),
         })
     })?;
     Ok(respond(&encoded))
@@ -571,6 +572,7 @@ pub async fn rating_badge(
             next: None,
             warnings: Vec::new(),
             variants: Default::default(),
+            sent: Default::default(),
         })
     })?;
     Ok(respond(&encoded))

@@ -146,6 +146,7 @@ async fn itl_summary(
             next: None,
             warnings: warnings.clone(),
             variants: Default::default(),
+            sent: Default::default(),
         })
     })?;
     Ok(respond(&encoded))
@@ -251,6 +252,7 @@ async fn answer(
             next: None,
             warnings: warnings.clone(),
             variants: Default::default(),
+            sent: Default::default(),
         })
     })?;
     Ok(respond(&encoded))

@@ -81,6 +81,7 @@ fn encode_chosen(
         next: None,
         warnings: warnings.to_vec(),
         variants: Default::default(),
+        sent: Default::default(),
     })
 }
 

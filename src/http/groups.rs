@@ -113,6 +113,7 @@ pub async fn groups(
             next: None,
             warnings: warnings.clone(),
             variants: Default::default(),
+            sent: Default::default(),
         })
     })?;
     Ok(respond(&encoded))

@@ -300,6 +300,7 @@ fn list(
             next,
             warnings: Vec::new(),
             variants: Default::default(),
+            sent: Default::default(),
         })
     })?;
     Ok(respond(&encoded))
@@ -405,6 +406,7 @@ pub async fn get_run(
             next: None,
             warnings: Vec::new(),
             variants: Default::default(),
+            sent: Default::default(),
         })
     })?;
     Ok(respond(&encoded))
@@ -661,6 +663,7 @@ pub async fn repeat_stats(
             next: None,
             warnings: Vec::new(),
             variants: Default::default(),
+            sent: Default::default(),
         })
     })?;
     Ok(respond(&encoded))

@@ -492,6 +492,7 @@ pub async fn plan_llm(
             next: None,
             warnings: Vec::new(),
             variants: Default::default(),
+            sent: Default::default(),
         })
     })?;
     Ok(respond(&e))

@@ -122,6 +122,7 @@ pub async fn list_runs(
             next,
             warnings,
             variants: Default::default(),
+            sent: Default::default(),
         })
     })?;
     Ok(respond(&encoded))
@@ -184,6 +185,7 @@ pub async fn get_run(
             next: None,
             warnings: Vec::new(),
             variants: Default::default(),
+            sent: Default::default(),
         })
     })?;
     Ok(respond(&encoded))

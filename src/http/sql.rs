@@ -12,7 +12,7 @@ use parquet::arrow::ArrowWriter;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::answer::{Encoded, cached_as, respond};
+use super::answer::{Encoded, respond};
 use super::encode;
 use super::error::AppError;
 use super::models::ApiBytes;
@@ -151,6 +151,7 @@ async fn answer(
             next: None,
             warnings: Vec::new(),
             variants: Default::default(),
+            sent: Default::default(),
         })
     };
     match uri {
@@ -159,8 +160,7 @@ async fn answer(
             if let Some(hit) = super::answer::lookup(&state.cache, &snapshot, uri, format) {
                 return Ok(hit);
             }
-            let e = run.await?;
-            let e = cached_as(&state.cache, &snapshot, uri, format.name(), || Ok(e))?;
+            let e = super::answer::keep(&state.cache, &snapshot, uri, format, run.await?);
             Ok(respond(&e))
         }
         None => Ok(respond(&std::sync::Arc::new(run.await?))),

@@ -223,6 +223,7 @@ fn encoded(
             next: None,
             warnings: warnings.clone(),
             variants: Default::default(),
+            sent: Default::default(),
         })
     })?;
     Ok(respond(&e))

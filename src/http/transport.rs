@@ -215,6 +215,7 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
     if get
         && state.kept.enabled()
         && let Some(CachedAnswer(answer)) = resp.extensions().get::<CachedAnswer>()
+        && answer.sent.swap(true, std::sync::atomic::Ordering::Relaxed)
     {
         let mut headers = resp.headers().clone();
         for name in [

@@ -403,6 +403,14 @@ async fn an_answer_asked_again_is_the_same_response_in_every_coding() {
                 metrics(&before, "cache") + 1,
                 "{uri}"
             );
+            // Sent twice, its response is kept and given before routing: the same again.
+            let kept = app.get_with(uri, &ask).await;
+            assert_eq!(kept.body, first.body, "{uri} {coding}");
+            assert_eq!(
+                answer_headers(&kept),
+                answer_headers(&first),
+                "{uri} {coding}"
+            );
             // And revalidated with its tag.
             let tag = again.headers["etag"].to_str().unwrap();
             let revalidated = app

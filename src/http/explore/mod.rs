@@ -241,6 +241,7 @@ fn encoded(content_type: &'static str, body: Vec<u8>) -> Encoded {
         next: None,
         warnings: Vec::new(),
         variants: Default::default(),
+        sent: Default::default(),
     }
 }
 
