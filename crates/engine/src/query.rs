@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 
 use super::domain::Domain;
 use super::error::EngineError;
-use super::frame::{Frame, Value};
+use super::frame::{ColumnData, Frame, Value};
 use super::table::{RunTable, cmp_values};
 
 /// Which LLM runs to keep by `is_stable`.
@@ -90,6 +90,41 @@ impl Compiled {
                 .is_some_and(|x| min.is_none_or(|m| x >= m) && max.is_none_or(|m| x <= m)),
         }
     }
+
+    /// Keep the `rows` this filter keeps: a column's values read as its own type over all the
+    /// rows (`keep`, a row at a time through `Value`, was most of a fresh run query's filtering).
+    fn retain(&self, t: &RunTable, rows: &mut Vec<usize>) {
+        let within = |x: f64, min: &Option<f64>, max: &Option<f64>| {
+            min.is_none_or(|m| x >= m) && max.is_none_or(|m| x <= m)
+        };
+        match self {
+            Compiled::OneOf(c, vals) => {
+                if let ColumnData::Str(v) = t.column(*c) {
+                    return rows
+                        .retain(|&r| v[r].as_deref().is_some_and(|s| vals.iter().any(|x| x == s)));
+                }
+            }
+            Compiled::NumOneOf(c, vals) => match t.column(*c) {
+                ColumnData::Int(v) => {
+                    return rows.retain(|&r| v[r].is_some_and(|x| vals.contains(&(x as f64))));
+                }
+                ColumnData::Float(v) => {
+                    return rows.retain(|&r| v[r].is_some_and(|x| vals.contains(&x)));
+                }
+                _ => {}
+            },
+            Compiled::Range(c, min, max) => match t.column(*c) {
+                ColumnData::Int(v) => {
+                    return rows.retain(|&r| v[r].is_some_and(|x| within(x as f64, min, max)));
+                }
+                ColumnData::Float(v) => {
+                    return rows.retain(|&r| v[r].is_some_and(|x| within(x, min, max)));
+                }
+                _ => {}
+            },
+        }
+        rows.retain(|&r| self.keep(t, r));
+    }
 }
 
 impl RunTable {
@@ -124,15 +159,23 @@ impl RunTable {
             _ => None,
         };
         let want_stable = stability == Stability::Stable;
-        Ok((0..self.len())
-            .filter(|&r| {
-                stable_col.is_none_or(|c| match self.column(c).get(r) {
-                    Value::Bool(b) => b == want_stable,
-                    _ => !want_stable,
-                })
-            })
-            .filter(|&r| compiled.iter().all(|f| f.keep(self, r)))
-            .collect())
+        let mut rows: Vec<usize> = (0..self.len()).collect();
+        if let Some(c) = stable_col {
+            let c = self.column(c);
+            rows.retain(|&r| match c.get(r) {
+                Value::Bool(b) => b == want_stable,
+                _ => !want_stable,
+            });
+        }
+        // One filter after another over the rows left (a row is kept when every filter keeps it,
+        // so the order is free): strings first, which keep fewest.
+        let (strings, numbers): (Vec<_>, Vec<_>) = compiled
+            .iter()
+            .partition(|f| matches!(f, Compiled::OneOf(..)));
+        for f in strings.into_iter().chain(numbers) {
+            f.retain(self, &mut rows);
+        }
+        Ok(rows)
     }
 
     /// Stable sort of `rows` by `keys` (nulls last in either direction).
@@ -198,5 +241,85 @@ impl RunTable {
     /// The selected rows and columns as a frame.
     pub fn frame_of(&self, sel: &Selection) -> Frame {
         self.frame.select(&sel.rows, &sel.columns)
+    }
+}
+
+#[cfg(all(test, feature = "datafusion"))]
+mod tests {
+    use super::*;
+
+    /// Filtering a filter at a time keeps exactly the rows a row at a time keeps, in the same
+    /// order, for every kind of filter on string, integer and float fields, nulls among them.
+    #[tokio::test]
+    async fn filters_keep_what_each_row_keeps() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/sample/runs");
+        let dataset = crate::load::load_compiled(
+            crate::load::summary_context(),
+            &format!("{root}/llm.parquet"),
+            &format!("{root}/diffusion.parquet"),
+        )
+        .await
+        .unwrap();
+        let t = &dataset.llm;
+        let one_of = |field: &str, values: &[&str]| Filter::OneOf {
+            field: field.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+        };
+        let range = |field: &str, min: Option<f64>, max: Option<f64>| Filter::Range {
+            field: field.into(),
+            min,
+            max,
+        };
+        let nums = |field: &str, values: &[f64]| Filter::NumOneOf {
+            field: field.into(),
+            values: values.to_vec(),
+        };
+        let sets: Vec<Vec<Filter>> = vec![
+            vec![],
+            vec![one_of("task", &["gpqa"])],
+            vec![
+                range("max_num_seqs", Some(64.0), Some(256.0)),
+                one_of("task", &["gpqa", "lm-arena-chat"]),
+                range("num_gpus", None, Some(4.0)),
+                one_of("gpu_model", &["B200"]),
+            ],
+            vec![
+                nums("num_gpus", &[1.0, 8.0]),
+                range("energy_per_token_joules", Some(0.05), None),
+            ],
+            vec![
+                range("median_itl_ms", Some(10.0), Some(30.5)),
+                nums("max_num_seqs", &[64.0]),
+            ],
+            vec![one_of("model_id", &["no such model"])],
+            vec![range("num_gpus", Some(2.0), Some(1.0))],
+        ];
+        let mut kept = Vec::new();
+        for filters in &sets {
+            for stability in [Stability::Stable, Stability::Unstable, Stability::All] {
+                let rows = t.filter_rows(filters, stability).unwrap();
+                let compiled: Vec<_> = filters.iter().map(|f| t.compile(f).unwrap()).collect();
+                let stable = t.require_field("is_stable").unwrap();
+                let each: Vec<usize> = (0..t.len())
+                    .filter(|&r| match stability {
+                        Stability::All => true,
+                        s => match t.column(stable).get(r) {
+                            Value::Bool(b) => b == (s == Stability::Stable),
+                            _ => s != Stability::Stable,
+                        },
+                    })
+                    .filter(|&r| compiled.iter().all(|f| f.keep(t, r)))
+                    .collect();
+                assert_eq!(rows, each, "{filters:?} {stability:?}");
+                kept.push(rows.len());
+            }
+        }
+        // The filters asked different questions: none, some and all rows among the answers (the
+        // sample's runs are all stable: asked for unstable ones, none).
+        assert!(kept.contains(&0) && kept.contains(&t.len()), "{kept:?}");
+        assert!(
+            kept.iter().filter(|&&n| n > 0 && n < t.len()).count() >= 8,
+            "{kept:?}"
+        );
     }
 }
