@@ -118,13 +118,12 @@ fn encode_answer(answer: &SqlAnswer, format: Format) -> Result<Vec<u8>, AppError
             out.push(b'}');
             Ok(out)
         }
-        _ => {
-            let frame = frame_of(answer).map_err(|e| internal(&e))?;
-            let body = encode::encode_frame(&frame, format, &|_| true, |_, _| {
-                unreachable!("JSON is written from the answer's arrays")
-            })?;
-            Ok(body)
-        }
+        Format::Csv => Ok(encode::frames::csv(
+            &frame_of(answer).map_err(|e| internal(&e))?,
+        )),
+        Format::Ndjson => Ok(encode::frames::ndjson(
+            &frame_of(answer).map_err(|e| internal(&e))?,
+        )),
     }
 }
 
