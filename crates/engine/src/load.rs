@@ -66,6 +66,19 @@ pub async fn load_compiled(
     from_tables(ctx, llm, diffusion)
 }
 
+/// The embedded sample (`data/sample/runs`), for the crate's tests.
+#[cfg(test)]
+pub(crate) async fn sample_dataset() -> Dataset {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/sample/runs");
+    load_compiled(
+        summary_context(),
+        &format!("{root}/llm.parquet"),
+        &format!("{root}/diffusion.parquet"),
+    )
+    .await
+    .expect("data/sample loads")
+}
+
 /// A dataset of two tables built elsewhere (from a raw tree), registered in `ctx`.
 pub fn from_tables(
     ctx: SessionContext,

@@ -252,14 +252,7 @@ mod tests {
     /// order, for every kind of filter on string, integer and float fields, nulls among them.
     #[tokio::test]
     async fn filters_keep_what_each_row_keeps() {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/sample/runs");
-        let dataset = crate::load::load_compiled(
-            crate::load::summary_context(),
-            &format!("{root}/llm.parquet"),
-            &format!("{root}/diffusion.parquet"),
-        )
-        .await
-        .unwrap();
+        let dataset = crate::load::sample_dataset().await;
         let t = &dataset.llm;
         let one_of = |field: &str, values: &[&str]| Filter::OneOf {
             field: field.into(),

@@ -1025,14 +1025,7 @@ mod tests {
     }
 
     async fn sample_context() -> SessionContext {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/sample/runs");
-        let dataset = crate::load::load_compiled(
-            crate::load::summary_context(),
-            &format!("{root}/llm.parquet"),
-            &format!("{root}/diffusion.parquet"),
-        )
-        .await
-        .unwrap();
+        let dataset = crate::load::sample_dataset().await;
         crate::sql::sql_context(&dataset, SqlLimits::default().memory_bytes)
             .await
             .unwrap()
