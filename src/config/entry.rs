@@ -232,10 +232,25 @@ fn build_command(args: &BuildArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The binary's `main`: the command line parsed, the command run on a multi-threaded runtime.
-#[tokio::main]
-pub async fn main() -> ExitCode {
+/// The binary's `main`: the command line parsed, the command run on a multi-threaded runtime
+/// whose threads have the stack a client's SQL is bounded against
+/// (`engine::sql::WORKER_STACK_BYTES`).
+pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(crate::engine::sql::WORKER_STACK_BYTES)
+        .build()
+    {
+        Ok(rt) => rt.block_on(run(cli)),
+        Err(e) => {
+            eprintln!("error: the runtime did not start: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Some(Command::Sample(a)) => {
             init_tracing(LogFormat::Text);

@@ -16,7 +16,6 @@ use datafusion::common::ParamValues;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::sqlparser::ast::{Expr, Set, Statement, Value};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-use datafusion::sql::sqlparser::parser::ParserError;
 use datafusion_postgres::arrow_pg::datatypes::df::deserialize_parameters_with_server_types;
 use datafusion_postgres::arrow_pg::datatypes::{
     arrow_schema_to_pg_fields, encode_recordbatch, into_pg_type,
@@ -44,7 +43,7 @@ use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::types::format::FormatOptions;
 
 use super::catalog::{SERVER_VERSION, SURFACE};
-use crate::engine::sql::{SqlAnswer, SqlError};
+use crate::engine::sql::{SqlAnswer, SqlError, Unparsed};
 use crate::service::Service;
 use crate::service::sql::SqlFailure;
 
@@ -440,13 +439,13 @@ pub(super) struct PgParser {
 impl PgParser {
     /// The statements of a client's text, by the compatibility parser. It parses at sqlparser's
     /// default depth (50), where some shapes take 2^50 steps (`engine::sql::SQL_RECURSION_LIMIT`),
-    /// so a text too deep for the bounded parse is refused first; one that parses bounded takes
-    /// the same steps unbounded.
+    /// and builds a chain of operators of any length (`engine::sql::SQL_CHAIN_LIMIT`), so a text
+    /// past either bound of ours is refused first; one within them takes the same steps unbounded.
     fn parse_text(&self, sql: &str) -> PgWireResult<Vec<Statement>> {
-        if let Err(ParserError::RecursionLimitExceeded) =
+        if let Err(Unparsed::Bound(why)) =
             crate::engine::sql::parse_statements(&PostgreSqlDialect {}, sql)
         {
-            return Err(user_error("54001", crate::engine::sql::too_deep()));
+            return Err(user_error("54001", why));
         }
         self.sql
             .parse(sql)

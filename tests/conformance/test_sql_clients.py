@@ -227,6 +227,32 @@ def test_statements_the_parser_backtracks_on_are_refused_at_once(sample):
         assert cur.fetchone()[0] == 838
 
 
+def test_chains_past_the_bound_are_refused_on_every_surface(sample):
+    """A chain of 2,000 ORs (built by the parser in a loop, and as deep as it is long) aborted the
+    server on a worker's stack; every surface refuses it before it is parsed, naming the bound, and
+    the server answers the next query. One within the bound answers as its IN list does."""
+    _, pg, fl = sample
+    ors = lambda n: "SELECT count(*) FROM llm_runs WHERE " + " OR ".join(f"num_gpus = {i % 9}" for i in range(n))
+    in_list = "SELECT count(*) FROM llm_runs WHERE num_gpus IN (" + ", ".join(str(i) for i in range(9)) + ")"
+    env = {**os.environ, "PGCONNECT_TIMEOUT": "10"}
+    common = [PSQL, "-h", "127.0.0.1", "-p", str(pg), "-U", "dash", "-d", "mlenergy", "-X", "-A", "-t"]
+    out = subprocess.run([*common, "-c", ors(2000)], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode != 0 and "more than the limit of 1000" in out.stderr, out.stderr
+    with pg_connect(pg, autocommit=True) as c:
+        with pytest.raises(psycopg.Error) as e:
+            c.execute(ors(2000) + " OR num_gpus = %s", (1,))
+        assert e.value.sqlstate == "54001" and "more than the limit of 1000" in str(e.value), e.value
+        expected = c.execute(in_list).fetchone()[0]
+        assert expected > 0
+        assert c.execute(ors(300)).fetchone()[0] == expected
+    with flight_connect(fl) as conn, conn.cursor() as cur:
+        with pytest.raises(Exception) as e:
+            cur.execute(ors(2000))
+        assert "more than the limit of 1000" in str(e.value), e.value
+        cur.execute(ors(300))
+        assert cur.fetchone()[0] == expected
+
+
 def test_joins_over_raw_derived_tables_equal_itl(raw):
     base, pg, fl = raw
     runs = get(base, "/v1/llm/runs", task="video-chat", stability="all", fields="run_id", sort="run_id")["runs"]

@@ -113,6 +113,84 @@ fn serves_the_embedded_dataset_from_any_directory() {
     );
 }
 
+fn post_sql(addr: &str, sql: &str) -> (u16, serde_json::Value) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST /v1/sql HTTP/1.1\r\nHost: {addr}\r\nContent-Type: text/plain\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{sql}",
+        sql.len()
+    )
+    .unwrap();
+    let mut bytes = Vec::new();
+    s.read_to_end(&mut bytes).unwrap();
+    let raw = String::from_utf8_lossy(&bytes);
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, serde_json::from_str(body).unwrap())
+}
+
+/// The chains of operators the bound lets through are answered by the real binary (its worker
+/// stacks are what the bound is measured against; this is the debug build, whose frames are the
+/// largest), with the answer the same query written without the chain has; past the bound they are
+/// refused and the server stays up. 2,000 ORs used to abort the server on a worker's stack.
+#[test]
+fn chains_of_operators_at_the_bound_are_answered() {
+    let server = start(&[]);
+    let addr = &server.addr;
+    let value = |sql: &str| {
+        let (status, v) = post_sql(addr, sql);
+        assert_eq!(status, 200, "{v}");
+        v["rows"][0]
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()
+            .clone()
+    };
+    // SELECT, COUNT, FROM, WHERE, 488 ORs and 489 `=`, and count(*)'s group of two: 983 links.
+    let values: Vec<String> = (0..489).map(|i| (i % 9).to_string()).collect();
+    let ors: Vec<String> = values.iter().map(|v| format!("num_gpus = {v}")).collect();
+    assert_eq!(
+        value(&format!(
+            "SELECT count(*) FROM llm_runs WHERE {}",
+            ors.join(" OR ")
+        )),
+        value(&format!(
+            "SELECT count(*) FROM llm_runs WHERE num_gpus IN ({})",
+            values.join(", ")
+        ))
+    );
+    assert_eq!(
+        value(&format!("SELECT {}", vec!["1"; 999].join(" + "))),
+        serde_json::json!(999)
+    );
+    assert_eq!(
+        value(&format!(
+            "SELECT {} AS t FROM llm_runs LIMIT 1",
+            vec!["num_gpus > 0"; 498].join(" AND ")
+        )),
+        serde_json::json!(true)
+    );
+    for n in [1_001, 2_000, 20_000] {
+        // SELECT and n - 1 `+`: n links.
+        let (status, v) = post_sql(addr, &format!("SELECT {}", vec!["1"; n].join(" + ")));
+        assert_eq!(status, 400, "{v}");
+        assert!(
+            v["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("the statement chains {n} operators")),
+            "{v}"
+        );
+    }
+    assert_eq!(
+        value("SELECT count(*) AS n FROM llm_runs"),
+        serde_json::json!(838)
+    );
+}
+
 #[test]
 fn a_missing_data_directory_fails_cleanly() {
     let out = Command::new(env!("CARGO_BIN_EXE_mlenergy-server"))

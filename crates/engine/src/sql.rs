@@ -17,7 +17,9 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::sqlparser::ast::Statement;
 use datafusion::sql::sqlparser::dialect::Dialect;
+use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 use futures::StreamExt;
 
 use super::arrow_conv::column_from_array;
@@ -73,12 +75,151 @@ pub enum SqlError {
 /// 21 nested parentheses or function calls.
 pub const SQL_RECURSION_LIMIT: usize = 24;
 
-/// The statements of `sql` in `dialect`, parsed at most [`SQL_RECURSION_LIMIT`] deep.
-pub fn parse_statements(dialect: &dyn Dialect, sql: &str) -> Result<Vec<Statement>, ParserError> {
+/// How long a chain of operators one statement may hold. The parser builds `a OR b OR c ...`,
+/// `a + b + c ...`, `x::t::t ...` and `SELECT ... UNION SELECT ...` in a loop, not by recursion, so
+/// the recursion limit does not bound them, but the tree it builds is as deep as the chain is long
+/// and everything that walks it afterwards (cloning, comparing, printing, dropping, planning) does
+/// recurse: 2,000 ORs overflowed a 2 MiB stack in the release build and 400 in the debug build,
+/// and aborted the server (found from outside). The bound is counted on the tokens, before a tree
+/// is built (see [`longest_chain`]); with the server's 16 MiB worker stacks
+/// ([`WORKER_STACK_BYTES`]) a chain of this length has ten times the stack it needs in a release
+/// build. It still lets a WHERE clause hold nearly 500 `x = 1 OR` terms or a CASE over 300
+/// `WHEN x = 1 THEN 'a'` arms; a longer list of values belongs in an `IN (...)` list, which is not a chain.
+pub const SQL_CHAIN_LIMIT: usize = 1_000;
+
+/// The stack of each thread that parses or plans a client's SQL (the server's runtime workers):
+/// the depth [`SQL_CHAIN_LIMIT`] allows is measured against it. Only the pages a thread touches are
+/// memory; the rest is address space.
+pub const WORKER_STACK_BYTES: usize = 16 << 20;
+
+/// Why a client's text was not parsed.
+#[derive(Debug)]
+pub enum Unparsed {
+    /// Past a bound that keeps parsing and planning within time and stack: the reason, said in
+    /// full.
+    Bound(String),
+    /// Not a statement of the dialect.
+    Syntax(ParserError),
+}
+
+/// The statements of `sql` in `dialect`, parsed at most [`SQL_RECURSION_LIMIT`] deep, with no
+/// chain longer than [`SQL_CHAIN_LIMIT`].
+pub fn parse_statements(dialect: &dyn Dialect, sql: &str) -> Result<Vec<Statement>, Unparsed> {
+    let tokens = Tokenizer::new(dialect, sql)
+        .tokenize_with_location()
+        .map_err(|e| Unparsed::Syntax(e.into()))?;
+    within_chain_limit(&tokens).map_err(Unparsed::Bound)?;
     Parser::new(dialect)
         .with_recursion_limit(SQL_RECURSION_LIMIT)
-        .try_with_sql(sql)?
+        .with_tokens_with_locations(tokens)
         .parse_statements()
+        .map_err(|e| match e {
+            ParserError::RecursionLimitExceeded => Unparsed::Bound(too_deep()),
+            e => Unparsed::Syntax(e),
+        })
+}
+
+/// `sql` refused when it holds a chain longer than [`SQL_CHAIN_LIMIT`], before DataFusion parses
+/// it. A text that does not tokenize is left for DataFusion's parser to say why.
+pub fn bounded(sql: &str) -> Result<(), SqlError> {
+    use datafusion::sql::sqlparser::dialect::GenericDialect;
+    match Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() {
+        Ok(tokens) => within_chain_limit(&tokens).map_err(SqlError::Invalid),
+        Err(_) => Ok(()),
+    }
+}
+
+fn within_chain_limit(tokens: &[TokenWithSpan]) -> Result<(), String> {
+    let n = longest_chain(tokens);
+    if n > SQL_CHAIN_LIMIT {
+        return Err(format!(
+            "the statement chains {n} operators and keywords in one expression, more than the \
+             limit of {SQL_CHAIN_LIMIT}; a long list of alternatives (x = 1 OR x = 2 ...) is \
+             written x IN (1, 2, ...)"
+        ));
+    }
+    Ok(())
+}
+
+/// An upper bound on how deep the parser's tree of `tokens` is, counted without building it (and
+/// without recursion, for a text of any nesting). A link is a token that joins or wraps operands:
+/// an operator or a keyword, not a name, a literal or a placeholder. Within a level of parentheses
+/// (or brackets or braces) each comma starts an operand list's next item, and a path down the tree
+/// stays in one item, so an item counts its operator links plus the deepest group it holds; the
+/// level's keywords (UNION, JOIN, AND, CASE ... ) are counted across its commas, for a chain of
+/// `SELECT a, b UNION SELECT c, d UNION ...` continues past them. A group is one deeper than its
+/// deepest item.
+pub fn longest_chain(tokens: &[TokenWithSpan]) -> usize {
+    #[derive(Default)]
+    struct Level {
+        keywords: usize,
+        /// The operators of the current item, and its deepest group.
+        operators: usize,
+        inner: usize,
+        /// The deepest item before the current one.
+        deepest: usize,
+    }
+    impl Level {
+        fn depth(&self) -> usize {
+            self.keywords + self.deepest.max(self.operators + self.inner)
+        }
+    }
+    let mut levels = vec![Level::default()];
+    let close = |levels: &mut Vec<Level>| {
+        if levels.len() > 1 {
+            let group = levels.pop().expect("more than one level");
+            let top = levels.last_mut().expect("the outermost level");
+            top.inner = top.inner.max(group.depth() + 1);
+        }
+    };
+    for t in tokens {
+        let top = levels
+            .last_mut()
+            .expect("the outermost level is never closed");
+        match &t.token {
+            Token::LParen | Token::LBracket | Token::LBrace => levels.push(Level::default()),
+            Token::RParen | Token::RBracket | Token::RBrace => close(&mut levels),
+            Token::Comma | Token::SemiColon => {
+                top.deepest = top.deepest.max(top.operators + top.inner);
+                top.operators = 0;
+                top.inner = 0;
+            }
+            Token::Word(w) if w.keyword != Keyword::NoKeyword => top.keywords += 1,
+            Token::Word(_)
+            | Token::Number(..)
+            | Token::Char(_)
+            | Token::SingleQuotedString(_)
+            | Token::DoubleQuotedString(_)
+            | Token::TripleSingleQuotedString(_)
+            | Token::TripleDoubleQuotedString(_)
+            | Token::DollarQuotedString(_)
+            | Token::SingleQuotedByteStringLiteral(_)
+            | Token::DoubleQuotedByteStringLiteral(_)
+            | Token::TripleSingleQuotedByteStringLiteral(_)
+            | Token::TripleDoubleQuotedByteStringLiteral(_)
+            | Token::SingleQuotedRawStringLiteral(_)
+            | Token::DoubleQuotedRawStringLiteral(_)
+            | Token::TripleSingleQuotedRawStringLiteral(_)
+            | Token::TripleDoubleQuotedRawStringLiteral(_)
+            | Token::NationalStringLiteral(_)
+            | Token::QuoteDelimitedStringLiteral(_)
+            | Token::NationalQuoteDelimitedStringLiteral(_)
+            | Token::EscapedStringLiteral(_)
+            | Token::UnicodeStringLiteral(_)
+            | Token::HexStringLiteral(_)
+            | Token::Placeholder(_)
+            | Token::Whitespace(_)
+            | Token::Period
+            | Token::EOF => {}
+            // A dotted name is parsed by recursion (the recursion limit bounds it); every other
+            // token may join or wrap operands.
+            _ => top.operators += 1,
+        }
+    }
+    while levels.len() > 1 {
+        close(&mut levels);
+    }
+    levels[0].depth()
 }
 
 /// Why a statement deeper than [`SQL_RECURSION_LIMIT`] is refused.
@@ -270,6 +411,7 @@ pub async fn plan(
     sql: &str,
     limits: &SqlLimits,
 ) -> Result<LogicalPlan, SqlError> {
+    bounded(sql)?;
     let plan = ctx
         .state()
         .create_logical_plan(sql)
@@ -294,6 +436,7 @@ pub async fn run(
         ParamValues::List(l) => !l.is_empty(),
         ParamValues::Map(m) => !m.is_empty(),
     };
+    bounded(sql)?;
     let work = async {
         let mut df = ctx
             .sql_with_options(sql, read_only())
@@ -375,7 +518,7 @@ mod tests {
         for dialect in [&GenericDialect {} as &dyn Dialect, &PostgreSqlDialect {}] {
             assert!(matches!(
                 parse_statements(dialect, &chain),
-                Err(ParserError::RecursionLimitExceeded)
+                Err(Unparsed::Bound(why)) if why == too_deep()
             ));
             let nested = format!(
                 "SELECT {}a{} FROM {}t{}",
@@ -386,5 +529,54 @@ mod tests {
             );
             assert_eq!(parse_statements(dialect, &nested).unwrap().len(), 1);
         }
+    }
+
+    fn chain(sql: &str) -> usize {
+        longest_chain(
+            &Tokenizer::new(&GenericDialect {}, sql)
+                .tokenize_with_location()
+                .unwrap(),
+        )
+    }
+
+    /// The bound counts each path down the tree once: an item's operators and its deepest group,
+    /// the level's keywords across its commas, a group one deeper than its deepest item; names,
+    /// literals, dotted names and placeholders are not links, and strings and comments hold none.
+    #[test]
+    fn chains_count_the_links_of_the_deepest_path() {
+        for (sql, n) in [
+            ("SELECT a FROM t", 2),
+            ("SELECT 1 + 2 + 3", 3),
+            ("SELECT a + 1, b + 2 + 3, c", 3),
+            ("SELECT f(a + b, c) + 1", 4),
+            ("SELECT t.a, s.b FROM t, s WHERE t.x = $1", 4),
+            ("SELECT ((((a))))", 5),
+            ("SELECT 'a + b + (c', \"x + y\" -- + + + (\n", 1),
+            ("SELECT 1, 2 UNION ALL SELECT 3, 4 UNION ALL SELECT 5, 6", 7),
+            ("SELECT CASE WHEN x = 1 THEN 'a' WHEN x = 2 THEN 'b' END", 9),
+            ("SELECT 1::BIGINT::TEXT", 5),
+            // Unbalanced text is closed at its end; a stray `)` does not leave the outermost level.
+            ("SELECT (a + (b", 4),
+            ("SELECT a)) + b", 2),
+        ] {
+            assert_eq!(chain(sql), n, "{sql}");
+        }
+        let ors = |n: usize| {
+            let terms: Vec<String> = (0..n).map(|i| format!("x = {i}")).collect();
+            format!("SELECT count(*) FROM t WHERE {}", terms.join(" OR "))
+        };
+        // SELECT, COUNT, FROM, WHERE and n - 1 ORs, n `=`, and count(*)'s group of two.
+        assert_eq!(chain(&ors(497)), 999);
+        assert!(parse_statements(&GenericDialect {}, &ors(497)).is_ok());
+        let past = parse_statements(&GenericDialect {}, &ors(498));
+        assert!(
+            matches!(&past, Err(Unparsed::Bound(why)) if why.starts_with("the statement chains 1001 ")),
+            "{past:?}"
+        );
+        // Nesting of any depth is counted without recursion.
+        assert_eq!(
+            chain(&format!("SELECT {}1", "(".repeat(1_000_000))),
+            1_000_001
+        );
     }
 }

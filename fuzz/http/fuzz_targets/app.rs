@@ -28,8 +28,10 @@ struct App {
 fn the_app() -> &'static App {
     static APP: OnceLock<App> = OnceLock::new();
     APP.get_or_init(|| {
+        // The server's worker stacks, which a client's SQL is bounded against.
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
+            .thread_stack_size(mlenergy_server::engine::sql::WORKER_STACK_BYTES)
             .enable_all()
             .build()
             .unwrap();
@@ -128,9 +130,12 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 }
 
 impl App {
+    /// The answer to `req`, handled on a worker thread of the runtime as in the server (not on
+    /// the fuzzer's thread, whose stack is another size).
     fn send(&self, req: Request<Body>) -> (StatusCode, Vec<u8>) {
-        self.rt.block_on(async {
-            let resp = self.router.clone().oneshot(req).await.unwrap();
+        let router = self.router.clone();
+        let handled = self.rt.spawn(async move {
+            let resp = router.oneshot(req).await.unwrap();
             let status = resp.status();
             let problem = resp
                 .headers()
@@ -141,7 +146,11 @@ impl App {
                 assert!(problem, "a {status} that is not problem+json: {}", String::from_utf8_lossy(&body));
             }
             (status, body)
-        })
+        });
+        match self.rt.block_on(handled) {
+            Ok(answer) => answer,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
     }
 }
 
