@@ -96,8 +96,9 @@ put("query_strings", "groups", b"\x03by=model_id,num_gpus&agg=mean(energy_per_to
 put("query_strings", "best", b"\x05latency=median_itl&deadline=0.5&per=task,gpu_model")
 put("query_strings", "timeline", b"\x0dmetric=power.device_instant&per_gpu=true&every=1s&format=csv")
 put("query_strings", "sql", b"\x19q=SELECT%20task%2C%20count(*)%20FROM%20llm_runs%20GROUP%20BY%201")
-# Chains of operators past the bound (2,000 ORs, 3,000 `=`), which overflowed a worker's stack.
+# Chains of operators past the bound (2,000 ORs, 3,000 `=`), which overflowed a worker's stack, and one at it.
 put("query_strings", "sql_or_chain", b"\x19q=SELECT%20count(*)%20FROM%20llm_runs%20WHERE%20" + b"%20OR%20".join(b"num_gpus=%d" % i for i in range(2000)))
+put("query_strings", "sql_or_chain_at_bound", b"\x19q=SELECT%20count(*)%20FROM%20llm_runs%20WHERE%20" + b"%20OR%20".join(b"num_gpus=%d" % i for i in range(497)))
 put("query_strings", "sql_eq_chain", b"\x19q=SELECT%20" + b"=".join([b"num_gpus"] * 3000) + b"%20FROM%20llm_runs")
 # json_bodies: the first byte picks the endpoint and content type (see the target).
 put("json_bodies", "logistic_fit", b"\x00" + json.dumps({"x": [3, 4, 5, 6, 7], "y": [1.0, 1.8, 2.6, 3.1, 3.3]}).encode())
