@@ -34,8 +34,11 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use datafusion::arrow::array::{BooleanArray, RecordBatch};
-use datafusion::arrow::compute::{and, filter_record_batch};
+use datafusion::arrow::array::{BooleanArray, RecordBatch, UInt32Array};
+use datafusion::arrow::compute::{
+    LexicographicalComparator, SortColumn, and, concat_batches, filter_record_batch,
+    take_record_batch,
+};
 use datafusion::arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef};
 use datafusion::common::cast::as_boolean_array;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
@@ -57,6 +60,7 @@ use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_optimizer::limit_pushdown::LimitPushdown;
 use datafusion::physical_optimizer::sanity_checker::SanityCheckPlan;
 use datafusion::physical_plan::filter::{FilterExec, FilterExecBuilder, batch_filter};
+use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     ChildrenPropertiesMode, DisplayAs, DisplayFormatType, ExecutionPlan, PhysicalExpr,
@@ -69,7 +73,7 @@ use datafusion::sql::sqlparser::ast::{
     visit_expressions_mut,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use super::sql::{
     SqlAnswer, SqlError, SqlLimits, classify, collect, no_column, read_only, unique_schema,
@@ -444,7 +448,15 @@ async fn template(states: &PlanStates, plan: &LogicalPlan) -> Option<Arc<dyn Exe
         .query_planner()
         .create_physical_plan(&slotted, &states.lean)
         .await
-        .ok()?;
+        .ok()?
+        .transform_up(|node| {
+            Ok(match SmallSort::of(&node) {
+                Some(small) => Transformed::yes(small),
+                None => Transformed::no(node),
+            })
+        })
+        .ok()?
+        .data;
     // Slots in the filters' predicates only (the filters are what `bind` rebuilds).
     let mut elsewhere = false;
     let _ = physical.apply(|node| {
@@ -635,6 +647,160 @@ fn infallible(e: &Arc<dyn PhysicalExpr>) -> bool {
         return leaf(n.arg());
     }
     false
+}
+
+/// A template's sort, with or without a limit, over the one partition of a run table's rows that
+/// its filters kept (a thousand rows at most): the rows gathered, the sort keys evaluated once, the
+/// first `fetch` row numbers selected and sorted, the rows taken. DataFusion's `SortExec` with a
+/// limit is a top-k that converts every row's keys to its row format and keeps a heap of them:
+/// made, filled and emitted, a sixth of a fresh query over a run table. Rows with equal keys keep
+/// their order in the table (the row number is the last key), so an answer is the same each time.
+#[derive(Debug)]
+struct SmallSort {
+    expr: datafusion::physical_expr::LexOrdering,
+    fetch: Option<usize>,
+    input: Arc<dyn ExecutionPlan>,
+    properties: Arc<PlanProperties>,
+}
+
+impl SmallSort {
+    /// `node` as a small sort, if it is a sort of one partition.
+    fn of(node: &Arc<dyn ExecutionPlan>) -> Option<Arc<dyn ExecutionPlan>> {
+        let sort = node.downcast_ref::<SortExec>()?;
+        (sort.input().properties().partitioning.partition_count() == 1).then(|| {
+            Arc::new(SmallSort {
+                expr: sort.expr().clone(),
+                fetch: sort.fetch(),
+                input: Arc::clone(sort.input()),
+                properties: Arc::clone(sort.properties()),
+            }) as Arc<dyn ExecutionPlan>
+        })
+    }
+}
+
+impl DisplayAs for SmallSort {
+    fn fmt_as(&self, _: DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "SmallSort: fetch={:?}, expr=[{}]", self.fetch, self.expr)
+    }
+}
+
+impl ExecutionPlan for SmallSort {
+    fn name(&self) -> &'static str {
+        "SmallSort"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> datafusion::common::Result<TreeNodeRecursion>,
+    ) -> datafusion::common::Result<TreeNodeRecursion> {
+        for e in self.expr.iter() {
+            if f(&e.expr)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
+        // Another input: a sort of DataFusion's own, its properties computed for it.
+        let [input] = <[_; 1]>::try_from(children)
+            .map_err(|_| datafusion::common::DataFusionError::Internal("a sort's input".into()))?;
+        Ok(Arc::new(
+            SortExec::new(self.expr.clone(), input).with_fetch(self.fetch),
+        ))
+    }
+
+    fn replace_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+        options: ReplaceChildrenOptions,
+    ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
+        match options.children_properties {
+            ChildrenPropertiesMode::Keep => {
+                let [input] = <[_; 1]>::try_from(children).map_err(|_| {
+                    datafusion::common::DataFusionError::Internal("a sort's input".into())
+                })?;
+                Ok(Arc::new(SmallSort {
+                    expr: self.expr.clone(),
+                    fetch: self.fetch,
+                    input,
+                    properties: Arc::clone(&self.properties),
+                }))
+            }
+            #[allow(deprecated)]
+            _ => self.with_new_children(children),
+        }
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> datafusion::common::Result<SendableRecordBatchStream> {
+        let input = self.input.execute(partition, context)?;
+        let schema = self.input.schema();
+        let expr = self.expr.clone();
+        let fetch = self.fetch;
+        let sorted = futures::stream::once(async move {
+            let batches: Vec<RecordBatch> = input.try_collect().await?;
+            let batch = concat_batches(&schema, &batches)?;
+            sort_rows(&batch, &expr, fetch)
+        })
+        .filter_map(|b| async move {
+            match b {
+                Ok(b) if b.num_rows() == 0 => None,
+                b => Some(b),
+            }
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema(),
+            sorted,
+        )))
+    }
+}
+
+/// The first `fetch` rows of `batch` (all of them without a limit) in the order of `expr`, rows
+/// with equal keys in their order in `batch`.
+fn sort_rows(
+    batch: &RecordBatch,
+    expr: &datafusion::physical_expr::LexOrdering,
+    fetch: Option<usize>,
+) -> datafusion::common::Result<RecordBatch> {
+    let n = batch.num_rows();
+    let keys = expr
+        .iter()
+        .map(|e| {
+            Ok(SortColumn {
+                values: e.expr.evaluate(batch)?.into_array(n)?,
+                options: Some(e.options),
+            })
+        })
+        .collect::<datafusion::common::Result<Vec<_>>>()?;
+    let keys = LexicographicalComparator::try_new(&keys)?;
+    let order = |a: &u32, b: &u32| keys.compare(*a as usize, *b as usize).then(a.cmp(b));
+    let mut rows: Vec<u32> = (0..n as u32).collect();
+    match fetch {
+        Some(0) => rows.clear(),
+        Some(k) if k < n => {
+            rows.select_nth_unstable_by(k - 1, order);
+            rows.truncate(k);
+        }
+        _ => {}
+    }
+    // The row number is the last key: a total order, so an unstable sort is a stable one.
+    rows.sort_unstable_by(order);
+    Ok(take_record_batch(batch, &UInt32Array::from(rows))?)
 }
 
 /// The rows of `batch` for which every one of `conjuncts` is true (a null is not), the batch
@@ -1024,6 +1190,20 @@ mod tests {
         }
     }
 
+    /// `plan` with each [`SmallSort`] the `SortExec` it stands for.
+    fn as_datafusion(plan: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+        plan.transform_up(|node| {
+            if node.downcast_ref::<SmallSort>().is_none() {
+                return Ok(Transformed::no(node));
+            }
+            let children = node.children().into_iter().cloned().collect();
+            #[allow(deprecated)]
+            Ok(Transformed::yes(node.with_new_children(children)?))
+        })
+        .unwrap()
+        .data
+    }
+
     async fn sample_context() -> SessionContext {
         let dataset = crate::load::sample_dataset().await;
         crate::sql::sql_context(&dataset, SqlLimits::default().memory_bytes)
@@ -1128,6 +1308,115 @@ mod tests {
         }
     }
 
+    /// A template's sort answers the rows DataFusion's sort answers, in its order, for keys in
+    /// either direction, nulls first or last, expressions, no limit, limits of one, some and more
+    /// than all rows, with an offset; rows with equal keys come in their order in the table.
+    #[tokio::test]
+    async fn small_sorts_answer_as_datafusion_sorts() {
+        let ctx = sample_context().await;
+        let limits = SqlLimits::default();
+        let states = PlanStates::of(&ctx);
+        let orders = [
+            "energy_per_token_joules, run_id",
+            "energy_per_token_joules DESC, run_id DESC",
+            "NULLIF(num_gpus, 2) NULLS FIRST, median_itl_ms DESC, run_id",
+            "NULLIF(num_gpus, 4) DESC NULLS LAST, run_id",
+            "max_num_seqs * num_gpus, task DESC, run_id",
+            "model_id, gpu_model, num_gpus, max_num_seqs, run_id",
+        ];
+        let mut checked = 0;
+        for order in orders {
+            // (LIMIT 0 is planned as no rows, with no sort.)
+            for limit in [
+                "",
+                " LIMIT 1",
+                " LIMIT 7",
+                " LIMIT 7 OFFSET 5",
+                " LIMIT 100000",
+            ] {
+                for filter in ["task = 'gpqa' AND num_gpus <= 4", "num_gpus >= 1"] {
+                    let sql = format!(
+                        "SELECT run_id, num_gpus, energy_per_token_joules FROM llm_runs WHERE {filter} ORDER BY {order}{limit}"
+                    );
+                    let lifted = lift(&sql).unwrap();
+                    let prepared = prepare(&ctx, &states, &lifted, &limits).await.unwrap();
+                    let template = prepared.template.as_ref().expect(&sql);
+                    let mut small = false;
+                    let _ = template.apply(|n| {
+                        small |= n.downcast_ref::<SmallSort>().is_some();
+                        Ok(TreeNodeRecursion::Continue)
+                    });
+                    assert!(small, "{sql}");
+                    let params = ParamValues::List(vec![]);
+                    let ours = run_prepared(&states, &prepared, &lifted, &params, &limits, None)
+                        .await
+                        .unwrap();
+                    let theirs = run_prepared(
+                        &states,
+                        &untemplated(&prepared),
+                        &lifted,
+                        &params,
+                        &limits,
+                        None,
+                    )
+                    .await
+                    .unwrap();
+                    assert_eq!(batch(&ours), batch(&theirs), "{sql}");
+                    checked += usize::from(ours.rows > 1);
+                }
+            }
+        }
+        assert!(checked >= 40, "{checked}");
+        // Equal keys: the table's order among them.
+        let table = crate::sql::run(
+            &ctx,
+            "SELECT run_id, num_gpus FROM llm_runs",
+            ParamValues::List(vec![]),
+            &limits,
+            None,
+        )
+        .await
+        .unwrap();
+        let table = batch(&table);
+        let ids = table
+            .column(0)
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::StringArray>()
+            .unwrap();
+        let gpus = table
+            .column(1)
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::Int64Array>()
+            .unwrap();
+        let mut expected: Vec<(i64, &str)> = (0..table.num_rows())
+            .map(|i| (gpus.value(i), ids.value(i)))
+            .collect();
+        expected.sort_by_key(|(g, _)| std::cmp::Reverse(*g));
+        let sql =
+            "SELECT run_id FROM llm_runs WHERE num_gpus >= 1 ORDER BY num_gpus DESC LIMIT 150";
+        let lifted = lift(sql).unwrap();
+        let prepared = prepare(&ctx, &states, &lifted, &limits).await.unwrap();
+        let ours = run_prepared(
+            &states,
+            &prepared,
+            &lifted,
+            &ParamValues::List(vec![]),
+            &limits,
+            None,
+        )
+        .await
+        .unwrap();
+        let ours = batch(&ours);
+        let ours = ours
+            .column(0)
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::StringArray>()
+            .unwrap();
+        let ours: Vec<&str> = ours.iter().map(|v| v.unwrap()).collect();
+        let expected: Vec<&str> = expected.iter().take(150).map(|(_, id)| *id).collect();
+        assert_eq!(ours, expected);
+    }
+
     /// A template bound with a request's values is the plan DataFusion makes of the bound
     /// statement (the same operators and expressions, an `IN` list with its set lookup again) and
     /// answers the same rows, for every set of values, the client's placeholders among them, and
@@ -1208,7 +1497,8 @@ mod tests {
                     .await
                     .unwrap();
                 assert_eq!(
-                    text(&bind(template, &all).unwrap()).replace("BoundFilter:", "FilterExec:"),
+                    text(&as_datafusion(bind(template, &all).unwrap()))
+                        .replace("BoundFilter:", "FilterExec:"),
                     text(&fresh),
                     "{sql}"
                 );
