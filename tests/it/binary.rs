@@ -61,12 +61,16 @@ pub(crate) fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
 }
 
 fn get(addr: &str, path: &str) -> (u16, String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    exchange(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
     )
-    .unwrap();
+}
+
+/// `request` sent on a connection of its own: the answer's status, head (lowercase) and body.
+fn exchange(addr: &str, request: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
     let mut bytes = Vec::new();
     s.read_to_end(&mut bytes).unwrap();
     let raw = String::from_utf8_lossy(&bytes);
@@ -114,20 +118,15 @@ fn serves_the_embedded_dataset_from_any_directory() {
 }
 
 fn post_sql(addr: &str, sql: &str) -> (u16, serde_json::Value) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "POST /v1/sql HTTP/1.1\r\nHost: {addr}\r\nContent-Type: text/plain\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{sql}",
-        sql.len()
-    )
-    .unwrap();
-    let mut bytes = Vec::new();
-    s.read_to_end(&mut bytes).unwrap();
-    let raw = String::from_utf8_lossy(&bytes);
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, serde_json::from_str(body).unwrap())
+    let (status, _, body) = exchange(
+        addr,
+        &format!(
+            "POST /v1/sql HTTP/1.1\r\nHost: {addr}\r\nContent-Type: text/plain\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{sql}",
+            sql.len()
+        ),
+    );
+    (status, serde_json::from_str(&body).unwrap())
 }
 
 /// The chains of operators the bound lets through are answered by the real binary (its worker

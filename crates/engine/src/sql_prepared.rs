@@ -491,9 +491,7 @@ fn bind(
         .map(|c| bind(c, values))
         .collect::<datafusion::common::Result<Vec<_>>>()?;
     if let Some(filter) = node.downcast_ref::<FilterExec>() {
-        let [input] = <[_; 1]>::try_from(children).map_err(|_| {
-            datafusion::common::DataFusionError::Internal("a filter's input".into())
-        })?;
+        let input = only_child(children, "a filter")?;
         let predicate = bind_expr(filter.predicate(), values, &input.schema())?;
         if filter.projection().is_none() && filter.fetch().is_none() {
             let conjuncts = split_conjunction(&predicate);
@@ -584,9 +582,7 @@ impl ExecutionPlan for BoundFilter {
         children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
         // Another input: a filter of DataFusion's own, its properties computed for it.
-        let [input] = <[_; 1]>::try_from(children).map_err(|_| {
-            datafusion::common::DataFusionError::Internal("a filter's input".into())
-        })?;
+        let input = only_child(children, "a filter")?;
         Ok(Arc::new(FilterExec::try_new(
             Arc::clone(&self.predicate),
             input,
@@ -647,6 +643,20 @@ fn infallible(e: &Arc<dyn PhysicalExpr>) -> bool {
         return leaf(n.arg());
     }
     false
+}
+
+/// The one input of `what` (a filter, a sort) among `children`.
+fn only_child(
+    children: Vec<Arc<dyn ExecutionPlan>>,
+    what: &str,
+) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
+    let [input] = <[_; 1]>::try_from(children).map_err(|c| {
+        datafusion::common::DataFusionError::Internal(format!(
+            "{what} has one input, not {}",
+            c.len()
+        ))
+    })?;
+    Ok(input)
 }
 
 /// A template's sort, with or without a limit, over the one partition of a run table's rows that
@@ -714,8 +724,7 @@ impl ExecutionPlan for SmallSort {
         children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
         // Another input: a sort of DataFusion's own, its properties computed for it.
-        let [input] = <[_; 1]>::try_from(children)
-            .map_err(|_| datafusion::common::DataFusionError::Internal("a sort's input".into()))?;
+        let input = only_child(children, "a sort")?;
         Ok(Arc::new(
             SortExec::new(self.expr.clone(), input).with_fetch(self.fetch),
         ))
@@ -728,9 +737,7 @@ impl ExecutionPlan for SmallSort {
     ) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
         match options.children_properties {
             ChildrenPropertiesMode::Keep => {
-                let [input] = <[_; 1]>::try_from(children).map_err(|_| {
-                    datafusion::common::DataFusionError::Internal("a sort's input".into())
-                })?;
+                let input = only_child(children, "a sort")?;
                 Ok(Arc::new(SmallSort {
                     expr: self.expr.clone(),
                     fetch: self.fetch,
