@@ -311,9 +311,17 @@ impl Sql {
             }
             None => {
                 self.counts.plan_misses.fetch_add(1, Ordering::Relaxed);
+                // Lifted by its shape, without its statement: parsed now, to be planned.
+                let parsed;
+                let statement = if lifted.has_statement() {
+                    &lifted
+                } else {
+                    parsed = sql_prepared::lift_parsed(text)?;
+                    &parsed
+                };
                 // A statement that does not prepare is run as written, which says why.
                 let plan = Arc::new(
-                    match sql_prepared::prepare(ctx, &plans.states, &lifted, &self.limits).await {
+                    match sql_prepared::prepare(ctx, &plans.states, statement, &self.limits).await {
                         Ok(p) => Plan::Ready(p),
                         Err(_) => Plan::AsWritten,
                     },

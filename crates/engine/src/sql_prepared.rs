@@ -11,6 +11,12 @@
 //! column): else the statement is run as written. The service keeps the prepared statements
 //! (`service::sql`); this module lifts, prepares and runs.
 //!
+//! Most texts a dashboard sends are the shape of one it sent before with other values. A text is
+//! tokenized and its shape (its tokens, its liftable literals as markers) looked up: a shape lifted
+//! before gives the key and the values straight from the tokens, and only a new shape, or a new
+//! kept literal (another LIMIT), is parsed ([`lift`]). Parsing, printing the key and dropping the
+//! tree were a quarter of a fresh query's time.
+//!
 //! A bound plan still needs a physical plan, and DataFusion's physical optimiser was most of that
 //! (three quarters of planning a filtered, sorted page of a run table: distribution and ordering
 //! requirements, projection and filter pushdown, each a walk of the plan that recomputes its
@@ -73,6 +79,9 @@ use datafusion::sql::sqlparser::ast::{
     visit_expressions_mut,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::tokenizer::{
+    Location, Token, TokenWithSpan, Tokenizer, Whitespace,
+};
 use futures::{StreamExt, TryStreamExt};
 
 use super::sql::{
@@ -85,9 +94,17 @@ use super::sql::{
 #[derive(Debug, Clone)]
 pub struct Lifted {
     pub key: String,
-    statement: Statement,
+    /// None when the text was lifted by its shape ([`Shape`]): [`lift_parsed`] gives it.
+    statement: Option<Statement>,
     pub values: Vec<ScalarValue>,
     pub client_params: usize,
+}
+
+impl Lifted {
+    /// Whether [`prepare`] can plan it (it has its statement).
+    pub fn has_statement(&self) -> bool {
+        self.statement.is_some()
+    }
 }
 
 /// The highest `$n` a client's statement may use and still be lifted (the PostgreSQL protocol
@@ -96,7 +113,30 @@ const MAX_CLIENT_PLACEHOLDER: usize = 65_535;
 
 /// The lifted form of `sql`, or none when it is not one query (several statements, EXPLAIN,
 /// SHOW, anything but a query) or does not parse (it is then run as written, which says why).
+///
+/// A text of a shape lifted before (its tokens the same but for its liftable literals: see
+/// [`Shape`]) is lifted from its tokens without being parsed, and without its statement; any
+/// other is parsed ([`lift_parsed`]) and its shape kept.
 pub fn lift(sql: &str) -> Option<Lifted> {
+    let tokens = Tokenizer::new(&GenericDialect {}, sql)
+        .tokenize_with_location()
+        .ok()?;
+    let (skeleton, literals) = skeleton(tokens);
+    if let Some(lifted) = SHAPES.lift(&skeleton, &literals) {
+        return Some(lifted);
+    }
+    let (lifted, starts) = lift_statement(sql)?;
+    SHAPES.keep(skeleton, &literals, &lifted, &starts);
+    Some(lifted)
+}
+
+/// [`lift`] by parsing `sql`, with the statement.
+pub fn lift_parsed(sql: &str) -> Option<Lifted> {
+    lift_statement(sql).map(|(lifted, _)| lifted)
+}
+
+/// `sql` lifted by parsing it, and where in the text each lifted value stood.
+fn lift_statement(sql: &str) -> Option<(Lifted, Vec<Location>)> {
     let mut statements = super::sql::parse_statements(&GenericDialect {}, sql).ok()?;
     if statements.len() != 1 {
         return None;
@@ -129,16 +169,167 @@ pub fn lift(sql: &str) -> Option<Lifted> {
     let mut lifter = Lifter {
         first: client_params,
         values: Vec::new(),
+        starts: Vec::new(),
     };
     if let Statement::Query(q) = &mut statement {
         lifter.query(q);
     }
-    Some(Lifted {
+    let lifted = Lifted {
         key: statement.to_string(),
-        statement,
+        statement: Some(statement),
         values: lifter.values,
         client_params,
-    })
+    };
+    Some((lifted, lifter.starts))
+}
+
+/// A liftable literal of a text: where it stands, its value, and its text.
+struct TextLiteral {
+    at: Location,
+    value: ScalarValue,
+    text: String,
+}
+
+/// `tokens` without their liftable literals (each replaced by a marker no text tokenizes to) and
+/// with every run of whitespace and comments as one space: the shape of a text. And the literals,
+/// in order.
+fn skeleton(tokens: Vec<TokenWithSpan>) -> (Vec<Token>, Vec<TextLiteral>) {
+    let mut shape = Vec::with_capacity(tokens.len());
+    let mut literals = Vec::new();
+    for t in tokens {
+        match t.token {
+            Token::Whitespace(_) => {
+                if !matches!(shape.last(), Some(Token::Whitespace(_))) {
+                    shape.push(Token::Whitespace(Whitespace::Space));
+                }
+            }
+            token => match token_value(&token) {
+                Some(value) => {
+                    let text = match token {
+                        Token::Number(n, _) => n,
+                        Token::SingleQuotedString(s) => s,
+                        _ => String::new(),
+                    };
+                    shape.push(Token::Placeholder(LITERAL.into()));
+                    literals.push(TextLiteral {
+                        at: t.span.start,
+                        value,
+                        text,
+                    });
+                }
+                None => shape.push(token),
+            },
+        }
+    }
+    (shape, literals)
+}
+
+/// The marker of a liftable literal in a text's shape (a placeholder token holds no NUL).
+const LITERAL: &str = "\0literal";
+
+/// The value a literal token stands for when lifted: as [`value_of`] types it.
+fn token_value(t: &Token) -> Option<ScalarValue> {
+    match t {
+        Token::Number(n, false) => number_value(n),
+        Token::SingleQuotedString(s) => Some(ScalarValue::Utf8(Some(s.clone()))),
+        _ => None,
+    }
+}
+
+/// How a shape's texts are lifted: which of its literals are lifted, in the order of the values,
+/// and, for the texts of each set of the other (kept) literals' texts, the statement's key. The
+/// parse of a text, so its statement and which literals the lifter takes, depends only on its
+/// tokens' kinds and on which literals are liftable, which its shape holds: two texts of one
+/// shape differ only in their literals' values.
+struct Shape {
+    lifted: Vec<usize>,
+    kept: Vec<usize>,
+    client_params: usize,
+    keys: HashMap<Vec<String>, String>,
+}
+
+/// The shapes seen with their keys: [`KEYS_KEPT`] keys at most, all forgotten when one more
+/// would be kept (what a text is lifted to does not depend on the data: one set for the process).
+#[derive(Default)]
+struct Shapes(std::sync::Mutex<KeptShapes>);
+
+#[derive(Default)]
+struct KeptShapes {
+    shapes: HashMap<Vec<Token>, Shape>,
+    keys: usize,
+}
+
+const KEYS_KEPT: usize = 32_768;
+
+static SHAPES: std::sync::LazyLock<Shapes> = std::sync::LazyLock::new(Shapes::default);
+
+impl Shapes {
+    fn lift(&self, skeleton: &[Token], literals: &[TextLiteral]) -> Option<Lifted> {
+        let kept = self.0.lock().ok()?;
+        let shape = kept.shapes.get(skeleton)?;
+        let kept: Vec<String> = shape
+            .kept
+            .iter()
+            .map(|&i| literals[i].text.clone())
+            .collect();
+        let key = shape.keys.get(&kept)?.clone();
+        Some(Lifted {
+            key,
+            statement: None,
+            values: shape
+                .lifted
+                .iter()
+                .map(|&i| literals[i].value.clone())
+                .collect(),
+            client_params: shape.client_params,
+        })
+    }
+
+    /// Keep how `lifted` was lifted from a text of `skeleton` with `literals` (its values from
+    /// `starts` in the text), when each lifted value is one of its literals, as that literal's
+    /// token stands for it (not, say, two adjacent strings the parser joined).
+    fn keep(
+        &self,
+        skeleton: Vec<Token>,
+        literals: &[TextLiteral],
+        lifted: &Lifted,
+        starts: &[Location],
+    ) {
+        if starts.len() != lifted.values.len() {
+            return;
+        }
+        let mut taken = vec![false; literals.len()];
+        let mut order = Vec::with_capacity(starts.len());
+        for (at, value) in starts.iter().zip(&lifted.values) {
+            match literals.iter().position(|l| l.at == *at) {
+                Some(i) if !taken[i] && literals[i].value == *value => {
+                    taken[i] = true;
+                    order.push(i);
+                }
+                _ => return,
+            }
+        }
+        let kept: Vec<usize> = (0..literals.len()).filter(|&i| !taken[i]).collect();
+        let texts: Vec<String> = kept.iter().map(|&i| literals[i].text.clone()).collect();
+        let Ok(mut all) = self.0.lock() else {
+            return;
+        };
+        if all.keys >= KEYS_KEPT {
+            *all = KeptShapes::default();
+        }
+        let shape = all.shapes.entry(skeleton).or_insert_with(|| Shape {
+            lifted: order.clone(),
+            kept: kept.clone(),
+            client_params: lifted.client_params,
+            keys: HashMap::new(),
+        });
+        if shape.lifted == order
+            && shape.kept == kept
+            && shape.keys.insert(texts, lifted.key.clone()).is_none()
+        {
+            all.keys += 1;
+        }
+    }
 }
 
 /// Lifts the value literals of the WHERE and HAVING clauses of every SELECT of a query (its CTEs,
@@ -147,6 +338,8 @@ pub fn lift(sql: &str) -> Option<Lifted> {
 struct Lifter {
     first: usize,
     values: Vec<ScalarValue>,
+    /// Where each lifted value stood in the text.
+    starts: Vec<Location>,
 }
 
 impl Lifter {
@@ -192,6 +385,9 @@ impl Lifter {
 
     fn take(&mut self, e: &mut Expr) {
         if let Some(v) = value_of(e) {
+            if let Expr::Value(ValueWithSpan { span, .. }) = e {
+                self.starts.push(span.start);
+            }
             self.values.push(v);
             *e = Expr::Value(
                 Value::Placeholder(format!("${}", self.first + self.values.len()))
@@ -250,20 +446,24 @@ fn value_of(e: &Expr) -> Option<ScalarValue> {
         return None;
     };
     match value {
-        Value::Number(n, false) => {
-            if let Ok(i) = n.parse::<i64>() {
-                Some(ScalarValue::Int64(Some(i)))
-            } else if n.contains(['.', 'e', 'E']) {
-                n.parse::<f64>()
-                    .ok()
-                    .filter(|f| f.is_finite())
-                    .map(|f| ScalarValue::Float64(Some(f)))
-            } else {
-                None
-            }
-        }
+        Value::Number(n, false) => number_value(n),
         Value::SingleQuotedString(s) => Some(ScalarValue::Utf8(Some(s.clone()))),
         _ => None,
+    }
+}
+
+/// A number literal's value: Int64 when it fits, else Float64 when it has a point or an exponent
+/// and is finite.
+fn number_value(n: &str) -> Option<ScalarValue> {
+    if let Ok(i) = n.parse::<i64>() {
+        Some(ScalarValue::Int64(Some(i)))
+    } else if n.contains(['.', 'e', 'E']) {
+        n.parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .map(|f| ScalarValue::Float64(Some(f)))
+    } else {
+        None
     }
 }
 
@@ -349,7 +549,13 @@ pub async fn prepare(
 ) -> Result<Prepared, SqlError> {
     let state = ctx.state();
     let plan = state
-        .statement_to_plan(DfStatement::Statement(Box::new(lifted.statement.clone())))
+        .statement_to_plan(DfStatement::Statement(Box::new(
+            lifted.statement.clone().ok_or_else(|| {
+                SqlError::Internal(
+                    "a statement lifted by its shape is prepared by lift_parsed".into(),
+                )
+            })?,
+        )))
         .await
         .map_err(|e| classify(e, limits))?;
     read_only()
@@ -1048,6 +1254,71 @@ mod tests {
         }
     }
 
+    /// A text of a shape lifted before is lifted from its tokens exactly as parsing lifts it
+    /// (its key, its values and their types, the client's placeholders), for every kind of
+    /// literal the lifter takes or keeps, each text's shape seen first with other values;
+    /// another kept literal (a LIMIT, a projection's) is another statement.
+    #[test]
+    fn shapes_lift_as_parsing_does() {
+        let shapes = [
+            "SELECT run_id FROM llm_runs WHERE task = {s} AND max_num_seqs >= {i} AND max_num_seqs <= {i} AND num_gpus <= {i} ORDER BY energy_per_token_joules, run_id LIMIT {i}",
+            "select run_id , {i} as one from llm_runs where {i} < num_gpus and task in ({s}, {s}, {s}) and median_itl_ms between {f} and {f} limit 3",
+            "SELECT * FROM llm_runs WHERE num_gpus > -{i} AND energy_per_token_joules < {f} AND model_id LIKE {s} AND {i} = {i}",
+            "SELECT * FROM llm_runs WHERE task = $1 AND num_gpus = {i} AND max_num_seqs <> 99999999999999999999 -- {s}\n AND gpu_model = {s} LIMIT {i}",
+            "WITH q AS (SELECT * FROM llm_runs WHERE task = {s}) SELECT model_id, max_num_seqs > {i} FROM (SELECT * FROM q WHERE num_gpus = {i}) d GROUP BY model_id, max_num_seqs HAVING count(*) > {i} ORDER BY max_num_seqs > {i}",
+            "SELECT run_id FROM llm_runs WHERE round(energy_per_token_joules, {i}) > {f} AND num_gpus = {i}.0",
+        ];
+        let strings = ["'gpqa'", "'it''s'", "''", "'lm-arena-chat'", "'Qwen%'"];
+        let ints = ["1", "64", "0", "007", "9223372036854775807"];
+        let floats = ["0.5", "1e-3", "2.", "3.25E2", "0.1"];
+        let fill = |shape: &str, k: usize| {
+            let mut out = String::new();
+            let mut n = 0;
+            let mut rest = shape;
+            while let Some(at) = rest.find('{') {
+                out.push_str(&rest[..at]);
+                let hole = &rest[at..at + 3];
+                let pick = |xs: &[&str]| xs[(k + n * 3) % xs.len()].to_string();
+                out.push_str(&match hole {
+                    "{s}" => pick(&strings),
+                    "{i}" => pick(&ints),
+                    _ => pick(&floats),
+                });
+                n += 1;
+                rest = &rest[at + 3..];
+            }
+            out + rest
+        };
+        let mut by_shape = 0;
+        for shape in shapes {
+            let mut keys = std::collections::HashSet::new();
+            for k in 0..12 {
+                let text = fill(shape, k);
+                let parsed = lift_parsed(&text).unwrap_or_else(|| panic!("{text}"));
+                for _ in 0..2 {
+                    let lifted = lift(&text).unwrap();
+                    by_shape += usize::from(!lifted.has_statement());
+                    assert_eq!(
+                        (&lifted.key, &lifted.values, lifted.client_params),
+                        (&parsed.key, &parsed.values, parsed.client_params),
+                        "{text}"
+                    );
+                }
+                keys.insert(parsed.key);
+            }
+            // Some holes are kept literals: more than one statement per shape.
+            assert!(keys.len() > 1, "{shape}");
+        }
+        assert!(by_shape >= 60, "{by_shape}");
+        // A text that does not lift is not lifted by a shape either, however often it is sent.
+        for _ in 0..3 {
+            assert!(
+                lift("SELECT run_id FROM llm_runs WHERE task = 'gp' 'qa' AND num_gpus = 1")
+                    .is_none()
+            );
+        }
+    }
+
     #[test]
     fn the_clients_placeholders_come_first() {
         let l =
@@ -1132,7 +1403,7 @@ mod tests {
                 false,
             ),
         ] {
-            let lifted = lift(sql).unwrap();
+            let lifted = lift_parsed(sql).unwrap();
             let prepared = prepare(&ctx, &states, &lifted, &limits).await.unwrap();
             assert_eq!(prepared.simple, simple, "{sql}");
             if simple {
@@ -1345,7 +1616,7 @@ mod tests {
                     let sql = format!(
                         "SELECT run_id, num_gpus, energy_per_token_joules FROM llm_runs WHERE {filter} ORDER BY {order}{limit}"
                     );
-                    let lifted = lift(&sql).unwrap();
+                    let lifted = lift_parsed(&sql).unwrap();
                     let prepared = prepare(&ctx, &states, &lifted, &limits).await.unwrap();
                     let template = prepared.template.as_ref().expect(&sql);
                     let mut small = false;
@@ -1401,7 +1672,7 @@ mod tests {
         expected.sort_by_key(|(g, _)| std::cmp::Reverse(*g));
         let sql =
             "SELECT run_id FROM llm_runs WHERE num_gpus >= 1 ORDER BY num_gpus DESC LIMIT 150";
-        let lifted = lift(sql).unwrap();
+        let lifted = lift_parsed(sql).unwrap();
         let prepared = prepare(&ctx, &states, &lifted, &limits).await.unwrap();
         let ours = run_prepared(
             &states,
@@ -1466,7 +1737,7 @@ mod tests {
         ];
         let mut differ = 0;
         for (sql, given) in statements {
-            let lifted = lift(sql).unwrap();
+            let lifted = lift_parsed(sql).unwrap();
             let prepared = prepare(&ctx, &states, &lifted, &limits).await.unwrap();
             let template = prepared.template.as_ref().expect(sql);
             let plain = untemplated(&prepared);
@@ -1542,7 +1813,7 @@ mod tests {
             "SELECT run_id, num_gpus + $1 AS n FROM llm_runs WHERE task = 'gpqa' ORDER BY run_id",
             "SELECT run_id, max_num_seqs FROM llm_runs WHERE task = 'gpqa' ORDER BY abs(max_num_seqs - $1), run_id",
         ] {
-            let lifted = lift(sql).unwrap();
+            let lifted = lift_parsed(sql).unwrap();
             let p = prepare(&ctx, &states, &lifted, &limits).await.unwrap();
             assert!(p.simple && p.template.is_none(), "{sql}");
             let params = ParamValues::from(vec![ScalarValue::Int64(Some(3))]);
