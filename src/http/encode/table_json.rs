@@ -2,7 +2,10 @@
 //! the snapshot alone, and a fresh `/runs` answer was mostly the same numbers formatted and the same
 //! strings escaped again (ryu and string escaping were a quarter of its time). A page of runs is
 //! then the chosen rows' cells copied behind their pre-written keys, byte for byte what
-//! [`json_array`](super::json_array) writes for the same rows and columns.
+//! [`json_array`](super::json_array) writes for the same rows and columns. A page of every column
+//! (a `/runs` query without `fields`) copies each row's whole object, written on its first use:
+//! one copy a row instead of two for each of its ~40 cells, which had been an eighth of a fresh
+//! run query's time.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -15,6 +18,8 @@ pub struct TableJson {
     /// `"name":` of each column.
     keys: Vec<Box<[u8]>>,
     columns: Vec<Cells>,
+    /// `{...}` of each row, every column in order.
+    rows: std::sync::OnceLock<Cells>,
 }
 
 /// A column's cells back to back; cell `r` ends at `ends[r]`.
@@ -63,7 +68,43 @@ impl TableJson {
                 cells
             })
             .collect();
-        TableJson { keys, columns }
+        TableJson {
+            keys,
+            columns,
+            rows: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Each row's object, every column in order.
+    fn whole_rows(&self) -> &Cells {
+        self.rows.get_or_init(|| {
+            let n = self.columns.first().map_or(0, |c| c.ends.len());
+            let size = self.columns.iter().map(|c| c.bytes.len()).sum::<usize>()
+                + n * (self.keys.iter().map(|k| k.len() + 1).sum::<usize>() + 1);
+            let mut rows = Cells {
+                bytes: Vec::with_capacity(size),
+                ends: Vec::with_capacity(n),
+            };
+            let every: Vec<usize> = (0..self.columns.len()).collect();
+            for r in 0..n {
+                self.write_object(&mut rows.bytes, r, &every);
+                rows.ends.push(rows.bytes.len());
+            }
+            rows
+        })
+    }
+
+    /// `{...}`: row `r` with the columns, in order.
+    fn write_object(&self, out: &mut Vec<u8>, r: usize, columns: &[usize]) {
+        out.push(b'{');
+        for (j, &c) in columns.iter().enumerate() {
+            if j > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&self.keys[c]);
+            out.extend_from_slice(self.columns[c].get(r));
+        }
+        out.push(b'}');
     }
 
     /// `[{...},...]`: the rows (positions in the table) with the columns (positions), in order.
@@ -71,19 +112,17 @@ impl TableJson {
     pub fn write_array(&self, out: &mut Vec<u8>, rows: &[usize], columns: &[usize]) {
         out.push(b'[');
         let rows = if columns.is_empty() { &[][..] } else { rows };
+        let every =
+            columns.len() == self.columns.len() && columns.iter().enumerate().all(|(i, &c)| i == c);
+        let whole = (every && !rows.is_empty()).then(|| self.whole_rows());
         for (i, &r) in rows.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            out.push(b'{');
-            for (j, &c) in columns.iter().enumerate() {
-                if j > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(&self.keys[c]);
-                out.extend_from_slice(self.columns[c].get(r));
+            match whole {
+                Some(objects) => out.extend_from_slice(objects.get(r)),
+                None => self.write_object(out, r, columns),
             }
-            out.push(b'}');
         }
         out.push(b']');
     }
@@ -163,6 +202,8 @@ mod tests {
         let everything: Vec<usize> = (0..frame.columns.len()).collect();
         for (rows, columns) in [
             (vec![0, 1, 2], everything.clone()),
+            (vec![2, 0, 2], everything.clone()),
+            (vec![1, 2], vec![0, 1, 2, 3, 5, 4]),
             (vec![2, 0], vec![5, 0, 3]),
             (vec![1], vec![1]),
             (vec![], everything.clone()),
