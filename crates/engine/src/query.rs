@@ -127,6 +127,59 @@ impl Compiled {
     }
 }
 
+/// A sort key's column, typed once per sort rather than per comparison; the order is
+/// [`cmp_values`]'s (nulls last in either direction, floats by `total_cmp`).
+enum SortColumn<'a> {
+    Float(&'a [Option<f64>]),
+    Int(&'a [Option<i64>]),
+    Str(&'a [Option<std::sync::Arc<str>>]),
+    Other(&'a ColumnData),
+}
+
+impl SortColumn<'_> {
+    fn of(c: &ColumnData) -> SortColumn<'_> {
+        match c {
+            ColumnData::Float(v) => SortColumn::Float(v),
+            ColumnData::Int(v) => SortColumn::Int(v),
+            ColumnData::Str(v) => SortColumn::Str(v),
+            other => SortColumn::Other(other),
+        }
+    }
+
+    /// Rows `a` and `b` in this key's order, `desc` reversing all but the nulls' place.
+    fn cmp(&self, a: usize, b: usize, desc: bool) -> Ordering {
+        fn nulls_last<T>(
+            x: Option<T>,
+            y: Option<T>,
+            desc: bool,
+            f: impl Fn(T, T) -> Ordering,
+        ) -> Ordering {
+            match (x, y) {
+                (None, None) => Ordering::Equal,
+                (None, _) => Ordering::Greater,
+                (_, None) => Ordering::Less,
+                (Some(x), Some(y)) if desc => f(y, x),
+                (Some(x), Some(y)) => f(x, y),
+            }
+        }
+        match self {
+            SortColumn::Float(v) => nulls_last(v[a], v[b], desc, |x, y| x.total_cmp(&y)),
+            SortColumn::Int(v) => nulls_last(v[a], v[b], desc, |x, y| x.cmp(&y)),
+            SortColumn::Str(v) => {
+                nulls_last(v[a].as_deref(), v[b].as_deref(), desc, |x, y| x.cmp(y))
+            }
+            SortColumn::Other(c) => {
+                let (va, vb) = (c.get(a), c.get(b));
+                match (va, vb) {
+                    (Value::Null, _) | (_, Value::Null) => cmp_values(va, vb),
+                    _ if desc => cmp_values(vb, va),
+                    _ => cmp_values(va, vb),
+                }
+            }
+        }
+    }
+}
+
 impl RunTable {
     fn compile(&self, f: &Filter) -> Result<Compiled, EngineError> {
         Ok(match f {
@@ -160,19 +213,26 @@ impl RunTable {
         };
         let want_stable = stability == Stability::Stable;
         let mut rows: Vec<usize> = (0..self.len()).collect();
-        if let Some(c) = stable_col {
-            let c = self.column(c);
-            rows.retain(|&r| match c.get(r) {
-                Value::Bool(b) => b == want_stable,
-                _ => !want_stable,
-            });
-        }
-        // One filter after another over the rows left (a row is kept when every filter keeps it,
-        // so the order is free): strings first, which keep fewest.
+        // One filter after another over the rows left (a row is kept when every filter and the
+        // stability rule keep it, so the order is free): strings first, which keep fewest.
         let (strings, numbers): (Vec<_>, Vec<_>) = compiled
             .iter()
             .partition(|f| matches!(f, Compiled::OneOf(..)));
-        for f in strings.into_iter().chain(numbers) {
+        for f in &strings {
+            f.retain(self, &mut rows);
+        }
+        if let Some(c) = stable_col {
+            match self.column(c) {
+                ColumnData::Bool(v) => {
+                    rows.retain(|&r| v[r].map_or(!want_stable, |b| b == want_stable));
+                }
+                other => rows.retain(|&r| match other.get(r) {
+                    Value::Bool(b) => b == want_stable,
+                    _ => !want_stable,
+                }),
+            }
+        }
+        for f in &numbers {
             f.retain(self, &mut rows);
         }
         Ok(rows)
@@ -187,14 +247,13 @@ impl RunTable {
             .iter()
             .map(|k| Ok((self.require_field(&k.field)?, k.descending)))
             .collect::<Result<Vec<_>, EngineError>>()?;
+        let keys: Vec<(SortColumn<'_>, bool)> = cols
+            .iter()
+            .map(|&(c, desc)| (SortColumn::of(self.column(c)), desc))
+            .collect();
         rows.sort_by(|&a, &b| {
-            for &(c, desc) in &cols {
-                let (va, vb) = (self.column(c).get(a), self.column(c).get(b));
-                let o = match (va, vb) {
-                    (Value::Null, _) | (_, Value::Null) => cmp_values(va, vb),
-                    _ if desc => cmp_values(vb, va),
-                    _ => cmp_values(va, vb),
-                };
+            for (col, desc) in &keys {
+                let o = col.cmp(a, b, *desc);
                 if o != Ordering::Equal {
                     return o;
                 }
@@ -314,5 +373,54 @@ mod tests {
             kept.iter().filter(|&&n| n > 0 && n < t.len()).count() >= 8,
             "{kept:?}"
         );
+    }
+
+    /// The typed sort orders rows exactly as comparing their values one by one does (nulls last
+    /// in either direction, ties kept in table order), for float, integer, string and boolean
+    /// keys, several at once.
+    #[tokio::test]
+    async fn sorts_order_as_the_values_compare() {
+        let dataset = crate::load::sample_dataset().await;
+        let t = &dataset.llm;
+        let key = |field: &str, descending: bool| SortKey {
+            field: field.into(),
+            descending,
+        };
+        let sets = vec![
+            vec![key("energy_per_token_joules", false)],
+            vec![key("energy_per_token_joules", true)],
+            vec![key("task", false), key("max_num_seqs", true)],
+            vec![
+                key("gpu_model", true),
+                key("num_gpus", false),
+                key("median_itl_ms", true),
+            ],
+            vec![key("is_stable", true), key("model_id", false)],
+        ];
+        for keys in &sets {
+            let mut rows: Vec<usize> = (0..t.len()).rev().collect();
+            t.sort_rows(&mut rows, keys).unwrap();
+            let mut want: Vec<usize> = (0..t.len()).rev().collect();
+            let cols: Vec<(usize, bool)> = keys
+                .iter()
+                .map(|k| (t.require_field(&k.field).unwrap(), k.descending))
+                .collect();
+            want.sort_by(|&a, &b| {
+                for &(c, desc) in &cols {
+                    let (va, vb) = (t.column(c).get(a), t.column(c).get(b));
+                    let o = match (va, vb) {
+                        (Value::Null, _) | (_, Value::Null) => cmp_values(va, vb),
+                        _ if desc => cmp_values(vb, va),
+                        _ => cmp_values(va, vb),
+                    };
+                    if o != Ordering::Equal {
+                        return o;
+                    }
+                }
+                Ordering::Equal
+            });
+            assert_eq!(rows, want, "{keys:?}");
+            assert_ne!(rows, (0..t.len()).rev().collect::<Vec<_>>(), "{keys:?}");
+        }
     }
 }
