@@ -169,12 +169,8 @@ impl SortColumn<'_> {
                 nulls_last(v[a].as_deref(), v[b].as_deref(), desc, |x, y| x.cmp(y))
             }
             SortColumn::Other(c) => {
-                let (va, vb) = (c.get(a), c.get(b));
-                match (va, vb) {
-                    (Value::Null, _) | (_, Value::Null) => cmp_values(va, vb),
-                    _ if desc => cmp_values(vb, va),
-                    _ => cmp_values(va, vb),
-                }
+                let value = |r: usize| Some(c.get(r)).filter(|v| !matches!(v, Value::Null));
+                nulls_last(value(a), value(b), desc, cmp_values)
             }
         }
     }
