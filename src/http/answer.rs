@@ -13,17 +13,47 @@ use super::negotiate::Format;
 use crate::service::Snapshot;
 use crate::service::coding::Variants;
 
+/// The key of an answer: the first 128 bits of the BLAKE3 digest of what it is the answer to
+/// (the snapshot's generation, the representation and the request URI; or an MCP call's text).
+/// Fixed-size, so that the cache's map hashes and compares 16 bytes, not a URI of hundreds: under
+/// a stream of distinct requests the map evicts without pause and rebuilds its table each time a
+/// tenth of it is tombstones, hashing every key again (with the text as key, that and the key
+/// comparisons were 5–8% of a fresh REST query). Two texts share a key with probability 2⁻¹²⁸.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct AnswerKey(u128);
+
+impl AnswerKey {
+    /// The key of `parts`, each length-prefixed (no two lists of parts make the same input).
+    fn of(parts: &[&[u8]]) -> AnswerKey {
+        let mut h = blake3::Hasher::new();
+        for part in parts {
+            h.update(&(part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        let digest = h.finalize();
+        let mut first = [0u8; 16];
+        first.copy_from_slice(&digest.as_bytes()[..16]);
+        AnswerKey(u128::from_le_bytes(first))
+    }
+
+    /// The key of a text of the caller's making (`mcp`).
+    #[cfg(feature = "mcp")]
+    pub(crate) fn of_text(text: &str) -> AnswerKey {
+        AnswerKey::of(&[b"keyed", text.as_bytes()])
+    }
+}
+
 /// Encoded answers by (snapshot, format, request URI), weighed by bytes, with how many answers
 /// it gave and how many had to be computed (`/metrics`).
 #[derive(Clone)]
 pub struct AnswerCache {
-    entries: moka::sync::Cache<String, Arc<Encoded>>,
+    entries: moka::sync::Cache<AnswerKey, Arc<Encoded>>,
     /// Answers given from the cache, answers computed: shared by the clones.
     counts: Arc<[std::sync::atomic::AtomicU64; 2]>,
 }
 
 impl AnswerCache {
-    fn get(&self, key: &str) -> Option<Arc<Encoded>> {
+    fn get(&self, key: &AnswerKey) -> Option<Arc<Encoded>> {
         let hit = self.entries.get(key);
         if hit.is_some() {
             self.counts[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -35,7 +65,7 @@ impl AnswerCache {
     /// snapshot, protocol version and call), counted with the others.
     #[cfg(feature = "mcp")]
     pub(crate) fn get_keyed(&self, key: &str) -> Option<Bytes> {
-        self.get(key).map(|e| e.body.clone())
+        self.get(&AnswerKey::of_text(key)).map(|e| e.body.clone())
     }
 
     /// Keep `body` under `key` (see `get_keyed`).
@@ -43,7 +73,7 @@ impl AnswerCache {
     pub(crate) fn put_keyed(&self, key: String, content_type: &'static str, body: Bytes) {
         self.counts[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.entries.insert(
-            key,
+            AnswerKey::of_text(&key),
             Arc::new(Encoded {
                 content_type,
                 body,
@@ -116,8 +146,8 @@ pub fn answer_cache(bytes: u64) -> AnswerCache {
         .max_capacity(bytes)
         // The compressed forms are made after the entry is weighed: counted at half the body
         // (three codings of JSON, each about a sixth of it).
-        .weigher(|k: &String, v: &Arc<Encoded>| {
-            u32::try_from(k.len() + v.body.len() * 3 / 2 + v.next.as_ref().map_or(0, String::len))
+        .weigher(|_: &AnswerKey, v: &Arc<Encoded>| {
+            u32::try_from(16 + v.body.len() * 3 / 2 + v.next.as_ref().map_or(0, String::len))
                 .unwrap_or(u32::MAX)
         })
         .build();
@@ -151,8 +181,15 @@ pub struct Encoded {
 #[derive(Clone)]
 pub struct CachedAnswer(pub Arc<Encoded>);
 
-fn cache_key(snapshot: &Snapshot, uri: &Uri, representation: &str) -> String {
-    format!("{}|{}|{}", snapshot.generation, representation, uri)
+fn cache_key(snapshot: &Snapshot, uri: &Uri, representation: &str) -> AnswerKey {
+    // The URI's parts as it has them (the same distinctions as its text), without writing it out.
+    AnswerKey::of(&[
+        &snapshot.generation.to_le_bytes(),
+        representation.as_bytes(),
+        uri.scheme_str().unwrap_or("").as_bytes(),
+        uri.authority().map_or("", |a| a.as_str()).as_bytes(),
+        uri.path_and_query().map_or("", |pq| pq.as_str()).as_bytes(),
+    ])
 }
 
 /// The cached answer for a request, if any: endpoints whose inputs are costly to gather (raw
@@ -215,7 +252,7 @@ pub fn keep(
     keep_keyed(cache, cache_key(snapshot, uri, format.name()), encoded)
 }
 
-fn keep_keyed(cache: &AnswerCache, key: String, encoded: Encoded) -> Arc<Encoded> {
+fn keep_keyed(cache: &AnswerCache, key: AnswerKey, encoded: Encoded) -> Arc<Encoded> {
     let encoded = Arc::new(encoded);
     cache.counts[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     cache.entries.insert(key, encoded.clone());
@@ -357,6 +394,28 @@ mod tests {
     use http_body_util::BodyExt;
 
     use super::*;
+
+    /// An answer's key is fixed by its parts, in order and each whole: moving bytes from one part
+    /// to the next, swapping parts, or a part more or less is another key.
+    #[test]
+    fn answer_keys_tell_their_parts_apart() {
+        let key = AnswerKey::of(&[b"7", b"json", b"/v1/llm/runs?task=gpqa"]);
+        assert_eq!(
+            key,
+            AnswerKey::of(&[b"7", b"json", b"/v1/llm/runs?task=gpqa"])
+        );
+        for other in [
+            AnswerKey::of(&[b"8", b"json", b"/v1/llm/runs?task=gpqa"]),
+            AnswerKey::of(&[b"7", b"csv", b"/v1/llm/runs?task=gpqa"]),
+            AnswerKey::of(&[b"7", b"json", b"/v1/llm/runs?task=gpq"]),
+            AnswerKey::of(&[b"7", b"jso", b"n/v1/llm/runs?task=gpqa"]),
+            AnswerKey::of(&[b"json", b"7", b"/v1/llm/runs?task=gpqa"]),
+            AnswerKey::of(&[b"7", b"json", b"/v1/llm/runs?task=gpqa", b""]),
+            AnswerKey::of(&[b"7json/v1/llm/runs?task=gpqa"]),
+        ] {
+            assert_ne!(key, other);
+        }
+    }
 
     /// A streamed body is everything written, in order, with the answer's headers; a failure
     /// part way cuts the body with an error.
