@@ -13,19 +13,30 @@ use super::negotiate::Format;
 use crate::service::Snapshot;
 use crate::service::coding::Variants;
 
-/// The key of an answer: the first 128 bits of the BLAKE3 digest of what it is the answer to
+/// The key of an answer: the first 128 bits of the keyed BLAKE3 digest of what it is the answer to
 /// (the snapshot's generation, the representation and the request URI; or an MCP call's text).
 /// Fixed-size, so that the cache's map hashes and compares 16 bytes, not a URI of hundreds: under
 /// a stream of distinct requests the map evicts without pause and rebuilds its table each time a
 /// tenth of it is tombstones, hashing every key again (with the text as key, that and the key
-/// comparisons were 5–8% of a fresh REST query). Two texts share a key with probability 2⁻¹²⁸.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+/// comparisons were a fifth of a fresh REST query's CPU). The digest's key is drawn when the
+/// process starts, so the keys are uniform and no client can choose texts whose keys collide or
+/// share the bits the map indexes by; the map hashes a key to its own bits (`KeyBits`). Two texts
+/// share a key with probability 2⁻¹²⁸.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct AnswerKey(u128);
+
+/// The key of the answer keys' digest: 256 random bits (two version 4 UUIDs' 244) per process.
+static DIGEST_KEY: std::sync::LazyLock<[u8; 32]> = std::sync::LazyLock::new(|| {
+    let mut key = [0u8; 32];
+    key[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    key[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    key
+});
 
 impl AnswerKey {
     /// The key of `parts`, each length-prefixed (no two lists of parts make the same input).
     fn of(parts: &[&[u8]]) -> AnswerKey {
-        let mut h = blake3::Hasher::new();
+        let mut h = blake3::Hasher::new_keyed(&DIGEST_KEY);
         for part in parts {
             h.update(&(part.len() as u64).to_le_bytes());
             h.update(part);
@@ -43,11 +54,49 @@ impl AnswerKey {
     }
 }
 
+impl std::hash::Hash for AnswerKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0 as u64 ^ (self.0 >> 64) as u64);
+    }
+}
+
+/// The answer cache's hasher: an `AnswerKey` is already a secret-keyed digest, so its bits are
+/// its hash.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct KeyBits;
+
+impl std::hash::BuildHasher for KeyBits {
+    type Hasher = KeyBitsHasher;
+
+    fn build_hasher(&self) -> KeyBitsHasher {
+        KeyBitsHasher(0)
+    }
+}
+
+pub(crate) struct KeyBitsHasher(u64);
+
+impl std::hash::Hasher for KeyBitsHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write_u64(&mut self, bits: u64) {
+        self.0 ^= bits;
+    }
+
+    /// Not reached by `AnswerKey`; any other input is folded in (FNV-1a).
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
 /// Encoded answers by (snapshot, format, request URI), weighed by bytes, with how many answers
 /// it gave and how many had to be computed (`/metrics`).
 #[derive(Clone)]
 pub struct AnswerCache {
-    entries: moka::sync::Cache<AnswerKey, Arc<Encoded>>,
+    entries: moka::sync::Cache<AnswerKey, Arc<Encoded>, KeyBits>,
     /// Answers given from the cache, answers computed: shared by the clones.
     counts: Arc<[std::sync::atomic::AtomicU64; 2]>,
 }
@@ -150,7 +199,7 @@ pub fn answer_cache(bytes: u64) -> AnswerCache {
             u32::try_from(16 + v.body.len() * 3 / 2 + v.next.as_ref().map_or(0, String::len))
                 .unwrap_or(u32::MAX)
         })
-        .build();
+        .build_with_hasher(KeyBits);
     AnswerCache {
         entries,
         counts: Default::default(),
