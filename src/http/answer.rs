@@ -18,7 +18,7 @@ use crate::service::coding::Variants;
 /// Fixed-size, so that the cache's map hashes and compares 16 bytes, not a URI of hundreds: under
 /// a stream of distinct requests the map evicts without pause and rebuilds its table each time a
 /// tenth of it is tombstones, hashing every key again (with the text as key, that and the key
-/// comparisons were a fifth of a fresh REST query's CPU). The digest's key is drawn when the
+/// comparisons were about a quarter of a fresh REST query's CPU). The digest's key is drawn when the
 /// process starts, so the keys are uniform and no client can choose texts whose keys collide or
 /// share the bits the map indexes by; the map hashes a key to its own bits (`KeyBits`). Two texts
 /// share a key with probability 2⁻¹²⁸.
@@ -84,7 +84,7 @@ impl std::hash::Hasher for KeyBitsHasher {
         self.0 ^= bits;
     }
 
-    /// Not reached by `AnswerKey`; any other input is folded in (FNV-1a).
+    /// Not reached by `AnswerKey`; any other input is folded in byte by byte (FNV-1a's step).
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
             self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
