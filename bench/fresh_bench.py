@@ -20,7 +20,9 @@ its own syntax:
 The stream is long enough that no question repeats within a run; wrk still sends some requests
 twice (several connections per thread), so our servers run without the answer cache
 (--response-cache-bytes 0: every answer computed, which /metrics' answer counts confirm), one of
-them also without the SQL plan cache (--sql-plans 0). Each (server, question kind) is driven by wrk (2 threads, 16 connections)
+them also without the SQL plan cache (--sql-plans 0); a third runs with the default settings, as deployed
+(the answer cache on: every new answer is kept, and under a stream of distinct questions the cache evicts
+without pause; the few requests wrk sends again are answered from it, counted in its row). Each (server, question kind) is driven by wrk (2 threads, 16 connections)
 after the first 2,000 questions of another stream warmed it; req/s, p50, p99 and non-2xx answers are
 printed with the ratios. It measures; it asserts nothing about speed.
 
@@ -85,7 +87,7 @@ def paths(kind, server, qs):
             out.append(f"/v1/sql?q={q(sql_of('llm_runs', task, lo, hi, gpus, gpu, limit, True))}")
         elif kind == "sql" and server == "datasette":
             out.append(f"/bench.json?sql={q(sql_of('llm', task, lo, hi, gpus, gpu, limit, False))}&_shape=array")
-        elif kind == "rest" and server == "mlenergy-server":
+        elif kind == "rest" and server.startswith("mlenergy"):
             out.append(f"/v1/llm/runs?task={task}&max_num_seqs_min={lo}&max_num_seqs_max={hi}&num_gpus_max={gpus}"
                        + (f"&gpu_model={gpu}" if gpu else "") + f"&sort=energy_per_token_joules&limit={limit}")
         elif kind == "rest" and server == "roapi":
@@ -158,18 +160,25 @@ def main():
         procs.append(subprocess.Popen([SERVER, "--bind", f"127.0.0.1:{nport}", "--data", ROOT / "data/sample",
                                        "--response-cache-bytes", "0", "--sql-plans", "0"], stdout=subprocess.DEVNULL))
         wait_ready(f"{noplans}/readyz", procs[-1])
+        # The same binary with the default settings (answer cache on).
+        dport = free_port()
+        defaults = f"http://127.0.0.1:{dport}"
+        procs.append(subprocess.Popen([SERVER, "--bind", f"127.0.0.1:{dport}", "--data", ROOT / "data/sample"],
+                                      stdout=subprocess.DEVNULL))
+        wait_ready(f"{defaults}/readyz", procs[-1])
         parquet_path, db, _ = export_peer_data(ours)
         (roapi, _), (datasette, _) = start_peers(procs, parquet_path, db,
                                                  ("--setting", "sql_time_limit_ms", "5000"))
-        bases = {"mlenergy-server": ours, "mlenergy (plans off)": noplans, "roapi": roapi, "datasette": datasette}
+        bases = {"mlenergy-server": ours, "mlenergy (plans off)": noplans, "mlenergy (defaults)": defaults,
+                 "roapi": roapi, "datasette": datasette}
 
         warm = stream(1, 2000)
         timed = stream(2, args.stream)
         # The same questions answer the same rows everywhere (the peers hold the stable runs).
         for question in timed[:20]:
             counts = {}
-            for kind, servers in (("sql", ["mlenergy-server", "mlenergy (plans off)", "datasette"]),
-                                  ("rest", ["mlenergy-server", "roapi", "datasette"])):
+            for kind, servers in (("sql", ["mlenergy-server", "mlenergy (plans off)", "mlenergy (defaults)", "datasette"]),
+                                  ("rest", ["mlenergy-server", "mlenergy (defaults)", "roapi", "datasette"])):
                 for s in servers:
                     path = paths(kind, s, [question])[0]
                     with urllib.request.urlopen(bases[s] + path) as r:
@@ -177,8 +186,8 @@ def main():
             assert len(set(counts.values())) == 1, (question, counts)
 
         results = {}
-        for kind, servers in (("sql", ["mlenergy-server", "mlenergy (plans off)", "datasette"]),
-                              ("rest", ["mlenergy-server", "roapi", "datasette"])):
+        for kind, servers in (("sql", ["mlenergy-server", "mlenergy (plans off)", "mlenergy (defaults)", "datasette"]),
+                              ("rest", ["mlenergy-server", "mlenergy (defaults)", "roapi", "datasette"])):
             for s in servers:
                 run_wrk(bases[s], paths(kind, s, warm), 2, args.connections)
                 before = cache_hits(bases[s]) if s.startswith("mlenergy") else 0
@@ -205,6 +214,11 @@ def main():
     o = results[("rest", "mlenergy-server")]["rps"]
     print(f"REST: {o / results[('rest', 'roapi')]['rps']:.1f}x ROAPI (target >= 20, p99 <= 3 ms), "
           f"{o / results[('rest', 'datasette')]['rps']:.1f}x Datasette's table view")
+    for kind in ("sql", "rest"):
+        d = results[(kind, "mlenergy (defaults)")]
+        print(f"{kind.upper()} with the default settings (answer cache on): {d['rps']:.0f} req/s, "
+              f"{d['rps'] / results[(kind, 'mlenergy-server')]['rps']:.2f}x the same without it, "
+              f"{d['cache_hits']} of {d['requests']} answered from it")
 
 
 if __name__ == "__main__":
