@@ -22,7 +22,7 @@ twice (several connections per thread), so our servers run without the answer ca
 (--response-cache-bytes 0: every answer computed, which /metrics' answer counts confirm), one of
 them also without the SQL plan cache (--sql-plans 0); a third runs with the default settings, as deployed
 (the answer cache on: every new answer is kept, and under a stream of distinct questions the cache evicts
-without pause; the few requests wrk sends again are answered from it, counted in its row). Each (server, question kind) is driven by wrk (2 threads, 16 connections)
+without pause; the requests wrk sends again are answered from it, counted in its row). Each (server, question kind) is driven by wrk (2 threads, 16 connections)
 after the first 2,000 questions of another stream warmed it; req/s, p50, p99 and non-2xx answers are
 printed with the ratios. It measures; it asserts nothing about speed.
 
