@@ -287,21 +287,23 @@ pub fn cached_as(
     if let Some(hit) = cache.get(&key) {
         return Ok(hit);
     }
-    Ok(keep_keyed(cache, key, compute()?))
+    Ok(keep(cache, key, compute()?))
 }
 
-/// Keep an answer computed after `lookup` missed (no second lookup), and answer with it.
-pub fn keep(
+/// `lookup` for an answer computed after an await (`cached` takes a closure): the cached answer,
+/// or the key to `keep` the computed one under (the key made once).
+pub(crate) fn lookup_or_key(
     cache: &AnswerCache,
     snapshot: &Snapshot,
     uri: &Uri,
     format: Format,
-    encoded: Encoded,
-) -> Arc<Encoded> {
-    keep_keyed(cache, cache_key(snapshot, uri, format.name()), encoded)
+) -> Result<Response, AnswerKey> {
+    let key = cache_key(snapshot, uri, format.name());
+    cache.get(&key).map(|e| respond(&e)).ok_or(key)
 }
 
-fn keep_keyed(cache: &AnswerCache, key: AnswerKey, encoded: Encoded) -> Arc<Encoded> {
+/// Keep an answer computed after a lookup missed (no second lookup), and answer with it.
+pub(crate) fn keep(cache: &AnswerCache, key: AnswerKey, encoded: Encoded) -> Arc<Encoded> {
     let encoded = Arc::new(encoded);
     cache.counts[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     cache.entries.insert(key, encoded.clone());

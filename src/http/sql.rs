@@ -255,10 +255,11 @@ async fn answer(
     match uri {
         // A GET's answer is fixed by the snapshot and the request: cached like every answer.
         Some(uri) => {
-            if let Some(hit) = super::answer::lookup(&state.cache, &snapshot, uri, format) {
-                return Ok(hit);
-            }
-            let e = super::answer::keep(&state.cache, &snapshot, uri, format, run.await?);
+            let key = match super::answer::lookup_or_key(&state.cache, &snapshot, uri, format) {
+                Ok(hit) => return Ok(hit),
+                Err(key) => key,
+            };
+            let e = super::answer::keep(&state.cache, key, run.await?);
             Ok(respond(&e))
         }
         None => Ok(respond(&std::sync::Arc::new(run.await?))),
