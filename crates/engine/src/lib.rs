@@ -31,6 +31,8 @@ pub mod sql;
 pub mod sql_functions;
 #[cfg(feature = "datafusion")]
 pub mod sql_prepared;
+#[cfg(feature = "datafusion")]
+mod sql_scan;
 pub mod stats;
 pub mod table;
 

@@ -12,7 +12,8 @@
 //! (`service::sql`); this module lifts, prepares and runs.
 //!
 //! Most texts a dashboard sends are the shape of one it sent before with other values. A text is
-//! tokenized and its shape (its tokens, its liftable literals as markers) looked up: a shape lifted
+//! scanned ([`sql_scan`]; tokenized if it holds what the scanner leaves to the tokenizer) and its
+//! shape (its tokens, its liftable literals as markers of their kind) looked up: a shape lifted
 //! before gives the key and the values straight from the tokens, and only a new shape, or a new
 //! kept literal (another LIMIT), is parsed ([`lift`]). Parsing, printing the key and dropping the
 //! tree were a quarter of a fresh query's time.
@@ -87,6 +88,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::sql::{
     SqlAnswer, SqlError, SqlLimits, classify, collect, no_column, read_only, unique_schema,
 };
+use super::sql_scan::{self, Literal as TextLiteral};
 
 /// A query with its value literals lifted: the statement (placeholders `$n` for them, numbered
 /// after the client's), its text (the key of its plan), the lifted values in order, and how many
@@ -116,12 +118,19 @@ const MAX_CLIENT_PLACEHOLDER: usize = 65_535;
 ///
 /// A text of a shape lifted before (its tokens the same but for its liftable literals: see
 /// [`Shape`]) is lifted from its tokens without being parsed, and without its statement; any
-/// other is parsed ([`lift_parsed`]) and its shape kept.
+/// other is parsed ([`lift_parsed`]) and its shape kept. The shape of most texts is scanned
+/// ([`sql_scan`]), of the rest tokenized.
 pub fn lift(sql: &str) -> Option<Lifted> {
-    let tokens = Tokenizer::new(&GenericDialect {}, sql)
-        .tokenize_with_location()
-        .ok()?;
-    let (skeleton, literals) = skeleton(tokens);
+    let (skeleton, literals) = match sql_scan::scan(sql) {
+        Some((text, literals)) => (Skeleton::Scanned(text), literals),
+        None => {
+            let tokens = Tokenizer::new(&GenericDialect {}, sql)
+                .tokenize_with_location()
+                .ok()?;
+            let (tokens, literals) = skeleton(tokens);
+            (Skeleton::Tokens(tokens), literals)
+        }
+    };
     if let Some(lifted) = SHAPES.lift(&skeleton, &literals) {
         return Some(lifted);
     }
@@ -183,16 +192,9 @@ fn lift_statement(sql: &str) -> Option<(Lifted, Vec<Location>)> {
     Some((lifted, lifter.starts))
 }
 
-/// A liftable literal of a text: where it stands, its value, and its text.
-struct TextLiteral {
-    at: Location,
-    value: ScalarValue,
-    text: String,
-}
-
-/// `tokens` without their liftable literals (each replaced by a marker no text tokenizes to) and
-/// with every run of whitespace and comments as one space: the shape of a text. And the literals,
-/// in order.
+/// `tokens` without their liftable literals (each replaced by its kind's marker, which no text
+/// tokenizes to) and with every run of whitespace and comments as one space: the shape of a text.
+/// And the literals, in order.
 fn skeleton(tokens: Vec<TokenWithSpan>) -> (Vec<Token>, Vec<TextLiteral>) {
     let mut shape = Vec::with_capacity(tokens.len());
     let mut literals = Vec::new();
@@ -205,12 +207,12 @@ fn skeleton(tokens: Vec<TokenWithSpan>) -> (Vec<Token>, Vec<TextLiteral>) {
             }
             token => match token_value(&token) {
                 Some(value) => {
-                    let text = match token {
-                        Token::Number(n, _) => n,
-                        Token::SingleQuotedString(s) => s,
-                        _ => String::new(),
+                    let (marker, text) = match token {
+                        Token::Number(n, _) => (sql_scan::NUMBER, n),
+                        Token::SingleQuotedString(s) => (sql_scan::STRING, s),
+                        _ => ("", String::new()),
                     };
-                    shape.push(Token::Placeholder(LITERAL.into()));
+                    shape.push(Token::Placeholder(marker.into()));
                     literals.push(TextLiteral {
                         at: t.span.start,
                         value,
@@ -223,9 +225,6 @@ fn skeleton(tokens: Vec<TokenWithSpan>) -> (Vec<Token>, Vec<TextLiteral>) {
     }
     (shape, literals)
 }
-
-/// The marker of a liftable literal in a text's shape (a placeholder token holds no NUL).
-const LITERAL: &str = "\0literal";
 
 /// The value a literal token stands for when lifted: as [`value_of`] types it.
 fn token_value(t: &Token) -> Option<ScalarValue> {
@@ -253,9 +252,17 @@ struct Shape {
 #[derive(Default)]
 struct Shapes(std::sync::Mutex<KeptShapes>);
 
+/// A text's shape: scanned, or else tokenized (two maps in one: a scanned shape and a tokenized
+/// one are never the same key).
+#[derive(PartialEq, Eq, Hash)]
+enum Skeleton {
+    Scanned(String),
+    Tokens(Vec<Token>),
+}
+
 #[derive(Default)]
 struct KeptShapes {
-    shapes: HashMap<Vec<Token>, Shape>,
+    shapes: HashMap<Skeleton, Shape>,
     keys: usize,
 }
 
@@ -264,7 +271,7 @@ const KEYS_KEPT: usize = 32_768;
 static SHAPES: std::sync::LazyLock<Shapes> = std::sync::LazyLock::new(Shapes::default);
 
 impl Shapes {
-    fn lift(&self, skeleton: &[Token], literals: &[TextLiteral]) -> Option<Lifted> {
+    fn lift(&self, skeleton: &Skeleton, literals: &[TextLiteral]) -> Option<Lifted> {
         let kept = self.0.lock().ok()?;
         let shape = kept.shapes.get(skeleton)?;
         let kept: Vec<String> = shape
@@ -290,7 +297,7 @@ impl Shapes {
     /// token stands for it (not, say, two adjacent strings the parser joined).
     fn keep(
         &self,
-        skeleton: Vec<Token>,
+        skeleton: Skeleton,
         literals: &[TextLiteral],
         lifted: &Lifted,
         starts: &[Location],
@@ -454,7 +461,7 @@ fn value_of(e: &Expr) -> Option<ScalarValue> {
 
 /// A number literal's value: Int64 when it fits, else Float64 when it has a point or an exponent
 /// and is finite.
-fn number_value(n: &str) -> Option<ScalarValue> {
+pub(crate) fn number_value(n: &str) -> Option<ScalarValue> {
     if let Ok(i) = n.parse::<i64>() {
         Some(ScalarValue::Int64(Some(i)))
     } else if n.contains(['.', 'e', 'E']) {
@@ -1316,6 +1323,35 @@ mod tests {
                 lift("SELECT run_id FROM llm_runs WHERE task = 'gp' 'qa' AND num_gpus = 1")
                     .is_none()
             );
+        }
+    }
+
+    /// A literal's kind is part of its text's shape: `'5'` kept in a projection or a LIMIT is
+    /// not `5`, whichever came first, scanned or tokenized (a comment sends the text to the
+    /// tokenizer).
+    #[test]
+    fn a_kept_string_is_not_a_kept_number() {
+        for (number, string) in [
+            ("SELECT 5 AS x", "SELECT '5' AS x"),
+            ("SELECT '7' AS x", "SELECT 7 AS x"),
+            ("SELECT 6 AS x -- c", "SELECT '6' AS x -- c"),
+            (
+                "SELECT run_id FROM llm_runs WHERE task = 'gpqa' LIMIT 3",
+                "SELECT run_id FROM llm_runs WHERE task = 'gpqa' LIMIT '3'",
+            ),
+        ] {
+            for _ in 0..2 {
+                for text in [number, string] {
+                    let lifted = lift(text).unwrap();
+                    let parsed = lift_parsed(text).unwrap();
+                    assert_eq!(
+                        (&lifted.key, &lifted.values),
+                        (&parsed.key, &parsed.values),
+                        "{text}"
+                    );
+                }
+            }
+            assert_ne!(lift(number).unwrap().key, lift(string).unwrap().key);
         }
     }
 
