@@ -770,6 +770,22 @@ async fn a_prepared_statement_answers_what_a_fresh_plan_answers() {
                 Value::Null,
             ),
         ],
+        // A kept literal's kind is part of the statement: '5' is a string column, 5 a number
+        // (once answered the Int64 5 after the first).
+        vec![
+            (
+                "SELECT 5 AS x, run_id FROM llm_runs WHERE task = 'gpqa' ORDER BY run_id LIMIT 2",
+                Value::Null,
+            ),
+            (
+                "SELECT '5' AS x, run_id FROM llm_runs WHERE task = 'gpqa' ORDER BY run_id LIMIT 2",
+                Value::Null,
+            ),
+            (
+                "SELECT 5.0 AS x, run_id FROM llm_runs WHERE task = 'image-chat' ORDER BY run_id LIMIT 2",
+                Value::Null,
+            ),
+        ],
         vec![
             (
                 "SELECT run_id FROM diffusion_runs WHERE batch_size = 1 ORDER BY run_id",
@@ -854,11 +870,12 @@ async fn a_prepared_statement_answers_what_a_fresh_plan_answers() {
     let (hits, misses) = plan_counts(&warm.get("/metrics").await.text());
     assert_eq!(hits + misses, asked);
     // One statement per family of values, one more per shape: the IN lists of three lengths
-    // (3), the subquery's two LIMITs (2), the three projections (3), and one each for the
-    // first, the client's placeholders, HAVING, and the last family's two (`<` and BETWEEN).
+    // (3), the subquery's two LIMITs (2), the kept 5, '5' and 5.0 (3), the three projections
+    // (3), and one each for the first, the client's placeholders, HAVING, and the last family's
+    // two (`<` and BETWEEN).
     assert_eq!(
         misses,
-        1 + 3 + 2 + 3 + 1 + 1 + 2,
+        1 + 3 + 2 + 3 + 3 + 1 + 1 + 2,
         "{hits} hits, {misses} misses"
     );
 }
