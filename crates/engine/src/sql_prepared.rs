@@ -483,7 +483,9 @@ pub(crate) fn number_value(n: &str) -> Option<ScalarValue> {
 pub struct Prepared {
     plan: LogicalPlan,
     schema: SchemaRef,
-    types: HashMap<String, Option<DataType>>,
+    /// The type of `$n` at `n - 1`: none where the plan does not use it, `Some(None)` where the
+    /// plan gave it no type.
+    types: Vec<Option<Option<DataType>>>,
     /// Projections, filters, sorts and limits over one run table (`lean`).
     simple: bool,
     /// A simple statement's physical plan with its placeholders as slots, when they all stand in
@@ -571,9 +573,21 @@ pub async fn prepare(
     read_only()
         .verify_plan(&plan)
         .map_err(|e| classify(e, limits))?;
-    let types = plan
+    let mut types = Vec::new();
+    for (name, t) in plan
         .get_parameter_types()
-        .map_err(|e| classify(e, limits))?;
+        .map_err(|e| classify(e, limits))?
+    {
+        // Every placeholder is `$n` (a named one leaves the text as written: `lift`).
+        if let Some(n) = name.strip_prefix('$').and_then(|n| n.parse::<usize>().ok())
+            && n >= 1
+        {
+            if types.len() < n {
+                types.resize(n, None);
+            }
+            types[n - 1] = Some(t);
+        }
+    }
     let schema = unique_schema(plan.schema());
     if schema.fields().is_empty() {
         return Err(no_column());
@@ -967,6 +981,11 @@ impl ExecutionPlan for SmallSort {
             #[allow(deprecated)]
             _ => self.with_new_children(children),
         }
+    }
+
+    /// No state: gathered and sorted anew in each `execute`.
+    fn reset_state(self: Arc<Self>) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
     }
 
     fn execute(
@@ -1411,13 +1430,15 @@ fn bound_values(
 ) -> Result<Vec<ScalarValue>, PreparedError> {
     values
         .enumerate()
-        .map(|(i, v)| match prepared.types.get(&format!("${}", i + 1)) {
-            // A placeholder the plan does not use (in a branch the planner removed): any value.
-            None => Ok(v),
-            Some(None) => Err(PreparedError::Unbound),
-            Some(Some(t)) if v.data_type() == *t => Ok(v),
-            Some(Some(t)) => same_value(&v, t).ok_or(PreparedError::Unbound),
-        })
+        .map(
+            |(i, v)| match prepared.types.get(i).and_then(Option::as_ref) {
+                // A placeholder the plan does not use (in a branch the planner removed): any value.
+                None => Ok(v),
+                Some(None) => Err(PreparedError::Unbound),
+                Some(Some(t)) if v.data_type() == *t => Ok(v),
+                Some(Some(t)) => same_value(&v, t).ok_or(PreparedError::Unbound),
+            },
+        )
         .collect()
 }
 
