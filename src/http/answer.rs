@@ -99,10 +99,15 @@ pub struct AnswerCache {
     entries: moka::sync::Cache<AnswerKey, Arc<Encoded>, KeyBits>,
     /// Answers given from the cache, answers computed: shared by the clones.
     counts: Arc<[std::sync::atomic::AtomicU64; 2]>,
+    /// Whether it may hold anything (a cache of no bytes is neither asked nor given answers).
+    enabled: bool,
 }
 
 impl AnswerCache {
     fn get(&self, key: &AnswerKey) -> Option<Arc<Encoded>> {
+        if !self.enabled {
+            return None;
+        }
         let hit = self.entries.get(key);
         if hit.is_some() {
             self.counts[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -121,6 +126,9 @@ impl AnswerCache {
     #[cfg(feature = "mcp")]
     pub(crate) fn put_keyed(&self, key: String, content_type: &'static str, body: Bytes) {
         self.counts[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if !self.enabled {
+            return;
+        }
         self.entries.insert(
             AnswerKey::of_text(&key),
             Arc::new(Encoded {
@@ -203,6 +211,7 @@ pub fn answer_cache(bytes: u64) -> AnswerCache {
     AnswerCache {
         entries,
         counts: Default::default(),
+        enabled: bytes > 0,
     }
 }
 
@@ -306,7 +315,9 @@ pub(crate) fn lookup_or_key(
 pub(crate) fn keep(cache: &AnswerCache, key: AnswerKey, encoded: Encoded) -> Arc<Encoded> {
     let encoded = Arc::new(encoded);
     cache.counts[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    cache.entries.insert(key, encoded.clone());
+    if cache.enabled {
+        cache.entries.insert(key, encoded.clone());
+    }
     encoded
 }
 
@@ -466,6 +477,36 @@ mod tests {
         ] {
             assert_ne!(key, other);
         }
+    }
+
+    /// A cache of some bytes keeps an answer; a cache of none neither keeps nor finds one, and
+    /// counts each answer computed.
+    #[test]
+    fn a_cache_of_no_bytes_keeps_nothing() {
+        let encoded = || Encoded {
+            content_type: "application/json",
+            body: Bytes::from_static(b"[1]"),
+            total: None,
+            next: None,
+            warnings: Vec::new(),
+            variants: Default::default(),
+            sent: Default::default(),
+        };
+        let key = AnswerKey::of(&[b"test"]);
+        let some = answer_cache(1 << 20);
+        keep(&some, key, encoded());
+        assert_eq!(
+            some.get(&key).map(|e| e.body.clone()),
+            Some(Bytes::from_static(b"[1]"))
+        );
+        assert_eq!(some.counts(), (1, 1));
+        let none = answer_cache(0);
+        for _ in 0..2 {
+            keep(&none, key, encoded());
+            assert!(none.get(&key).is_none());
+        }
+        none.entries.run_pending_tasks();
+        assert_eq!((none.entries.entry_count(), none.counts()), (0, (0, 2)));
     }
 
     /// A streamed body is everything written, in order, with the answer's headers; a failure
