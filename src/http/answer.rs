@@ -312,12 +312,16 @@ pub(crate) fn lookup_or_key(
 }
 
 /// Keep an answer computed after a lookup missed (no second lookup), and answer with it.
-pub(crate) fn keep(cache: &AnswerCache, key: AnswerKey, encoded: Encoded) -> Arc<Encoded> {
-    let encoded = Arc::new(encoded);
+pub(crate) fn keep(cache: &AnswerCache, key: AnswerKey, mut encoded: Encoded) -> Arc<Encoded> {
     cache.counts[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    if cache.enabled {
-        cache.entries.insert(key, encoded.clone());
+    if !cache.enabled {
+        return Arc::new(encoded);
     }
+    // Kept in an allocation of its own length: an encoder's buffer is reserved by estimate and
+    // grows by doubling, and a body made from it keeps all of it.
+    encoded.body = Bytes::copy_from_slice(&encoded.body);
+    let encoded = Arc::new(encoded);
+    cache.entries.insert(key, encoded.clone());
     encoded
 }
 
