@@ -91,7 +91,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::sql::{
     SqlAnswer, SqlError, SqlLimits, classify, collect, no_column, read_only, unique_schema,
 };
-use super::sql_scan::{self, Literal as TextLiteral};
+use super::sql_scan::{self, Literal as TextLiteral, number_value};
 
 /// A query with its value literals lifted: the statement (placeholders `$n` for them, numbered
 /// after the client's), its text (the key of its plan), the lifted values in order, and how many
@@ -459,21 +459,6 @@ fn value_of(e: &Expr) -> Option<ScalarValue> {
         Value::Number(n, false) => number_value(n),
         Value::SingleQuotedString(s) => Some(ScalarValue::Utf8(Some(s.clone()))),
         _ => None,
-    }
-}
-
-/// A number literal's value: Int64 when it fits, else Float64 when it has a point or an exponent
-/// and is finite.
-pub(crate) fn number_value(n: &str) -> Option<ScalarValue> {
-    if let Ok(i) = n.parse::<i64>() {
-        Some(ScalarValue::Int64(Some(i)))
-    } else if n.contains(['.', 'e', 'E']) {
-        n.parse::<f64>()
-            .ok()
-            .filter(|f| f.is_finite())
-            .map(|f| ScalarValue::Float64(Some(f)))
-    } else {
-        None
     }
 }
 

@@ -86,7 +86,7 @@ pub(crate) fn scan(sql: &str) -> Option<(String, Vec<Literal>)> {
                     return None;
                 }
                 let text = &sql[i..end];
-                match super::sql_prepared::number_value(text) {
+                match number_value(text) {
                     Some(value) => {
                         shape.push_str(NUMBER);
                         literals.push(Literal {
@@ -134,6 +134,21 @@ pub(crate) fn scan(sql: &str) -> Option<(String, Vec<Literal>)> {
         i = end;
     }
     Some((shape, literals))
+}
+
+/// A number literal's value: Int64 when it fits, else Float64 when it has a point or an exponent
+/// and is finite.
+pub(crate) fn number_value(n: &str) -> Option<ScalarValue> {
+    if let Ok(i) = n.parse::<i64>() {
+        Some(ScalarValue::Int64(Some(i)))
+    } else if n.contains(['.', 'e', 'E']) {
+        n.parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .map(|f| ScalarValue::Float64(Some(f)))
+    } else {
+        None
+    }
 }
 
 /// Whether `c` continues a word (as the generic dialect's identifiers, `@` and `#` aside: they
@@ -221,9 +236,7 @@ mod tests {
         let mut out: Vec<Token> = Vec::new();
         for t in Tokenizer::new(&GenericDialect {}, sql).tokenize().unwrap() {
             let t = match t {
-                Token::Number(n, false)
-                    if super::super::sql_prepared::number_value(&n).is_some() =>
-                {
+                Token::Number(n, false) if super::number_value(&n).is_some() => {
                     Token::Placeholder(NUMBER.into())
                 }
                 Token::SingleQuotedString(_) => Token::Placeholder(STRING.into()),
@@ -314,9 +327,7 @@ mod tests {
             let theirs: Vec<(Location, String)> = tokens
                 .into_iter()
                 .filter_map(|t| match t.token {
-                    Token::Number(n, false)
-                        if super::super::sql_prepared::number_value(&n).is_some() =>
-                    {
+                    Token::Number(n, false) if super::number_value(&n).is_some() => {
                         Some((t.span.start, n))
                     }
                     Token::SingleQuotedString(s) => Some((t.span.start, s)),
