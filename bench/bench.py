@@ -97,6 +97,27 @@ def wait_compressed(base, timeout=300):
         time.sleep(0.2)
 
 
+def head_times(base, route):
+    """Our server's histogram of the time to an answer's head on `route`: {bound in seconds: count}."""
+    counts = {}
+    with urllib.request.urlopen(f"{base}/metrics") as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("mlenergy_http_request_duration_seconds_bucket{") and f'route="{route}"' in line:
+                le = line.split('le="', 1)[1].split('"', 1)[0]
+                counts[float(le)] = int(float(line.split()[-1]))
+    return counts
+
+
+def server_p99_ms(before, after):
+    """The bucket bound under which 99% of the requests between two histograms had their head made."""
+    delta = sorted((le, after[le] - before.get(le, 0)) for le in after)
+    total = delta[-1][1] if delta else 0
+    for le, n in delta:
+        if total and n >= 0.99 * total:
+            return le * 1000
+    return float("nan")
+
+
 def fetch(url, body=None, headers=None):
     req = urllib.request.Request(url, data=body.encode() if body else None, headers=headers or {})
     with urllib.request.urlopen(req) as r:

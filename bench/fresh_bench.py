@@ -51,6 +51,8 @@ from bench import (  # noqa: E402
     ensure_tools,
     export_peer_data,
     free_port,
+    head_times,
+    server_p99_ms,
     start_peers,
     wait_compressed,
     wait_ready,
@@ -138,27 +140,6 @@ def cache_hits(base):
             if line.startswith('mlenergy_http_answers_total{kind="cache"}'):
                 return int(float(line.split()[-1]))
     return 0
-
-
-def head_times(base, route):
-    """Our server's histogram of the time to an answer's head on `route`: {bound in seconds: count}."""
-    counts = {}
-    with urllib.request.urlopen(f"{base}/metrics") as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith("mlenergy_http_request_duration_seconds_bucket{") and f'route="{route}"' in line:
-                le = line.split('le="', 1)[1].split('"', 1)[0]
-                counts[float(le)] = int(float(line.split()[-1]))
-    return counts
-
-
-def server_p99_ms(before, after):
-    """The bucket bound under which 99% of the requests between two histograms had their head made."""
-    delta = sorted((le, after[le] - before.get(le, 0)) for le in after)
-    total = delta[-1][1] if delta else 0
-    for le, n in delta:
-        if total and n >= 0.99 * total:
-            return le * 1000
-    return float("nan")
 
 
 def main():
