@@ -68,6 +68,10 @@ def ensure_tools():
     if not shutil.which("wrk"):
         sh("apt-get", "install", "-y", "-qq", "wrk")
     missing = [p for p in ("roapi", "datasette") if not shutil.which(p)]
+    try:
+        import pyarrow  # noqa: F401  (export_peer_data writes the peers' parquet with it)
+    except ImportError:
+        missing.append("pyarrow")
     if missing:
         sh(sys.executable, "-m", "pip", "install", "--quiet", "--root-user-action=ignore", *missing)
 
