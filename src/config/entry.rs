@@ -46,6 +46,7 @@ fn init_tracing(format: LogFormat) {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_writer(super::log_out::BatchedStdout)
         .with_ansi(ansi);
     match format {
         LogFormat::Text => builder.init(),
@@ -272,6 +273,7 @@ async fn run(cli: Cli) -> ExitCode {
             serve(cli.serve).await
         }
     };
+    super::log_out::flush();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
