@@ -2,7 +2,8 @@
 //! its `x-request-id`), and a line written on its own cost a `write` call on the request's
 //! thread. Here a line is appended to a buffer under a lock; the buffer is written when it holds
 //! [`BATCH_BYTES`], by a thread of its own at most [`LATEST`] after its first line, and when the
-//! process ends ([`flush`]). A line reaches the output in the order it was logged.
+//! process ends ([`flush`]). A line reaches the output in the order it was logged; a process
+//! that aborts loses the lines still waiting (at most the last 50 ms).
 
 use std::io::Write;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
@@ -40,13 +41,13 @@ fn lock(s: &Shared) -> MutexGuard<'_, Vec<u8>> {
     s.lines.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Append `line`, writing the buffer to `out` once it holds a batch; whether the buffer was
-/// empty before (the flusher is then waiting for a line).
-fn append(lines: &mut Vec<u8>, line: &[u8], out: &mut dyn Write) -> bool {
+/// Append `line`, handing the buffer to `write_out` once it holds a batch; whether the buffer
+/// was empty before (the flusher is then waiting for a line).
+fn append(lines: &mut Vec<u8>, line: &[u8], write_out: impl FnOnce(&mut Vec<u8>)) -> bool {
     let was_empty = lines.is_empty();
     lines.extend_from_slice(line);
     if lines.len() >= BATCH_BYTES {
-        drain(lines, out);
+        write_out(lines);
     }
     was_empty
 }
@@ -96,7 +97,8 @@ impl Write for Line {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         let s = shared();
         let mut lines = lock(s);
-        if append(&mut lines, bytes, &mut std::io::stdout().lock()) {
+        let to_stdout = |l: &mut Vec<u8>| drain(l, &mut std::io::stdout().lock());
+        if append(&mut lines, bytes, to_stdout) {
             s.filled.notify_one();
         }
         Ok(bytes.len())
@@ -122,17 +124,17 @@ mod tests {
     #[test]
     fn lines_wait_in_order_until_a_batch_is_full() {
         let (mut lines, mut out) = (Vec::new(), Vec::<u8>::new());
-        assert!(append(&mut lines, b"first\n", &mut out));
-        assert!(!append(&mut lines, b"second\n", &mut out));
+        assert!(append(&mut lines, b"first\n", |l| drain(l, &mut out)));
+        assert!(!append(&mut lines, b"second\n", |l| drain(l, &mut out)));
         assert_eq!(lines, b"first\nsecond\n");
         assert!(out.is_empty());
         let long = vec![b'x'; BATCH_BYTES];
-        assert!(!append(&mut lines, &long, &mut out));
+        assert!(!append(&mut lines, &long, |l| drain(l, &mut out)));
         assert!(lines.is_empty());
         assert_eq!(out.len(), 13 + BATCH_BYTES);
         assert!(out.starts_with(b"first\nsecond\nxxx"));
         // The flusher's drain: what waits is written, once.
-        assert!(append(&mut lines, b"third\n", &mut out));
+        assert!(append(&mut lines, b"third\n", |l| drain(l, &mut out)));
         drain(&mut lines, &mut out);
         drain(&mut lines, &mut out);
         assert!(out.ends_with(b"xthird\n"));
