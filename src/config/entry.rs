@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::log_out::LogOut;
 use super::{BuildArgs, Cli, Command, HealthcheckArgs, ImportArgs, LogFormat, ServeArgs};
 #[cfg(feature = "flight")]
 use crate::flight;
@@ -40,13 +41,13 @@ fn log_filter() -> EnvFilter {
     EnvFilter::new("info")
 }
 
-fn init_tracing(format: LogFormat) {
+fn init_tracing(format: LogFormat, out: LogOut) {
     let filter = log_filter();
     // Colour only on a terminal: a file or a pipe gets plain text (ANSI codes would be noise).
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(super::log_out::BatchedStdout)
+        .with_writer(out)
         .with_ansi(ansi);
     match format {
         LogFormat::Text => builder.init(),
@@ -254,7 +255,7 @@ pub fn main() -> ExitCode {
 async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Some(Command::Sample(a)) => {
-            init_tracing(LogFormat::Text);
+            init_tracing(LogFormat::Text, LogOut::Direct);
             sample::build_sample(&a.from, &a.out)
                 .map_err(|e| e.to_string())
                 .map(|()| {
@@ -265,11 +266,11 @@ async fn run(cli: Cli) -> ExitCode {
         Some(Command::Build(a)) => build_command(&a),
         Some(Command::Import(a)) => import_command(&a),
         Some(Command::Serve(a)) => {
-            init_tracing(a.http.log_format);
+            init_tracing(a.http.log_format, LogOut::Batched);
             serve(a).await
         }
         None => {
-            init_tracing(cli.serve.http.log_format);
+            init_tracing(cli.serve.http.log_format, LogOut::Batched);
             serve(cli.serve).await
         }
     };

@@ -1,9 +1,11 @@
-//! Where the log lines go: standard output, in batches. Each request is logged (one line with
-//! its `x-request-id`), and a line written on its own cost a `write` call on the request's
-//! thread. Here a line is appended to a buffer under a lock; the buffer is written when it holds
-//! [`BATCH_BYTES`], by a thread of its own at most [`LATEST`] after its first line, and when the
-//! process ends ([`flush`]). A line reaches the output in the order it was logged; a process
-//! that aborts loses the lines still waiting (at most the last 50 ms).
+//! Where the log lines go: standard output. A server logs each request (one line with its
+//! `x-request-id`), and a line written on its own cost a `write` call on the request's thread, so
+//! `serve` batches them: a line is appended to a buffer under a lock, and the buffer is written
+//! when it holds [`BATCH_BYTES`], by a thread of its own at most [`LATEST`] after its first line,
+//! and when the process ends ([`flush`]). Lines reach the output in the order they were logged;
+//! a process that aborts loses the lines still waiting (at most the last 50 ms). The other
+//! commands print their results on standard output between their log lines, and write each line
+//! when it is logged.
 
 use std::io::Write;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
@@ -86,15 +88,22 @@ pub fn flush() {
     }
 }
 
-/// The subscriber's writer: standard output, batched.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct BatchedStdout;
+/// The subscriber's writer: standard output, batched (a server's lines) or each line written
+/// when it is logged (a command that prints its own results on standard output between them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogOut {
+    Batched,
+    Direct,
+}
 
 /// One log line's writer (the subscriber writes each line with one `write_all`).
-pub struct Line;
+pub struct Line(LogOut);
 
 impl Write for Line {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.0 == LogOut::Direct {
+            return std::io::stdout().lock().write(bytes);
+        }
         let s = shared();
         let mut lines = lock(s);
         let to_stdout = |l: &mut Vec<u8>| drain(l, &mut std::io::stdout().lock());
@@ -105,15 +114,18 @@ impl Write for Line {
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
+        if self.0 == LogOut::Direct {
+            return std::io::stdout().lock().flush();
+        }
         Ok(())
     }
 }
 
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for BatchedStdout {
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogOut {
     type Writer = Line;
 
     fn make_writer(&'a self) -> Line {
-        Line
+        Line(*self)
     }
 }
 

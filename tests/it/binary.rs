@@ -13,6 +13,23 @@ pub(crate) struct Server {
     pub(crate) logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
+impl Server {
+    /// Whether a log line containing `text` arrives within 10 s (lines are written in batches,
+    /// up to 50 ms after they are logged).
+    pub(crate) fn logged(&self, text: &str) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if self.logs.lock().unwrap().iter().any(|l| l.contains(text)) {
+                return true;
+            }
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -350,10 +367,10 @@ fn sighup_reloads_the_dataset() {
     }
     assert_eq!(diffusion_total(&server), 382);
     assert_eq!(total(&server), 838);
-    let logs = server.logs.lock().unwrap();
     assert!(
-        logs.iter().any(|l| l.contains("reloaded on SIGHUP")),
-        "{logs:?}"
+        server.logged("reloaded on SIGHUP"),
+        "{:?}",
+        server.logs.lock().unwrap()
     );
 }
 
@@ -390,11 +407,10 @@ fn watch_serves_a_changed_source_and_leaves_an_unchanged_one() {
         json("/v1/datasets")["last_reload"]["error"],
         serde_json::Value::Null
     );
-    let logs = server.logs.lock().unwrap();
     assert!(
-        logs.iter()
-            .any(|l| l.contains("the source changed: reloaded")),
-        "{logs:?}"
+        server.logged("the source changed: reloaded"),
+        "{:?}",
+        server.logs.lock().unwrap()
     );
 }
 
