@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::log_out::LogOut;
+use super::log_out::BatchedStdout;
 use super::{BuildArgs, Cli, Command, HealthcheckArgs, ImportArgs, LogFormat, ServeArgs};
 #[cfg(feature = "flight")]
 use crate::flight;
@@ -41,7 +41,12 @@ fn log_filter() -> EnvFilter {
     EnvFilter::new("info")
 }
 
-fn init_tracing(format: LogFormat, out: LogOut) {
+/// Log lines of `format`, written by `out` (batched for `serve`, direct for a command that prints
+/// its own results between them).
+fn init_tracing<W>(format: LogFormat, out: W)
+where
+    W: for<'a> tracing_subscriber::fmt::MakeWriter<'a> + Send + Sync + 'static,
+{
     let filter = log_filter();
     // Colour only on a terminal: a file or a pipe gets plain text (ANSI codes would be noise).
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
@@ -255,7 +260,7 @@ pub fn main() -> ExitCode {
 async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Some(Command::Sample(a)) => {
-            init_tracing(LogFormat::Text, LogOut::Direct);
+            init_tracing(LogFormat::Text, std::io::stdout);
             sample::build_sample(&a.from, &a.out)
                 .map_err(|e| e.to_string())
                 .map(|()| {
@@ -266,11 +271,11 @@ async fn run(cli: Cli) -> ExitCode {
         Some(Command::Build(a)) => build_command(&a),
         Some(Command::Import(a)) => import_command(&a),
         Some(Command::Serve(a)) => {
-            init_tracing(a.http.log_format, LogOut::Batched);
+            init_tracing(a.http.log_format, BatchedStdout);
             serve(a).await
         }
         None => {
-            init_tracing(cli.serve.http.log_format, LogOut::Batched);
+            init_tracing(cli.serve.http.log_format, BatchedStdout);
             serve(cli.serve).await
         }
     };

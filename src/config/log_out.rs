@@ -4,8 +4,8 @@
 //! when it holds [`BATCH_BYTES`], by a thread of its own at most [`LATEST`] after its first line,
 //! and when the process ends ([`flush`]). Lines reach the output in the order they were logged;
 //! a process that aborts loses the lines still waiting (at most the last 50 ms). The other
-//! commands print their results on standard output between their log lines, and write each line
-//! when it is logged.
+//! commands print their results on standard output between their log lines, and log to it
+//! directly (`std::io::stdout`).
 
 use std::io::Write;
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
@@ -88,22 +88,15 @@ pub fn flush() {
     }
 }
 
-/// The subscriber's writer: standard output, batched (a server's lines) or each line written
-/// when it is logged (a command that prints its own results on standard output between them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogOut {
-    Batched,
-    Direct,
-}
+/// The subscriber's writer for `serve`: standard output, batched.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BatchedStdout;
 
 /// One log line's writer (the subscriber writes each line with one `write_all`).
-pub struct Line(LogOut);
+pub struct Line;
 
 impl Write for Line {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        if self.0 == LogOut::Direct {
-            return std::io::stdout().lock().write(bytes);
-        }
         let s = shared();
         let mut lines = lock(s);
         let to_stdout = |l: &mut Vec<u8>| drain(l, &mut std::io::stdout().lock());
@@ -114,18 +107,15 @@ impl Write for Line {
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        if self.0 == LogOut::Direct {
-            return std::io::stdout().lock().flush();
-        }
         Ok(())
     }
 }
 
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogOut {
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for BatchedStdout {
     type Writer = Line;
 
     fn make_writer(&'a self) -> Line {
-        Line(*self)
+        Line
     }
 }
 
