@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::log_json::{JsonLines, JsonMembers};
 use super::log_out::BatchedStdout;
 use super::{BuildArgs, Cli, Command, HealthcheckArgs, ImportArgs, LogFormat, ServeArgs};
 #[cfg(feature = "flight")]
@@ -56,7 +57,10 @@ where
         .with_ansi(ansi);
     match format {
         LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+        LogFormat::Json => builder
+            .fmt_fields(JsonMembers)
+            .event_format(JsonLines)
+            .init(),
     }
 }
 

@@ -4,6 +4,7 @@
 //! Layer: the top, with the binary's `main`; may import every layer.
 
 pub mod entry;
+pub mod log_json;
 pub mod log_out;
 
 use std::net::SocketAddr;
