@@ -1,6 +1,12 @@
 -- wrk hooks: GET the comma-separated paths of WRK_PATHS (or the lines of the file WRK_PATHS_FILE,
--- for a stream too long for the environment) in turn, each thread from its own offset, and a
--- one-line JSON summary at the end (as report.lua).
+-- for a stream too long for the environment) in turn, each thread from its own offset (the second
+-- of two from the middle), and a one-line JSON summary at the end (as report.lua).
+--
+-- Each thread formats all its requests in init, before the timed run, and `request` hands them
+-- out as they are: a request that made a new string left garbage, and LuaJIT's collector, marking
+-- and sweeping a stream of 100,000 paths, stopped the thread for 20-30 ms at a time, while the
+-- answers of its connections waited unread and counted as the server's latency (wrk's maximum
+-- 24-30 ms against 5-10 ms with nothing allocated, same server, same stream).
 local paths = {}
 local file = os.getenv("WRK_PATHS_FILE")
 if file then
@@ -13,16 +19,27 @@ else
   end
 end
 local threads = 0
-local i = 0
+local formatted = {}
+local next_request = 0
 
+-- `thread:set` sets a global of the thread's own Lua state, read in `init`.
 setup = function(thread)
   threads = threads + 1
-  thread:set("i", (threads - 1) * math.floor(#paths / 2))
+  thread:set("offset", (threads - 1) * math.floor(#paths / 2))
+end
+
+init = function(args)
+  for k, p in ipairs(paths) do
+    formatted[k] = wrk.format("GET", p)
+  end
+  paths = nil
+  next_request = offset or 0
+  collectgarbage("collect")
 end
 
 request = function()
-  i = i + 1
-  return wrk.format("GET", paths[(i % #paths) + 1])
+  next_request = next_request + 1
+  return formatted[(next_request - 1) % #formatted + 1]
 end
 
 done = function(summary, latency, requests)
