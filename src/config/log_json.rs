@@ -222,45 +222,27 @@ impl<W: Write> Write for Escaped<'_, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
-    use tracing_subscriber::fmt::MakeWriter;
+    use std::io::{Read, Seek};
+    use std::sync::Arc;
 
-    #[derive(Clone, Default)]
-    struct Lines(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Lines {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl<'a> MakeWriter<'a> for Lines {
-        type Writer = Lines;
-        fn make_writer(&'a self) -> Lines {
-            self.clone()
-        }
-    }
-
-    /// The lines that `log` writes through `subscriber`'s builder, each parsed, with its timestamp
-    /// checked and removed.
+    /// The lines that `log` writes in the given format, each parsed, with its timestamp checked and
+    /// removed. They go to a temporary file: tracing-subscriber writes to an `Arc<File>` itself.
     fn logged<E, N>(event_format: E, fields: N, log: impl Fn()) -> Vec<serde_json::Value>
     where
         E: FormatEvent<tracing_subscriber::Registry, N> + Send + Sync + 'static,
         N: for<'a> FormatFields<'a> + Send + Sync + 'static,
     {
-        let lines = Lines::default();
+        let file = Arc::new(tempfile::tempfile().unwrap());
         let subscriber = tracing_subscriber::fmt()
-            .with_writer(lines.clone())
+            .with_writer(file.clone())
             .with_ansi(false)
             .fmt_fields(fields)
             .event_format(event_format)
             .finish();
         tracing::subscriber::with_default(subscriber, log);
-        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let (mut text, mut file) = (String::new(), &*file);
+        file.rewind().unwrap();
+        file.read_to_string(&mut text).unwrap();
         text.lines()
             .map(|line| {
                 let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
