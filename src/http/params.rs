@@ -677,16 +677,27 @@ pub fn allowed_parameters(domain: Domain, endpoint: Endpoint) -> Vec<String> {
         .collect()
 }
 
+/// The parameters an endpoint accepts: in the document's order (a refusal lists them so), and as a
+/// set (each name of each request is looked up in it).
+struct Allowed {
+    names: Vec<String>,
+    set: std::collections::HashSet<String>,
+}
+
 /// `allowed_parameters`, made once per (domain, endpoint): every request checks its names.
-fn allowed_once(domain: Domain, endpoint: Endpoint) -> std::sync::Arc<Vec<String>> {
+fn allowed_once(domain: Domain, endpoint: Endpoint) -> std::sync::Arc<Allowed> {
     use std::collections::HashMap;
     use std::sync::{Arc, LazyLock, RwLock};
-    type Made = HashMap<(Domain, Endpoint), Arc<Vec<String>>>;
+    type Made = HashMap<(Domain, Endpoint), Arc<Allowed>>;
     static MADE: LazyLock<RwLock<Made>> = LazyLock::new(Default::default);
     if let Some(a) = MADE.read().expect("not poisoned").get(&(domain, endpoint)) {
         return a.clone();
     }
-    let a = Arc::new(allowed_parameters(domain, endpoint));
+    let names = allowed_parameters(domain, endpoint);
+    let a = Arc::new(Allowed {
+        set: names.iter().cloned().collect(),
+        names,
+    });
     MADE.write()
         .expect("not poisoned")
         .insert((domain, endpoint), a.clone());
@@ -731,11 +742,14 @@ pub fn canonical(domain: Domain, name: &str) -> Option<String> {
             return Some(p.to_string());
         }
     }
+    // `name` is `stem` followed by `suffix`, compared in place: every parameter of every
+    // request is looked up here, and most are no filter.
+    let joined = |stem: &str, suffix: &str| {
+        name.len() == stem.len() + suffix.len() && name.starts_with(stem) && name.ends_with(suffix)
+    };
     for (p, aliases) in numeric_filters(domain) {
         for suffix in ["", "_min", "_max"] {
-            if name == format!("{p}{suffix}")
-                || aliases.iter().any(|a| name == format!("{a}{suffix}"))
-            {
+            if joined(p, suffix) || aliases.iter().any(|a| joined(a, suffix)) {
                 return Some(format!("{p}{suffix}"));
             }
         }
@@ -755,10 +769,10 @@ impl Params {
         let mut given_as = BTreeMap::new();
         let mut blank = BTreeSet::new();
         for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-            if !allowed.iter().any(|a| *a == k) {
+            if !allowed.set.contains(k.as_ref()) {
                 return Err(AppError::UnknownParameter {
                     parameter: k.into_owned(),
-                    allowed: allowed.to_vec(),
+                    allowed: allowed.names.clone(),
                 });
             }
             let key = canonical(domain, &k).unwrap_or_else(|| k.to_string());
@@ -1360,4 +1374,81 @@ pub fn suggestion<'a>(value: &str, known: &[&'a str]) -> Option<&'a str> {
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name is a filter's canonical name when it is the filter or one of its aliases, with
+    /// `_min`, `_max` or nothing after it (numeric filters); nothing else is.
+    #[test]
+    fn names_and_aliases_become_canonical() {
+        for domain in [Domain::Llm, Domain::Diffusion] {
+            for (p, aliases) in numeric_filters(domain) {
+                for suffix in ["", "_min", "_max"] {
+                    for given in std::iter::once(p).chain(aliases.iter()) {
+                        assert_eq!(
+                            canonical(domain, &format!("{given}{suffix}")),
+                            Some(format!("{p}{suffix}"))
+                        );
+                    }
+                }
+            }
+            for (p, _, aliases) in string_filters(domain) {
+                for given in std::iter::once(p).chain(aliases.iter()) {
+                    assert_eq!(canonical(domain, given), Some(p.to_string()));
+                }
+            }
+        }
+        assert_eq!(
+            canonical(Domain::Llm, "batch_max"),
+            Some("max_num_seqs_max".into())
+        );
+        assert_eq!(
+            canonical(Domain::Diffusion, "batch"),
+            Some("batch_size".into())
+        );
+        for other in [
+            "",
+            "_min",
+            "num_gpus_",
+            "num_gpus_mi",
+            "num_gpus_maxx",
+            "xnum_gpus",
+            "num_gpu_min",
+            "batch_min_max",
+            "task_min",
+            "gpu_max",
+            "limit",
+            "sort",
+            "max_num_seqs_mid",
+        ] {
+            assert_eq!(canonical(Domain::Llm, other), None, "{other}");
+        }
+        assert_eq!(canonical(Domain::Diffusion, "max_num_seqs"), None);
+    }
+
+    /// Parameters are checked against the endpoint's set; an unknown one is refused with the
+    /// whole list, in the document's order.
+    #[test]
+    fn unknown_parameters_are_refused_with_the_allowed_list() {
+        let p = Params::parse(
+            Domain::Llm,
+            Endpoint::List,
+            Some("batch_min=8&gpu=B200,H100&limit=5"),
+        )
+        .unwrap();
+        assert_eq!(p.single_value("max_num_seqs_min").unwrap(), Some("8"));
+        assert_eq!(p.items("gpu_model").unwrap(), Some(vec!["B200", "H100"]));
+        assert_eq!(p.name("gpu_model"), "gpu");
+        match Params::parse(Domain::Llm, Endpoint::List, Some("limit=5&colour=red")) {
+            Err(AppError::UnknownParameter { parameter, allowed }) => {
+                assert_eq!(parameter, "colour");
+                assert_eq!(allowed, allowed_parameters(Domain::Llm, Endpoint::List));
+                assert!(allowed.iter().any(|a| a == "max_num_seqs_min"));
+            }
+            _ => panic!("colour is no parameter of the list"),
+        }
+    }
 }
