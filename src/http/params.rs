@@ -742,14 +742,13 @@ pub fn canonical(domain: Domain, name: &str) -> Option<String> {
             return Some(p.to_string());
         }
     }
-    // `name` is `stem` followed by `suffix`, compared in place: every parameter of every
-    // request is looked up here, and most are no filter.
-    let joined = |stem: &str, suffix: &str| {
-        name.len() == stem.len() + suffix.len() && name.starts_with(stem) && name.ends_with(suffix)
-    };
+    // Compared in place, without building `{filter}{suffix}`: every parameter of every request
+    // is looked up here, and most are no filter.
     for (p, aliases) in numeric_filters(domain) {
         for suffix in ["", "_min", "_max"] {
-            if joined(p, suffix) || aliases.iter().any(|a| joined(a, suffix)) {
+            if let Some(stem) = name.strip_suffix(suffix)
+                && (stem == *p || aliases.contains(&stem))
+            {
                 return Some(format!("{p}{suffix}"));
             }
         }
