@@ -164,10 +164,12 @@ impl AnswerCache {
 pub struct KeptResponses(moka::sync::Cache<String, Arc<Kept>>);
 
 /// A kept response: the answer, and its headers but the coding's (`Content-Encoding`,
-/// `Content-Length`, `ETag`).
+/// `Content-Length`, `ETag`), and its body sealed in a memory file to be sent from (`sendfile`),
+/// when it is large enough.
 pub struct Kept {
     pub(crate) answer: Arc<Encoded>,
     pub(crate) headers: axum::http::HeaderMap,
+    pub(crate) sealed: Option<Arc<super::sendfile::Sealed>>,
 }
 
 impl KeptResponses {
@@ -177,7 +179,8 @@ impl KeptResponses {
             moka::sync::Cache::builder()
                 .max_capacity(bytes)
                 .weigher(|k: &String, v: &Arc<Kept>| {
-                    u32::try_from(k.len() + v.answer.body.len() + 64 * v.headers.len())
+                    let sealed = v.sealed.as_ref().map_or(0, |s| s.bytes());
+                    u32::try_from(k.len() + v.answer.body.len() + sealed + 64 * v.headers.len())
                         .unwrap_or(u32::MAX)
                 })
                 .build(),

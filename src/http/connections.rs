@@ -26,6 +26,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 
+use super::sendfile::{self, Offered, SendFrom};
+
 /// The bounds of the listener's connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionOptions {
@@ -51,17 +53,23 @@ impl Default for ConnectionOptions {
 /// on open descriptors when that is lower (files, the cache and the catalog need the rest).
 pub fn default_max_connections() -> usize {
     const MOST: usize = 4096;
+    match descriptor_limit() {
+        None => MOST,
+        Some(limit) => usize::try_from(limit / 4 * 3)
+            .unwrap_or(MOST)
+            .clamp(1, MOST),
+    }
+}
+
+/// The process's limit on open descriptors, if it has one.
+pub(crate) fn descriptor_limit() -> Option<u64> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes the struct it is given and reads nothing else.
     let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
-    if !ok || limit.rlim_cur == libc::RLIM_INFINITY {
-        return MOST;
-    }
-    let three_quarters = usize::try_from(limit.rlim_cur / 4 * 3).unwrap_or(MOST);
-    three_quarters.clamp(1, MOST)
+    (ok && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur)
 }
 
 /// What the connections did, for `/metrics`.
@@ -75,6 +83,8 @@ pub struct ConnectionStats {
     pub header_timeouts: AtomicU64,
     /// Closed because no request came within the keep-alive timeout.
     pub idle_closed: AtomicU64,
+    /// Bytes of answers sent from their sealed files (`sendfile`) rather than copied.
+    pub sent_from_file: AtomicU64,
 }
 
 /// What one connection is doing, as its reads and answers show it. Times are milliseconds since
@@ -169,10 +179,13 @@ async fn watchdog(activity: &Activity, opts: &ConnectionOptions) -> Closed {
     }
 }
 
-/// A TCP stream that tells its connection's activity when bytes arrive.
+/// A TCP stream that tells its connection's activity when bytes arrive, and sends the body its
+/// service offered from that body's sealed file (`sendfile`).
 struct Watched {
     stream: TcpStream,
     activity: Arc<Activity>,
+    offered: Arc<Offered>,
+    stats: Arc<ConnectionStats>,
 }
 
 impl AsyncRead for Watched {
@@ -204,6 +217,10 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
+        let from_file = &self.stats.sent_from_file;
+        if let Some(sent) = sendfile::poll_send(&self.stream, &self.offered, from_file, cx, bufs) {
+            return sent;
+        }
         Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
     }
 
@@ -266,21 +283,27 @@ pub async fn serve(
         stats.open.fetch_add(1, Relaxed);
         let _ = stream.set_nodelay(true);
         let activity = Arc::new(Activity::new());
+        let offered = Arc::new(Offered::default());
         let io = TokioIo::new(Watched {
             stream,
             activity: activity.clone(),
+            offered: offered.clone(),
+            stats: stats.clone(),
         });
         let service = {
             let (router, activity) = (router.clone(), activity.clone());
             hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
                 let busy = activity.begin();
                 req.extensions_mut().insert(ConnectInfo(peer));
-                let router = router.clone();
+                let (router, offered) = (router.clone(), offered.clone());
                 async move {
-                    let resp = match router.oneshot(req.map(Body::new)).await {
+                    let mut resp = match router.oneshot(req.map(Body::new)).await {
                         Ok(r) => r,
                         Err(never) => match never {},
                     };
+                    if let Some(SendFrom(sealed)) = resp.extensions_mut().remove::<SendFrom>() {
+                        offered.offer(sealed);
+                    }
                     // The request stays under way until its body is sent (or dropped).
                     Ok::<_, Infallible>(resp.map(|b| {
                         Body::new(b.map_frame(move |f| {

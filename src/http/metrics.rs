@@ -114,6 +114,19 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         closed,
     );
 
+    r.register(
+        "mlenergy_http_sent_from_file_bytes",
+        "Bytes of answers sent again from a sealed memory file (sendfile) rather than copied",
+        ConstCounter::new(conns.sent_from_file.load(Relaxed)),
+    );
+    let sealed = Gauge::<i64>::default();
+    sealed.set(i64::try_from(super::sendfile::Sealed::open()).unwrap_or(i64::MAX));
+    r.register(
+        "mlenergy_http_sealed_answers",
+        "Answers asked for again kept in sealed memory files to be sent from, each holding a descriptor",
+        sealed,
+    );
+
     let (hits, computed) = state.cache.counts();
     let answers = Family::<KindLabel, Counter>::default();
     for (kind, n) in [("cache", hits), ("computed", computed)] {

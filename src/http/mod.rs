@@ -35,6 +35,7 @@ pub mod problems;
 pub mod raw_file;
 pub mod request_metrics;
 pub mod runs;
+pub mod sendfile;
 pub mod sql;
 pub mod state;
 pub mod timeline;

@@ -19,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
 use super::answer::{CachedAnswer, Kept};
+use super::sendfile::{Sealed, SendFrom};
 use super::state::AppState;
 use crate::service::coding::{Coding, Effort};
 
@@ -230,6 +231,7 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
             Kept {
                 answer: answer.clone(),
                 headers,
+                sealed: Sealed::of(&answer.body),
             },
         );
     }
@@ -281,6 +283,11 @@ async fn from_kept(kept: &Kept, coding: Coding, stem: &str) -> Response {
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     if let Ok(v) = HeaderValue::from_str(&format!("\"{stem}{}\"", sent.etag_suffix())) {
         h.insert(header::ETAG, v);
+    }
+    if sent == Coding::Identity
+        && let Some(sealed) = &kept.sealed
+    {
+        resp.extensions_mut().insert(SendFrom(sealed.clone()));
     }
     resp
 }

@@ -180,3 +180,144 @@ async fn half_open_connections_are_closed_and_refused_past_the_bound() {
         .expect("the server stops")
         .unwrap();
 }
+
+/// Answers read in turn from one connection, pipelined or not: each answer's status, head and
+/// Content-Length body (none for a HEAD), the bytes after it kept for the next.
+struct Answers {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Answers {
+    async fn next(&mut self, head_only: bool) -> (u16, String, Vec<u8>) {
+        let mut chunk = [0u8; 16384];
+        loop {
+            if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&self.buf[..end]).to_ascii_lowercase();
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .map_or(0, |v| v.trim().parse().unwrap());
+                let len = if head_only { 0 } else { len };
+                if self.buf.len() >= end + 4 + len {
+                    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+                    let body = self.buf[end + 4..end + 4 + len].to_vec();
+                    self.buf.drain(..end + 4 + len);
+                    return (status, head, body);
+                }
+            }
+            let n = tokio::time::timeout(Duration::from_secs(10), self.stream.read(&mut chunk))
+                .await
+                .expect("an answer within 10 s")
+                .unwrap();
+            assert!(n > 0, "closed before the answer");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+/// A large answer asked for again is sent from its sealed file (`http::sendfile`): the same bytes
+/// as when it was computed and copied, on one connection and pipelined, with HEAD requests
+/// among them, through a client that reads late, and after a client that left mid-answer; the
+/// bytes sent from the file are counted in /metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_asked_for_again_are_sent_whole_from_their_sealed_files() {
+    let (addr, stop, task) = server(ConnectionOptions::default()).await;
+    let uri = "/v1/llm/runs?task=gpqa&gpu_model=B200&sort=energy_per_token_joules&limit=50";
+    let get = format!("GET {uri} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let head = format!("HEAD {uri} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let mut one = Answers {
+        stream: TcpStream::connect(&addr).await.unwrap(),
+        buf: Vec::new(),
+    };
+    // Computed, then kept (the second time it is sent), then given from what was kept.
+    one.stream.write_all(get.as_bytes()).await.unwrap();
+    let (status, first_head, first) = one.next(false).await;
+    assert_eq!(status, 200);
+    assert!(
+        first_head.contains("content-type: application/json"),
+        "{first_head}"
+    );
+    let page: serde_json::Value = serde_json::from_slice(&first).unwrap();
+    assert_eq!(
+        (page["total"].as_u64(), page["count"].as_u64()),
+        (Some(106), Some(50))
+    );
+    let rows = page["runs"].as_array().unwrap();
+    assert_eq!(rows.len(), 50);
+    assert!(
+        rows.iter()
+            .all(|r| r["task"] == "gpqa" && r["gpu_model"] == "B200")
+    );
+    assert!(first.len() > 32 * 1024, "{}", first.len());
+    for _ in 0..3 {
+        one.stream.write_all(get.as_bytes()).await.unwrap();
+        let (status, _, again) = one.next(false).await;
+        assert_eq!(status, 200);
+        assert!(again == first, "the same bytes");
+    }
+    // Pipelined: two GETs with a HEAD between them, in one write.
+    one.stream
+        .write_all(format!("{get}{head}{get}").as_bytes())
+        .await
+        .unwrap();
+    let (_, _, a) = one.next(false).await;
+    let (status, h, empty) = one.next(true).await;
+    assert_eq!(status, 200);
+    assert!(
+        h.contains(&format!("content-length: {}", first.len())),
+        "{h}"
+    );
+    assert!(empty.is_empty());
+    let (_, _, b) = one.next(false).await;
+    assert!(a == first && b == first, "the same bytes, pipelined");
+
+    // A client that leaves after the head, while the body is under way.
+    let mut gone = TcpStream::connect(&addr).await.unwrap();
+    gone.write_all(get.as_bytes()).await.unwrap();
+    let mut some = [0u8; 512];
+    let n = gone.read(&mut some).await.unwrap();
+    assert!(some[..n].starts_with(b"HTTP/1.1 200"));
+    drop(gone);
+
+    // A client with a small receive buffer that reads only after a while: the server's writes
+    // wait for room, and the answer arrives whole.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut late = Answers {
+        stream: socket.connect(addr.parse().unwrap()).await.unwrap(),
+        buf: Vec::new(),
+    };
+    late.stream
+        .write_all(format!("{get}{get}").as_bytes())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for _ in 0..2 {
+        let (status, _, body) = late.next(false).await;
+        assert_eq!(status, 200);
+        assert!(body == first, "the same bytes, read late");
+    }
+
+    // The third and later answers of the first connection (four) and the late client's two were
+    // sent from the file, and the one that left all or part of its answer.
+    one.stream
+        .write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let (_, _, metrics) = one.next(false).await;
+    let metrics = String::from_utf8(metrics).unwrap();
+    let from_file = crate::common::counter(&metrics, "mlenergy_http_sent_from_file_bytes_total");
+    let len = first.len() as u64;
+    assert!(
+        (6 * len..=7 * len).contains(&from_file),
+        "{from_file} of {len}"
+    );
+    assert!(crate::common::counter(&metrics, "mlenergy_http_sealed_answers") >= 1);
+    drop(one);
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(30), task)
+        .await
+        .expect("the server stops")
+        .unwrap();
+}
