@@ -53,23 +53,12 @@ impl Default for ConnectionOptions {
 /// on open descriptors when that is lower (files, the cache and the catalog need the rest).
 pub fn default_max_connections() -> usize {
     const MOST: usize = 4096;
-    match descriptor_limit() {
+    match rustix::process::getrlimit(rustix::process::Resource::Nofile).current {
         None => MOST,
         Some(limit) => usize::try_from(limit / 4 * 3)
             .unwrap_or(MOST)
             .clamp(1, MOST),
     }
-}
-
-/// The process's limit on open descriptors, if it has one.
-pub(crate) fn descriptor_limit() -> Option<u64> {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct it is given and reads nothing else.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
-    (ok && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur)
 }
 
 /// What the connections did, for `/metrics`.

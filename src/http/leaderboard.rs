@@ -50,7 +50,10 @@ pub fn file_response(
 /// The answer for a site file in the coding `coding`.
 pub fn site_file_response(file: &SiteFile, coding: Coding, content_type: &'static str) -> Response {
     let (body, done) = file.data.get(coding);
-    let resp = file_response(body, coding, done, content_type, &file.etag);
+    let mut resp = file_response(body, coding, done, content_type, &file.etag);
+    if coding == Coding::Identity {
+        super::sendfile::from_file(&mut resp, &file.data);
+    }
     match &file.warning {
         Some(w) => with_warnings(resp, std::slice::from_ref(w)),
         None => resp,

@@ -1,124 +1,39 @@
-//! Answers sent again and again, sent without copying their bytes: a kept response's body (see
-//! `answer::KeptResponses`) is also written once to a sealed memory file, and the connection sends
-//! it from there with `sendfile(2)`, as nginx sends a file from the page cache, instead of copying
-//! it from the heap into the socket for each request (a tenth of the server's time on the bench's
-//! 55 KB run query). Everything else, compressed forms among them, is written as before.
+//! Bodies sent again and again, sent without copying their bytes: a kept answer's body (see
+//! `answer::KeptResponses`) and the leaderboard's and frontend's files, in their identity coding,
+//! are sent from their sealed memory files (`service::sealed`) with `sendfile(2)`, as nginx sends a
+//! file from the page cache, instead of being copied from the heap into the socket for each
+//! request (a tenth of the server's time on the bench's 55 KB run query). Everything else,
+//! compressed forms among them, is written as before.
 //!
 //! How the connection knows: the response carries `SendFrom` with the sealed body; the connection's
 //! service offers it to the connection's stream (`Offered`); when hyper then writes a slice that
-//! lies within the sealed body's heap bytes (the very `Bytes` the body was sealed from, so the same
-//! bytes), those bytes go out from the same offset of the file. The file is sealed against writes,
-//! shrinking and growing, so the pages the kernel hands to the socket cannot change while they are
-//! in flight, and each is closed when the last response using it is dropped.
+//! lies within the sealed body's heap bytes (the very `Bytes` the file was made from, so the same
+//! bytes), those bytes go out from the same offset of the file.
 
 use std::io::IoSlice;
-use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 
-use bytes::Bytes;
+use axum::response::Response;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-/// Bodies smaller than this are copied: a copy that small costs less than the file's syscalls.
-const MIN_SEALED: usize = 16 * 1024;
-
-/// Sealed bodies open at once: each holds a descriptor, and connections need theirs.
-static OPEN: AtomicUsize = AtomicUsize::new(0);
-
-/// A body and a sealed memory file holding the same bytes.
-pub struct Sealed {
-    file: OwnedFd,
-    body: Bytes,
-}
-
-impl Sealed {
-    /// `body` sealed in a memory file of its own, if it is large enough to be worth one and a
-    /// descriptor is to spare (at most 256, and a sixteenth of the process's limit).
-    pub fn of(body: &Bytes) -> Option<Arc<Sealed>> {
-        if body.len() < MIN_SEALED {
-            return None;
-        }
-        let most = most_open();
-        if OPEN.fetch_add(1, Relaxed) >= most {
-            OPEN.fetch_sub(1, Relaxed);
-            return None;
-        }
-        match seal(body) {
-            Ok(file) => Some(Arc::new(Sealed {
-                file,
-                body: body.clone(),
-            })),
-            Err(e) => {
-                OPEN.fetch_sub(1, Relaxed);
-                tracing::debug!(error = %e, "an answer was not sealed; it is copied as it is sent");
-                None
-            }
-        }
-    }
-
-    /// Sealed bodies open now (`/metrics`).
-    pub fn open() -> usize {
-        OPEN.load(Relaxed)
-    }
-
-    /// Bytes of the file, counted with the cache that keeps it.
-    pub fn bytes(&self) -> usize {
-        self.body.len()
-    }
-
-    /// Where `part` starts in the body, if it lies wholly within the body's bytes.
-    fn offset_of(&self, part: &[u8]) -> Option<u64> {
-        let base = self.body.as_ptr() as usize;
-        let start = part.as_ptr() as usize;
-        let inside = start >= base && start + part.len() <= base + self.body.len();
-        (inside && !part.is_empty()).then(|| (start - base) as u64)
-    }
-}
-
-impl Drop for Sealed {
-    fn drop(&mut self) {
-        OPEN.fetch_sub(1, Relaxed);
-    }
-}
-
-fn most_open() -> usize {
-    static MOST: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *MOST.get_or_init(|| match super::connections::descriptor_limit() {
-        Some(limit) => usize::try_from(limit / 16).unwrap_or(256).min(256),
-        None => 256,
-    })
-}
-
-/// A memory file holding `body`, sealed so that nothing changes its bytes or its length.
-#[cfg(target_os = "linux")]
-fn seal(body: &[u8]) -> std::io::Result<OwnedFd> {
-    use rustix::fs::{MemfdFlags, SealFlags};
-    use std::io::Write;
-    let file = rustix::fs::memfd_create(
-        "mlenergy-answer",
-        MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
-    )?;
-    let mut file = std::fs::File::from(file);
-    file.write_all(body)?;
-    let file = OwnedFd::from(file);
-    rustix::fs::fcntl_add_seals(
-        &file,
-        SealFlags::WRITE | SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL,
-    )?;
-    Ok(file)
-}
-
-/// Elsewhere than Linux bodies are copied as they are sent.
-#[cfg(not(target_os = "linux"))]
-fn seal(_: &[u8]) -> std::io::Result<OwnedFd> {
-    Err(std::io::ErrorKind::Unsupported.into())
-}
+use crate::service::coding::Precompressed;
+pub use crate::service::sealed::Sealed;
 
 /// A response extension: its body (or the body in its identity coding) is this sealed body's.
 #[derive(Clone)]
 pub struct SendFrom(pub Arc<Sealed>);
+
+/// `resp`, whose body is `data`'s identity body, to be sent from `data`'s sealed file (if it has
+/// one: large enough, and a descriptor to spare).
+pub fn from_file(resp: &mut Response, data: &Precompressed) {
+    if let Some(sealed) = data.sealed() {
+        resp.extensions_mut().insert(SendFrom(sealed));
+    }
+}
 
 /// The sealed body a connection's latest response offered, shared by its service and its stream.
 #[derive(Default)]
@@ -217,8 +132,8 @@ fn send(
             return Ok((n, 0, false));
         }
     }
-    match rustix::fs::sendfile(socket, &sealed.file, Some(&mut offset), len) {
-        Ok(n) => Ok((head_len + n, n, offset == sealed.body.len() as u64)),
+    match rustix::fs::sendfile(socket, sealed.file(), Some(&mut offset), len) {
+        Ok(n) => Ok((head_len + n, n, offset == sealed.bytes() as u64)),
         // The head went: the body's error (or a full socket) shows on the next write.
         Err(_) if head_len > 0 => Ok((head_len, 0, false)),
         Err(e) => Err(e.into()),
@@ -239,50 +154,13 @@ fn send(
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
+    use bytes::Bytes;
     use tokio::io::AsyncReadExt;
 
     use super::*;
 
     fn body(n: usize) -> Bytes {
         Bytes::from((0..n).map(|i| (i % 251) as u8).collect::<Vec<_>>())
-    }
-
-    #[test]
-    fn large_bodies_are_sealed_whole_and_stay_as_they_were_written() {
-        assert!(Sealed::of(&body(MIN_SEALED - 1)).is_none());
-        let b = body(MIN_SEALED * 3 + 17);
-        let s = Sealed::of(&b).unwrap();
-        assert_eq!(s.bytes(), b.len());
-        let mut read = vec![0; b.len() + 1];
-        let n = rustix::io::pread(&s.file, &mut read, 0).unwrap();
-        assert_eq!(&read[..n], &b[..]);
-        // Sealed: neither written to nor resized.
-        assert_eq!(
-            rustix::io::pwrite(&s.file, b"x", 0),
-            Err(rustix::io::Errno::PERM)
-        );
-        assert_eq!(
-            rustix::fs::ftruncate(&s.file, 1),
-            Err(rustix::io::Errno::PERM)
-        );
-        assert_eq!(
-            rustix::fs::ftruncate(&s.file, b.len() as u64 * 2),
-            Err(rustix::io::Errno::PERM)
-        );
-    }
-
-    #[test]
-    fn only_slices_of_the_sealed_bytes_themselves_are_sent_from_the_file() {
-        let b = body(MIN_SEALED);
-        let s = Sealed::of(&b).unwrap();
-        assert_eq!(s.offset_of(&b), Some(0));
-        assert_eq!(s.offset_of(&b[100..200]), Some(100));
-        assert_eq!(s.offset_of(&b[b.len() - 1..]), Some(b.len() as u64 - 1));
-        assert_eq!(s.offset_of(&b[5..5]), None);
-        // The same bytes held elsewhere are not the sealed body's.
-        let copy = b.to_vec();
-        assert_eq!(s.offset_of(&copy), None);
-        assert_eq!(s.offset_of(&copy[100..200]), None);
     }
 
     /// A head and a sealed body written as hyper writes them (advancing over what each write

@@ -2,7 +2,7 @@
 //! being served ([`snapshot`], opened by [`open`]), each run's derived raw data with its memory
 //! cache, single flight and persisting ([`derived`], over [`raw_files`]), the prefetch jobs
 //! ([`prefetch`]), fitted models ([`fits`]), and the leaderboard's files ([`leaderboard`]) with
-//! their compressed forms ([`coding`]).
+//! their compressed forms ([`coding`]) and sealed files ([`sealed`]).
 //!
 //! Layer: below `http` (and `main`/`config`), above `engine`, `rawtree`, `rawfile` and `store`,
 //! which it uses; it imports nothing above it. This file only declares and re-exports.
@@ -19,6 +19,7 @@ pub mod open;
 pub mod prefetch;
 pub mod raw_files;
 pub mod reload;
+pub mod sealed;
 pub mod snapshot;
 pub mod sql;
 pub mod sql_tables;

@@ -218,8 +218,8 @@ impl Answers {
 
 /// A large answer asked for again is sent from its sealed file (`http::sendfile`): the same bytes
 /// as when it was computed and copied, on one connection and pipelined, with HEAD requests
-/// among them, through a client that reads late, and after a client that left mid-answer; the
-/// bytes sent from the file are counted in /metrics.
+/// among them, through a client that reads late, and after a client that left mid-answer; so is
+/// a leaderboard file; the bytes sent from the files are counted in /metrics.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_asked_for_again_are_sent_whole_from_their_sealed_files() {
     let (addr, stop, task) = server(ConnectionOptions::default()).await;
@@ -299,8 +299,22 @@ async fn answers_asked_for_again_are_sent_whole_from_their_sealed_files() {
         assert!(body == first, "the same bytes, read late");
     }
 
+    // A leaderboard file is sent from its file from the first time.
+    let lb = format!("GET /leaderboard/data/tasks/gpqa.json HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    one.stream
+        .write_all(format!("{lb}{lb}").as_bytes())
+        .await
+        .unwrap();
+    let (status, _, file) = one.next(false).await;
+    assert_eq!(status, 200);
+    let tasks: serde_json::Value = serde_json::from_slice(&file).unwrap();
+    assert!(tasks.is_object(), "{tasks}");
+    assert!(file.len() > 32 * 1024, "{}", file.len());
+    assert!(one.next(false).await.2 == file, "the same bytes");
+
     // The third and later answers of the first connection (four) and the late client's two were
-    // sent from the file, and the one that left all or part of its answer.
+    // sent from the file, and the one that left all or part of its answer; and the leaderboard
+    // file twice.
     one.stream
         .write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
         .await
@@ -308,10 +322,10 @@ async fn answers_asked_for_again_are_sent_whole_from_their_sealed_files() {
     let (_, _, metrics) = one.next(false).await;
     let metrics = String::from_utf8(metrics).unwrap();
     let from_file = crate::common::counter(&metrics, "mlenergy_http_sent_from_file_bytes_total");
-    let len = first.len() as u64;
+    let (len, lb_len) = (first.len() as u64, file.len() as u64);
     assert!(
-        (6 * len..=7 * len).contains(&from_file),
-        "{from_file} of {len}"
+        (6 * len + 2 * lb_len..=7 * len + 2 * lb_len).contains(&from_file),
+        "{from_file} of {len} and {lb_len}"
     );
     assert!(crate::common::counter(&metrics, "mlenergy_http_sealed_answers") >= 1);
     drop(one);
