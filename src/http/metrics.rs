@@ -123,7 +123,7 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
     sealed.set(i64::try_from(super::sendfile::Sealed::open()).unwrap_or(i64::MAX));
     r.register(
         "mlenergy_http_sealed_answers",
-        "Answers asked for again kept in sealed memory files to be sent from, each holding a descriptor",
+        "Bodies kept in sealed memory files to be sent from (answers asked for again, the leaderboard's and frontend's files), each holding a descriptor",
         sealed,
     );
 

@@ -140,7 +140,7 @@ fn send(
     }
 }
 
-/// No body is sealed elsewhere than Linux (`seal`), so none is sent from a file.
+/// No body is sealed elsewhere than Linux (`service::sealed`), so none is sent from a file.
 #[cfg(not(target_os = "linux"))]
 fn send(
     _: &TcpStream,
