@@ -206,8 +206,12 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        let from_file = &self.stats.sent_from_file;
-        if let Some(sent) = sendfile::poll_send(&self.stream, &self.offered, from_file, cx, bufs) {
+        let sending = sendfile::Sending {
+            stream: &self.stream,
+            offered: &self.offered,
+            from_file: &self.stats.sent_from_file,
+        };
+        if let Some(sent) = sending.poll_send(cx, bufs) {
             return sent;
         }
         Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)

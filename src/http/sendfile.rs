@@ -12,7 +12,9 @@
 
 use std::io::IoSlice;
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 
@@ -36,77 +38,86 @@ pub fn from_file(resp: &mut Response, data: &Precompressed) {
 }
 
 /// The sealed body a connection's latest response offered, shared by its service and its stream.
+/// `held` tells whether the slot holds one, so that a write with nothing offered (most writes)
+/// takes no lock.
 #[derive(Default)]
-pub struct Offered(Mutex<Option<Arc<Sealed>>>);
+pub struct Offered {
+    held: AtomicBool,
+    slot: Mutex<Option<Arc<Sealed>>>,
+}
 
 impl Offered {
     pub fn offer(&self, sealed: Arc<Sealed>) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(sealed);
+        *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(sealed);
+        self.held.store(true, Release);
     }
 
     fn current(&self) -> Option<Arc<Sealed>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        if !self.held.load(Acquire) {
+            return None;
+        }
+        self.slot.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The body was sent to its end: the connection holds the file no longer.
     fn done(&self, sealed: &Arc<Sealed>) {
-        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if held.as_ref().is_some_and(|h| Arc::ptr_eq(h, sealed)) {
-            *held = None;
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.as_ref().is_some_and(|h| Arc::ptr_eq(h, sealed)) {
+            *slot = None;
+            self.held.store(false, Release);
         }
     }
 }
 
-/// Write `bufs` to `stream` as `poll_write_vectored` does, but a slice of the offered sealed body
-/// goes from its file: the slices before it are sent with `MSG_MORE` (the head and the body leave
-/// in the same segments), then the body's bytes with `sendfile`. `None` when no slice is the
-/// offered body's, for the caller to write them as usual. The body's bytes sent are added to
-/// `from_file`.
-pub fn poll_send(
-    stream: &TcpStream,
-    offered: &Offered,
-    from_file: &AtomicU64,
-    cx: &mut Context<'_>,
-    bufs: &[IoSlice<'_>],
-) -> Option<Poll<std::io::Result<usize>>> {
-    let sealed = offered.current()?;
-    let (i, offset) = bufs
-        .iter()
-        .enumerate()
-        .find_map(|(i, b)| sealed.offset_of(b).map(|o| (i, o)))?;
-    Some(poll_send_from(
-        stream,
-        (offered, from_file),
-        cx,
-        &sealed,
-        &bufs[..i],
-        offset,
-        bufs[i].len(),
-    ))
+/// A connection's stream as its writes see it: the socket, the body its service offered, and the
+/// count of the bytes sent from sealed files.
+pub struct Sending<'a> {
+    pub stream: &'a TcpStream,
+    pub offered: &'a Offered,
+    pub from_file: &'a AtomicU64,
 }
 
-fn poll_send_from(
-    stream: &TcpStream,
-    (offered, from_file): (&Offered, &AtomicU64),
-    cx: &mut Context<'_>,
-    sealed: &Arc<Sealed>,
-    head: &[IoSlice<'_>],
-    offset: u64,
-    len: usize,
-) -> Poll<std::io::Result<usize>> {
-    loop {
-        ready!(stream.poll_write_ready(cx))?;
-        match stream.try_io(Interest::WRITABLE, || {
-            send(stream, head, sealed, offset, len)
-        }) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Poll::Ready(Err(e)),
-            Ok((n, body, finished)) => {
-                from_file.fetch_add(body as u64, Relaxed);
-                if finished {
-                    offered.done(sealed);
+impl Sending<'_> {
+    /// Write `bufs` as `poll_write_vectored` does, but a slice of the offered sealed body goes
+    /// from its file: the slices before it are sent with `MSG_MORE` (the head and the body leave
+    /// in the same segments), then the body's bytes with `sendfile`. `None` when no slice is the
+    /// offered body's, for the caller to write them as usual. The body's bytes sent are added to
+    /// `from_file`.
+    pub fn poll_send(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Option<Poll<std::io::Result<usize>>> {
+        let sealed = self.offered.current()?;
+        let (i, offset) = bufs
+            .iter()
+            .enumerate()
+            .find_map(|(i, b)| sealed.offset_of(b).map(|o| (i, o)))?;
+        Some(self.poll_send_from(cx, &sealed, &bufs[..i], offset, bufs[i].len()))
+    }
+
+    fn poll_send_from(
+        &self,
+        cx: &mut Context<'_>,
+        sealed: &Arc<Sealed>,
+        head: &[IoSlice<'_>],
+        offset: u64,
+        len: usize,
+    ) -> Poll<std::io::Result<usize>> {
+        loop {
+            ready!(self.stream.poll_write_ready(cx))?;
+            match self.stream.try_io(Interest::WRITABLE, || {
+                send(self.stream, head, sealed, offset, len)
+            }) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+                Ok((n, body, finished)) => {
+                    self.from_file.fetch_add(body as u64, Relaxed);
+                    if finished {
+                        self.offered.done(sealed);
+                    }
+                    return Poll::Ready(Ok(n));
                 }
-                return Poll::Ready(Ok(n));
             }
         }
     }
@@ -184,6 +195,11 @@ mod tests {
         let offered = Offered::default();
         offered.offer(s.clone());
         let from_file = AtomicU64::new(0);
+        let sending = Sending {
+            stream: &server,
+            offered: &offered,
+            from_file: &from_file,
+        };
         let head = b"HTTP/1.1 200 OK\r\ncontent-length: 1048576\r\n\r\n";
         let (mut written, mut writes) = (0, 0);
         while written < head.len() + b.len() {
@@ -192,11 +208,10 @@ mod tests {
             } else {
                 vec![IoSlice::new(&b[written - head.len()..])]
             };
-            let n = std::future::poll_fn(|cx| {
-                poll_send(&server, &offered, &from_file, cx, &bufs).expect("the offered body")
-            })
-            .await
-            .unwrap();
+            let n =
+                std::future::poll_fn(|cx| sending.poll_send(cx, &bufs).expect("the offered body"))
+                    .await
+                    .unwrap();
             assert!(n > 0);
             written += n;
             writes += 1;
@@ -205,10 +220,8 @@ mod tests {
         // Sent to its end: the connection holds the file no longer, and writes go as usual.
         assert!(offered.current().is_none());
         let other = [IoSlice::new(&b)];
-        let left = std::future::poll_fn(|cx| {
-            Poll::Ready(poll_send(&server, &offered, &from_file, cx, &other).is_none())
-        })
-        .await;
+        let left =
+            std::future::poll_fn(|cx| Poll::Ready(sending.poll_send(cx, &other).is_none())).await;
         assert!(left);
         drop(server);
         let got = client.await.unwrap();

@@ -56,8 +56,18 @@ async fn server(
 
 /// Read one answer (head and a Content-Length body) from a kept-alive connection.
 async fn answer(s: &mut TcpStream) -> (u16, String) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
+    let (status, _, body) = read_answer(s, &mut Vec::new(), false).await;
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// Read the next answer from `s`, `buf` holding the bytes read past the last one: its status,
+/// head and Content-Length body (none for a HEAD); the bytes after it are kept in `buf`.
+async fn read_answer(
+    s: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    head_only: bool,
+) -> (u16, String, Vec<u8>) {
+    let mut chunk = [0u8; 16384];
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
@@ -65,10 +75,12 @@ async fn answer(s: &mut TcpStream) -> (u16, String) {
                 .lines()
                 .find_map(|l| l.strip_prefix("content-length:"))
                 .map_or(0, |v| v.trim().parse().unwrap());
+            let len = if head_only { 0 } else { len };
             if buf.len() >= end + 4 + len {
                 let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-                let body = String::from_utf8_lossy(&buf[end + 4..end + 4 + len]).into_owned();
-                return (status, body);
+                let body = buf[end + 4..end + 4 + len].to_vec();
+                buf.drain(..end + 4 + len);
+                return (status, head, body);
             }
         }
         let n = tokio::time::timeout(Duration::from_secs(10), s.read(&mut chunk))
@@ -78,7 +90,7 @@ async fn answer(s: &mut TcpStream) -> (u16, String) {
         assert!(
             n > 0,
             "closed before the answer: {}",
-            String::from_utf8_lossy(&buf)
+            String::from_utf8_lossy(buf)
         );
         buf.extend_from_slice(&chunk[..n]);
     }
@@ -190,29 +202,7 @@ struct Answers {
 
 impl Answers {
     async fn next(&mut self, head_only: bool) -> (u16, String, Vec<u8>) {
-        let mut chunk = [0u8; 16384];
-        loop {
-            if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&self.buf[..end]).to_ascii_lowercase();
-                let len: usize = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .map_or(0, |v| v.trim().parse().unwrap());
-                let len = if head_only { 0 } else { len };
-                if self.buf.len() >= end + 4 + len {
-                    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-                    let body = self.buf[end + 4..end + 4 + len].to_vec();
-                    self.buf.drain(..end + 4 + len);
-                    return (status, head, body);
-                }
-            }
-            let n = tokio::time::timeout(Duration::from_secs(10), self.stream.read(&mut chunk))
-                .await
-                .expect("an answer within 10 s")
-                .unwrap();
-            assert!(n > 0, "closed before the answer");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
+        read_answer(&mut self.stream, &mut self.buf, head_only).await
     }
 }
 
