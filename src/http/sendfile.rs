@@ -22,17 +22,24 @@ use axum::response::Response;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-use crate::service::coding::Precompressed;
+use crate::service::coding::Coding;
 pub use crate::service::sealed::Sealed;
 
 /// A response extension: its body (or the body in its identity coding) is this sealed body's.
 #[derive(Clone)]
 pub struct SendFrom(pub Arc<Sealed>);
 
-/// `resp`, whose body is `data`'s identity body, to be sent from `data`'s sealed file (if it has
-/// one: large enough, and a descriptor to spare).
-pub fn from_file(resp: &mut Response, data: &Precompressed) {
-    if let Some(sealed) = data.sealed() {
+/// `resp`, whose body goes in `coding`, to be sent from its sealed file when it goes uncompressed:
+/// `sealed` gives the identity body's file (none when it is too small or no descriptor was to
+/// spare), asked for only then. Only identity bodies are sealed.
+pub fn from_file(
+    resp: &mut Response,
+    coding: Coding,
+    sealed: impl FnOnce() -> Option<Arc<Sealed>>,
+) {
+    if coding == Coding::Identity
+        && let Some(sealed) = sealed()
+    {
         resp.extensions_mut().insert(SendFrom(sealed));
     }
 }

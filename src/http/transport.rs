@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
 use super::answer::{CachedAnswer, Kept};
-use super::sendfile::{Sealed, SendFrom};
+use super::sendfile::Sealed;
 use super::state::AppState;
 use crate::service::coding::{Coding, Effort};
 
@@ -284,11 +284,7 @@ async fn from_kept(kept: &Kept, coding: Coding, stem: &str) -> Response {
     if let Ok(v) = HeaderValue::from_str(&format!("\"{stem}{}\"", sent.etag_suffix())) {
         h.insert(header::ETAG, v);
     }
-    if sent == Coding::Identity
-        && let Some(sealed) = &kept.sealed
-    {
-        resp.extensions_mut().insert(SendFrom(sealed.clone()));
-    }
+    super::sendfile::from_file(&mut resp, sent, || kept.sealed.clone());
     resp
 }
 

@@ -17,7 +17,6 @@ use super::error::AppError;
 use super::leaderboard::file_response;
 use super::state::AppState;
 use super::transport::choose_coding;
-use crate::service::coding::Coding;
 use crate::service::static_site::{Freshness, StaticFile, StaticSite};
 
 /// The routes of the frontend's files (none when no site is configured).
@@ -67,10 +66,7 @@ async fn file(
 
 fn respond(state: &AppState, f: &StaticFile, headers: &HeaderMap) -> Response {
     let (body, coding, done) = f.body(choose_coding(headers));
-    let mut resp = file_response(body, coding, done, &f.content_type, &f.etag);
-    if coding == Coding::Identity {
-        super::sendfile::from_file(&mut resp, &f.data);
-    }
+    let mut resp = file_response(body, coding, done, &f.data, &f.content_type, &f.etag);
     let h = resp.headers_mut();
     let cache = match f.freshness {
         Freshness::Immutable => "public, max-age=31536000, immutable".to_string(),
