@@ -5,14 +5,14 @@
 //! bytes compressed once.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
 use super::answer::with_warnings;
 use super::error::AppError;
 use super::state::{ApiPath, AppState};
-use super::transport::choose_coding;
+use super::transport::Chosen;
 use crate::service::coding::{Coding, Precompressed};
 use crate::service::leaderboard::SiteFile;
 
@@ -61,7 +61,7 @@ pub fn site_file_response(file: &SiteFile, coding: Coding, content_type: &'stati
 }
 
 /// The file at `path` of the served snapshot's leaderboard, or 404 naming the files of its kind.
-async fn serve(state: &AppState, headers: &HeaderMap, path: String) -> Result<Response, AppError> {
+async fn serve(state: &AppState, coding: Coding, path: String) -> Result<Response, AppError> {
     let snapshot = state.service.snapshot();
     let site = state.service.leaderboard_site(&snapshot);
     match state
@@ -69,11 +69,7 @@ async fn serve(state: &AppState, headers: &HeaderMap, path: String) -> Result<Re
         .leaderboard_file(&site, &snapshot, &path)
         .await?
     {
-        Some(file) => Ok(site_file_response(
-            &file,
-            choose_coding(headers),
-            "application/json",
-        )),
+        Some(file) => Ok(site_file_response(&file, coding, "application/json")),
         None => {
             let (dir, name) = path.split_once('/').unwrap_or(("", &path));
             let allowed = site
@@ -99,9 +95,9 @@ async fn serve(state: &AppState, headers: &HeaderMap, path: String) -> Result<Re
 )]
 pub async fn index(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    Chosen(coding): Chosen,
 ) -> Result<Response, AppError> {
-    serve(&state, &headers, "index.json".into()).await
+    serve(&state, coding, "index.json".into()).await
 }
 
 /// A task's configurations: one per run (stable LLM runs; every diffusion run), in the
@@ -118,9 +114,9 @@ pub async fn index(
 pub async fn task(
     State(state): State<AppState>,
     ApiPath(file): ApiPath<String>,
-    headers: HeaderMap,
+    Chosen(coding): Chosen,
 ) -> Result<Response, AppError> {
-    serve(&state, &headers, format!("tasks/{file}")).await
+    serve(&state, coding, format!("tasks/{file}")).await
 }
 
 /// A (model, task) pair's configurations, with the LLM runs' output-length histograms.
@@ -136,9 +132,9 @@ pub async fn task(
 pub async fn model(
     State(state): State<AppState>,
     ApiPath(file): ApiPath<String>,
-    headers: HeaderMap,
+    Chosen(coding): Chosen,
 ) -> Result<Response, AppError> {
-    serve(&state, &headers, format!("models/{file}")).await
+    serve(&state, coding, format!("models/{file}")).await
 }
 
 /// `index.json` under `/data/` (a proxy that strips `/leaderboard`).
@@ -150,9 +146,9 @@ pub async fn model(
 )]
 pub async fn bare_index(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    Chosen(coding): Chosen,
 ) -> Result<Response, AppError> {
-    serve(&state, &headers, "index.json".into()).await
+    serve(&state, coding, "index.json".into()).await
 }
 
 /// A task file under `/data/`.
@@ -168,9 +164,9 @@ pub async fn bare_index(
 pub async fn bare_task(
     State(state): State<AppState>,
     ApiPath(file): ApiPath<String>,
-    headers: HeaderMap,
+    Chosen(coding): Chosen,
 ) -> Result<Response, AppError> {
-    serve(&state, &headers, format!("tasks/{file}")).await
+    serve(&state, coding, format!("tasks/{file}")).await
 }
 
 /// A model file under `/data/`.
@@ -186,7 +182,7 @@ pub async fn bare_task(
 pub async fn bare_model(
     State(state): State<AppState>,
     ApiPath(file): ApiPath<String>,
-    headers: HeaderMap,
+    Chosen(coding): Chosen,
 ) -> Result<Response, AppError> {
-    serve(&state, &headers, format!("models/{file}")).await
+    serve(&state, coding, format!("models/{file}")).await
 }

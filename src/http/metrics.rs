@@ -24,11 +24,10 @@ use crate::engine::Domain;
 /// Count a request (the outermost of the service's own layers, so shed and refused requests
 /// count too).
 pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_string(), |m| m.as_str().to_string());
-    let method = req.method().as_str().to_string();
+    // The template and method are read before the request moves on (the template is shared, not
+    // copied: a clone of an `Arc`).
+    let route = req.extensions().get::<MatchedPath>().cloned();
+    let method = req.method().clone();
     let m = &state.metrics;
     m.start();
     let started = Instant::now();
@@ -42,8 +41,8 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
                 .and_then(|v| v.parse::<u64>().ok())
         });
     m.finish(
-        route,
-        method,
+        route.as_ref().map_or("unmatched", MatchedPath::as_str),
+        method.as_str(),
         resp.status().as_u16(),
         started.elapsed(),
         known,

@@ -33,6 +33,7 @@ pub mod predict;
 pub mod prefetch;
 pub mod problems;
 pub mod raw_file;
+pub mod request_id;
 pub mod request_metrics;
 pub mod runs;
 pub mod sendfile;
@@ -50,7 +51,6 @@ use axum::response::{IntoResponse, Response};
 use tower_http::LatencyUnit;
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -58,9 +58,8 @@ use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
 pub use self::error::AppError;
+use self::request_id::{REQUEST_ID, RequestIdLayer};
 pub use self::state::{AppState, HttpOptions, Limits};
-
-const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The OpenAPI document and the API routes, from the same annotations. Every route reads a body
 /// of at most `guard.max_body_bytes` but the ITL mixture fit, whose samples may take
@@ -185,9 +184,8 @@ pub fn app(state: AppState) -> Router {
         // more CPU).
         .layer(
             tower::ServiceBuilder::new()
-                .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+                .layer(RequestIdLayer)
                 .layer(trace)
-                .layer(PropagateRequestIdLayer::new(REQUEST_ID))
                 .layer(cors)
                 .layer(axum::middleware::from_fn_with_state(
                     state.clone(),
@@ -228,14 +226,17 @@ pub fn app(state: AppState) -> Router {
 /// when none is named (a public read-only data API); the headers a client reads exposed.
 fn cors(origins: &[String]) -> CorsLayer {
     use axum::http::{Method, header};
-    let allow = if origins.is_empty() {
-        AllowOrigin::any()
+    // With a list, the answer names the origin it allows, so it varies with the request's
+    // `Origin` (and a preflight's with its method and headers); with any origin it is the same
+    // for all of them, and a `Vary` would only split a shared cache's copies by origin.
+    let cors = if origins.is_empty() {
+        CorsLayer::new().allow_origin(AllowOrigin::any()).vary([])
     } else {
-        AllowOrigin::list(origins.iter().filter_map(|o| o.parse().ok()))
+        CorsLayer::new().allow_origin(AllowOrigin::list(
+            origins.iter().filter_map(|o| o.parse().ok()),
+        ))
     };
-    CorsLayer::new()
-        .allow_origin(allow)
-        .allow_methods([Method::GET, Method::HEAD, Method::POST])
+    cors.allow_methods([Method::GET, Method::HEAD, Method::POST])
         .allow_headers([header::ACCEPT, header::CONTENT_TYPE, header::IF_NONE_MATCH])
         .expose_headers([
             header::ETAG,

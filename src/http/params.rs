@@ -775,15 +775,18 @@ impl Params {
                 });
             }
             let key = canonical(domain, &k).unwrap_or_else(|| k.to_string());
-            given_as.entry(key.clone()).or_insert_with(|| k.to_string());
+            // The name a parameter was first given as, kept only when it is not the canonical one
+            // (`name` falls back to the key).
+            if k != key.as_str() && !values.contains_key(&key) {
+                given_as.insert(key.clone(), k.to_string());
+            }
             // An item of white space alone (` `, U+0085) is no empty item: a list parameter
             // refuses it (an empty one is skipped, as the document says).
-            let items: Vec<&str> = v.split(',').collect();
-            if items.iter().any(|s| !s.is_empty() && s.trim().is_empty()) {
+            if v.split(',').any(|s| !s.is_empty() && s.trim().is_empty()) {
                 blank.insert(key.clone());
             }
-            let entry = values.entry(key).or_default();
-            entry.extend(items.iter().map(|s| s.trim().to_string()));
+            let entry: &mut Vec<String> = values.entry(key).or_default();
+            entry.extend(v.split(',').map(|s| s.trim().to_string()));
         }
         Ok(Params {
             values,
@@ -934,6 +937,13 @@ impl Params {
             }
         }
         for (p, _) in numeric_filters(domain) {
+            // Most requests name few filters: one none of whose parameters (`p`, `p_min`,
+            // `p_max`, all sorted from `p` on) is given is passed before its bounds are named.
+            let from_p = (std::ops::Bound::Included(*p), std::ops::Bound::Unbounded);
+            let mut named = self.values.range::<str, _>(from_p);
+            if !named.next().is_some_and(|(k, _)| k.starts_with(*p)) {
+                continue;
+            }
             let (min_key, max_key) = (format!("{p}_min"), format!("{p}_max"));
             let exact = self.values.get(*p);
             let (min, max) = (self.single(&min_key)?, self.single(&max_key)?);

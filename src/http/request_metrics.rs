@@ -2,6 +2,8 @@
 //! template, method and status, latency to the answer's head, body bytes, requests in flight.
 //! Part of the state; it imports nothing of the HTTP layer.
 
+use std::collections::HashSet;
+use std::sync::{LazyLock, RwLock};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -13,14 +15,41 @@ use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    route: String,
-    method: String,
+    route: &'static str,
+    method: &'static str,
     status: u16,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabel {
-    route: String,
+    route: &'static str,
+}
+
+/// The route templates counted so far, each kept once for the life of the process: a label of a
+/// request costs a lookup, not an allocation. The router's templates are a fixed set (requests
+/// that match none count as `unmatched`), so the set stays as small as the router.
+static ROUTES: LazyLock<RwLock<HashSet<&'static str>>> = LazyLock::new(RwLock::default);
+
+fn route_label(route: &str) -> &'static str {
+    if let Some(kept) = ROUTES.read().unwrap_or_else(|e| e.into_inner()).get(route) {
+        return kept;
+    }
+    let mut routes = ROUTES.write().unwrap_or_else(|e| e.into_inner());
+    if let Some(kept) = routes.get(route) {
+        return kept;
+    }
+    let kept: &'static str = Box::leak(route.into());
+    routes.insert(kept);
+    kept
+}
+
+/// A method's label: its name for the methods of RFC 9110 and PATCH, `other` for any other
+/// (a client names its method freely; the families stay bounded).
+fn method_label(method: &str) -> &'static str {
+    const KNOWN: [&str; 9] = [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+    ];
+    KNOWN.into_iter().find(|m| *m == method).unwrap_or("other")
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -95,16 +124,16 @@ impl Metrics {
     /// A request's answer head is ready: count it.
     pub fn finish(
         &self,
-        route: String,
-        method: String,
+        route: &str,
+        method: &str,
         status: u16,
         elapsed: Duration,
         body_bytes: Option<u64>,
     ) {
         self.in_flight.dec();
-        let label = RouteLabel {
-            route: route.clone(),
-        };
+        let route = route_label(route);
+        let method = method_label(method);
+        let label = RouteLabel { route };
         self.latency
             .get_or_create(&label)
             .observe(elapsed.as_secs_f64());

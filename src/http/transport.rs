@@ -30,9 +30,26 @@ pub const SNAPSHOT_ID: axum::http::HeaderName =
 const FORWARDED_PROTO: axum::http::HeaderName =
     axum::http::HeaderName::from_static("x-forwarded-proto");
 
-/// The coding chosen for a request, for the layers inside `transport`.
+/// The coding chosen for a request, for the layers inside `transport`. As a handler's argument:
+/// that coding, or, for a request that did not pass through `transport`, the one its
+/// `Accept-Encoding` asks for (read without copying the request's headers).
 #[derive(Debug, Clone, Copy)]
 pub struct Chosen(pub Coding);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Chosen {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(parts
+            .extensions
+            .get::<Chosen>()
+            .copied()
+            .unwrap_or_else(|| Chosen(choose_coding(&parts.headers))))
+    }
+}
 
 /// How a path's answers may be cached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,12 +131,26 @@ fn none_match(headers: &HeaderMap, tag: &str) -> bool {
 
 /// The `Cache-Control` of an answer of the snapshot.
 fn cache_control(state: &AppState, pinned: bool) -> HeaderValue {
-    let text = if pinned {
-        "public, max-age=31536000, immutable".to_string()
+    if pinned {
+        IMMUTABLE
     } else {
-        format!("public, max-age={}", state.http.max_age)
-    };
-    HeaderValue::from_str(&text).expect("ASCII")
+        max_age(state.http.max_age)
+    }
+}
+
+/// The `Cache-Control` of what never changes: a pinned snapshot's answers, the frontend's
+/// hashed assets.
+pub const IMMUTABLE: HeaderValue = HeaderValue::from_static("public, max-age=31536000, immutable");
+
+/// `Cache-Control: public, max-age=<seconds>`, written on the stack (this is on every answer).
+pub fn max_age(seconds: u32) -> HeaderValue {
+    const HEAD: &[u8] = b"public, max-age=";
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(seconds).as_bytes();
+    let mut text = [0u8; HEAD.len() + 10];
+    text[..HEAD.len()].copy_from_slice(HEAD);
+    text[HEAD.len()..][..digits.len()].copy_from_slice(digits);
+    HeaderValue::from_bytes(&text[..HEAD.len() + digits.len()]).expect("ASCII")
 }
 
 /// `resp` as a 304: no body, the validators and caching headers kept.
@@ -366,15 +397,16 @@ impl tower_http::compression::Predicate for WorthCompressing {
 /// (ties: br, zstd, gzip), `*` standing for any coding it does not name; identity when it names
 /// none of ours, rates them all 0, or sends no header.
 pub fn choose_coding(headers: &HeaderMap) -> Coding {
-    let value = headers
+    // Each coding's first rating counts; the header's values are read in place (this runs for
+    // every request).
+    let mut named: [Option<f32>; 4] = [None; 4];
+    let mut star: Option<f32> = None;
+    let items = headers
         .get_all(header::ACCEPT_ENCODING)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .collect::<Vec<_>>()
-        .join(",");
-    let mut named: Vec<(Coding, f32)> = Vec::new();
-    let mut star: Option<f32> = None;
-    for item in value.split(',') {
+        .flat_map(|v| v.split(','));
+    for item in items {
         let mut parts = item.split(';');
         let token = parts.next().unwrap_or("").trim();
         let mut q = 1.0f32;
@@ -388,17 +420,10 @@ pub fn choose_coding(headers: &HeaderMap) -> Coding {
         if token == "*" {
             star = Some(q);
         } else if let Some(c) = Coding::from_token(token) {
-            named.push((c, q));
+            named[c as usize].get_or_insert(q);
         }
     }
-    let rate = |c: Coding| {
-        named
-            .iter()
-            .find(|(n, _)| *n == c)
-            .map(|(_, q)| *q)
-            .or(star)
-            .unwrap_or(0.0)
-    };
+    let rate = |c: Coding| named[c as usize].or(star).unwrap_or(0.0);
     let mut best = (Coding::Identity, 0.0f32);
     for c in Coding::COMPRESSED {
         let q = rate(c);

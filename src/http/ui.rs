@@ -9,14 +9,15 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderValue, header};
 use axum::response::{Redirect, Response};
 use axum::routing::get;
 
 use super::error::AppError;
 use super::leaderboard::file_response;
 use super::state::AppState;
-use super::transport::choose_coding;
+use super::transport::{Chosen, IMMUTABLE, max_age};
+use crate::service::coding::Coding;
 use crate::service::static_site::{Freshness, StaticFile, StaticSite};
 
 /// The routes of the frontend's files (none when no site is configured).
@@ -41,19 +42,19 @@ fn site(state: &AppState) -> Result<&Arc<StaticSite>, AppError> {
         .ok_or_else(|| AppError::NoRoute("/leaderboard/".into()))
 }
 
-async fn root(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, AppError> {
+async fn root(State(state): State<AppState>, Chosen(coding): Chosen) -> Result<Response, AppError> {
     let site = site(&state)?;
-    Ok(respond(&state, site.index(), &headers))
+    Ok(respond(&state, site.index(), coding))
 }
 
 async fn file(
     State(state): State<AppState>,
     Path(path): Path<String>,
-    headers: HeaderMap,
+    Chosen(coding): Chosen,
 ) -> Result<Response, AppError> {
     let site = site(&state)?;
     if let Some(f) = site.file(&path) {
-        return Ok(respond(&state, f, &headers));
+        return Ok(respond(&state, f, coding));
     }
     // The data's own paths never fall back to the page (an unknown data file is an error the
     // frontend must see); nor does a missing asset (a name with an extension).
@@ -61,20 +62,18 @@ async fn file(
     if path == "data" || path.starts_with("data/") || last.contains('.') {
         return Err(AppError::NoRoute(format!("/leaderboard/{path}")));
     }
-    Ok(respond(&state, site.index(), &headers))
+    Ok(respond(&state, site.index(), coding))
 }
 
-fn respond(state: &AppState, f: &StaticFile, headers: &HeaderMap) -> Response {
-    let (body, coding, done) = f.body(choose_coding(headers));
+fn respond(state: &AppState, f: &StaticFile, coding: Coding) -> Response {
+    let (body, coding, done) = f.body(coding);
     let mut resp = file_response(body, coding, done, &f.data, &f.content_type, &f.etag);
     let h = resp.headers_mut();
     let cache = match f.freshness {
-        Freshness::Immutable => "public, max-age=31536000, immutable".to_string(),
-        Freshness::Revalidate => "no-cache".to_string(),
-        Freshness::MaxAge => format!("public, max-age={}", state.http.max_age),
+        Freshness::Immutable => IMMUTABLE,
+        Freshness::Revalidate => HeaderValue::from_static("no-cache"),
+        Freshness::MaxAge => max_age(state.http.max_age),
     };
-    if let Ok(v) = HeaderValue::from_str(&cache) {
-        h.insert(header::CACHE_CONTROL, v);
-    }
+    h.insert(header::CACHE_CONTROL, cache);
     resp
 }

@@ -46,12 +46,18 @@ impl Coding {
     }
 
     pub fn from_token(token: &str) -> Option<Coding> {
-        Some(match token.trim().to_ascii_lowercase().as_str() {
-            "identity" => Coding::Identity,
-            "gzip" | "x-gzip" => Coding::Gzip,
-            "br" => Coding::Br,
-            "zstd" => Coding::Zstd,
-            _ => return None,
+        let token = token.trim();
+        let is = |name: &str| token.eq_ignore_ascii_case(name);
+        Some(if is("identity") {
+            Coding::Identity
+        } else if is("gzip") || is("x-gzip") {
+            Coding::Gzip
+        } else if is("br") {
+            Coding::Br
+        } else if is("zstd") {
+            Coding::Zstd
+        } else {
+            return None;
         })
     }
 }

@@ -263,6 +263,15 @@ async fn cors_from_any_origin_by_default() {
     for h in ["etag", "link", "x-total-count", "warning"] {
         assert!(exposed.contains(h), "{exposed}");
     }
+    // The same answer for every origin: it varies with the coding it is sent in, not the origin
+    // (a shared cache keeps one copy).
+    let vary: Vec<_> = r
+        .headers
+        .get_all("vary")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(vary, ["accept, accept-encoding"]);
     // A preflight (a conditional GET from a page sends If-None-Match).
     let p = app
         .request(
@@ -284,6 +293,7 @@ async fn cors_from_any_origin_by_default() {
             .contains("if-none-match")
     );
     assert_eq!(header(&p, "access-control-max-age"), "86400");
+    assert!(p.headers.get("vary").is_none(), "{:?}", p.headers);
     // Errors are readable too (a page can show the problem).
     let e = app
         .get_with("/v1/llm/runs?nope=1", &[("origin", "https://example.org")])
