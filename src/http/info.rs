@@ -130,8 +130,11 @@ pub struct LastReload {
 }
 
 /// The short id of a snapshot: the first 16 hex digits of its content digest.
-pub fn snapshot_id(content_id: &str) -> String {
-    content_id.chars().take(16).collect()
+pub fn snapshot_id(content_id: &str) -> &str {
+    content_id
+        .char_indices()
+        .nth(16)
+        .map_or(content_id, |(end, _)| &content_id[..end])
 }
 
 /// What is loaded.
@@ -176,10 +179,10 @@ pub async fn datasets(State(state): State<AppState>) -> Json<DatasetList> {
                 reason: r.reason.clone(),
             })
             .collect(),
-        snapshot: snapshot_id(&snapshot.content_id),
+        snapshot: snapshot_id(&snapshot.content_id).to_string(),
         last_reload: state.service.last_reload().map(|r| LastReload {
             at: humantime::format_rfc3339_millis(r.at).to_string(),
-            snapshot: snapshot_id(&r.content_id),
+            snapshot: snapshot_id(&r.content_id).to_string(),
             error: r.error,
         }),
     })
@@ -210,7 +213,7 @@ pub async fn reload(
         .await
         .map_err(AppError::ReloadFailed)?;
     Ok(Json(Reloaded {
-        snapshot: snapshot_id(&s.content_id),
+        snapshot: snapshot_id(&s.content_id).to_string(),
         llm_runs: s.llm.len(),
         diffusion_runs: s.diffusion.len(),
         loaded_at: humantime::format_rfc3339_millis(s.loaded_at).to_string(),

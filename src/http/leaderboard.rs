@@ -12,7 +12,7 @@ use bytes::Bytes;
 use super::answer::with_warnings;
 use super::error::AppError;
 use super::state::{ApiPath, AppState};
-use super::transport::Chosen;
+use super::transport::{Chosen, joined};
 use crate::service::coding::{Coding, Precompressed};
 use crate::service::leaderboard::SiteFile;
 
@@ -43,7 +43,7 @@ pub fn file_response(
     }
     let tag = etag.trim_end_matches('"');
     let interim = if done { "" } else { "-q" };
-    if let Ok(v) = HeaderValue::from_str(&format!("{tag}{}{interim}\"", coding.etag_suffix())) {
+    if let Some(v) = joined(&[tag, coding.etag_suffix(), interim, "\""]) {
         h.insert(header::ETAG, v);
     }
     h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));

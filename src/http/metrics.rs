@@ -21,8 +21,8 @@ use super::request_metrics::{DomainLabel, FromLabel, KindLabel, SnapshotLabels};
 use super::state::AppState;
 use crate::engine::Domain;
 
-/// Count a request (the outermost of the service's own layers, so shed and refused requests
-/// count too).
+/// Count a request, and admit it through the guard (the outermost of the service's own layers, so
+/// shed and refused requests count too).
 pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> Response {
     // The template and method are read before the request moves on (the template is shared, not
     // copied: a clone of an `Arc`).
@@ -31,7 +31,7 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     let m = &state.metrics;
     m.start();
     let started = Instant::now();
-    let resp = next.run(req).await;
+    let resp = super::guard::guard(&state, req, next).await;
     let known = axum::body::HttpBody::size_hint(resp.body())
         .exact()
         .or_else(|| {
@@ -176,7 +176,7 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         "mlenergy_snapshot",
         "The snapshot served",
         Info::new(SnapshotLabels {
-            snapshot: super::info::snapshot_id(&snapshot.content_id),
+            snapshot: super::info::snapshot_id(&snapshot.content_id).to_string(),
             source: snapshot.source.location.clone(),
             revision: snapshot.source.revision.clone().unwrap_or_default(),
         }),

@@ -187,13 +187,10 @@ pub fn app(state: AppState) -> Router {
                 .layer(RequestIdLayer)
                 .layer(trace)
                 .layer(cors)
+                // Counted, then admitted (or refused) by the guard.
                 .layer(axum::middleware::from_fn_with_state(
                     state.clone(),
                     metrics::record,
-                ))
-                .layer(axum::middleware::from_fn_with_state(
-                    state.clone(),
-                    guard::guard,
                 ))
                 // Cached answers in their kept compressed form; anything else compressed as it
                 // streams; the coding, entity tags and caching headers decided around both.

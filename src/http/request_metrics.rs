@@ -198,3 +198,21 @@ impl Metrics {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_route_is_kept_once_and_methods_beyond_the_known_ones_count_as_other() {
+        let first = route_label("/v1/{domain}/runs");
+        let again = route_label(&String::from("/v1/{domain}/runs"));
+        assert_eq!(first, "/v1/{domain}/runs");
+        assert!(std::ptr::eq(first, again), "the same kept text");
+        assert_ne!(route_label("/v1/{domain}/groups"), first);
+        assert_eq!(method_label("GET"), "GET");
+        assert_eq!(method_label("PATCH"), "PATCH");
+        assert_eq!(method_label("BREW"), "other");
+        assert_eq!(method_label("get"), "other", "methods are case-sensitive");
+    }
+}

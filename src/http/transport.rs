@@ -72,7 +72,8 @@ fn kind(path: &str) -> Kind {
     }
 }
 
-/// The digest of everything an answer of the snapshot depends on, hex.
+/// The stem of an answer's entity tag, and its key in the kept answers: `r-` and the digest of
+/// everything an answer of the snapshot depends on, hex.
 fn answer_tag(state: &AppState, content_id: &str, req: &Request) -> String {
     let mut h = Sha256::new();
     h.update(state.salt.as_bytes());
@@ -101,7 +102,10 @@ fn answer_tag(state: &AppState, content_id: &str, req: &Request) -> String {
         }
         h.update([0]);
     }
-    hex::encode(&h.finalize()[..16])
+    let mut stem = String::with_capacity(2 + 32);
+    stem.push_str("r-");
+    stem.push_str(&hex::encode(&h.finalize()[..16]));
+    stem
 }
 
 /// An entity tag without `W/`, quotes and a coding suffix (and the `-q` of a quick form sent
@@ -153,6 +157,22 @@ pub fn max_age(seconds: u32) -> HeaderValue {
     HeaderValue::from_bytes(&text[..HEAD.len() + digits.len()]).expect("ASCII")
 }
 
+/// A header's value made of `pieces` (an entity tag from its stem, coding and quotes), joined on
+/// the stack when they fit; `None` when they do not make a valid value.
+pub fn joined(pieces: &[&str]) -> Option<HeaderValue> {
+    let mut text = [0u8; 128];
+    let mut len = 0;
+    for piece in pieces {
+        let end = len + piece.len();
+        if end > text.len() {
+            return HeaderValue::from_str(&pieces.concat()).ok();
+        }
+        text[len..end].copy_from_slice(piece.as_bytes());
+        len = end;
+    }
+    HeaderValue::from_bytes(&text[..len]).ok()
+}
+
 /// `resp` as a 304: no body, the validators and caching headers kept.
 fn not_modified(resp: Response) -> Response {
     let (parts, _) = resp.into_parts();
@@ -187,7 +207,7 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
     req.extensions_mut().insert(Chosen(coding));
     let snapshot = state.service.snapshot();
     let snapshot_id =
-        HeaderValue::from_str(&super::info::snapshot_id(&snapshot.content_id)).expect("hex digits");
+        HeaderValue::from_str(super::info::snapshot_id(&snapshot.content_id)).expect("hex digits");
     if kind(req.uri().path()) == Kind::Volatile {
         let mut resp = next.run(req).await;
         let h = resp.headers_mut();
@@ -196,13 +216,13 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
         return resp;
     }
     let pinned = snapshot.source.pinned();
-    let stem = format!("r-{}", answer_tag(&state, &snapshot.content_id, &req));
+    let stem = answer_tag(&state, &snapshot.content_id, &req);
     drop(snapshot);
     let conditional = req.headers().contains_key(header::IF_NONE_MATCH);
     if conditional && none_match(req.headers(), &stem) {
         let mut resp = StatusCode::NOT_MODIFIED.into_response();
         let h = resp.headers_mut();
-        if let Ok(v) = HeaderValue::from_str(&format!("\"{stem}{}\"", coding.etag_suffix())) {
+        if let Some(v) = joined(&["\"", &stem, coding.etag_suffix(), "\""]) {
             h.insert(header::ETAG, v);
         }
         h.insert(header::CACHE_CONTROL, cache_control(&state, pinned));
@@ -233,7 +253,7 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
             .and_then(|v| v.to_str().ok())
             .and_then(Coding::from_token)
             .unwrap_or(Coding::Identity);
-        if let Ok(v) = HeaderValue::from_str(&format!("\"{stem}{}\"", sent.etag_suffix())) {
+        if let Some(v) = joined(&["\"", &stem, sent.etag_suffix(), "\""]) {
             h.insert(header::ETAG, v);
         }
         h.insert(
@@ -312,7 +332,7 @@ async fn from_kept(kept: &Kept, coding: Coding, stem: &str) -> Response {
         );
     }
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    if let Ok(v) = HeaderValue::from_str(&format!("\"{stem}{}\"", sent.etag_suffix())) {
+    if let Some(v) = joined(&["\"", stem, sent.etag_suffix(), "\""]) {
         h.insert(header::ETAG, v);
     }
     super::sendfile::from_file(&mut resp, sent, || kept.sealed.clone());
@@ -438,6 +458,24 @@ pub fn choose_coding(headers: &HeaderMap) -> Coding {
 mod tests {
     use super::*;
 
+    #[test]
+    fn joined_values_are_the_pieces_end_to_end_on_the_stack_or_not() {
+        let stem = "r-0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            joined(&["\"", stem, Coding::Br.etag_suffix(), "\""]).unwrap(),
+            "\"r-0123456789abcdef0123456789abcdef-br\""
+        );
+        let long = "x".repeat(200);
+        assert_eq!(
+            joined(&["\"", &long, "\""]).unwrap(),
+            format!("\"{long}\"").as_str()
+        );
+        assert_eq!(joined(&[]).unwrap(), "");
+        assert!(joined(&["a", "\n"]).is_none(), "not a valid value");
+        assert_eq!(max_age(0), "public, max-age=0");
+        assert_eq!(max_age(u32::MAX), "public, max-age=4294967295");
+    }
+
     fn pick(v: &str) -> Coding {
         let mut h = HeaderMap::new();
         h.insert(header::ACCEPT_ENCODING, v.parse().unwrap());
@@ -455,5 +493,12 @@ mod tests {
         assert_eq!(pick("identity"), Coding::Identity);
         assert_eq!(pick("deflate"), Coding::Identity);
         assert_eq!(pick("GZIP;Q=0.3"), Coding::Gzip);
+        assert_eq!(pick(" X-Gzip ;q=0.2"), Coding::Gzip);
+        // A coding's first rating counts; values on several lines are read as one list.
+        assert_eq!(pick("gzip;q=0.1, br;q=0.5, gzip;q=1"), Coding::Br);
+        let mut two = HeaderMap::new();
+        two.append(header::ACCEPT_ENCODING, "zstd;q=0.4".parse().unwrap());
+        two.append(header::ACCEPT_ENCODING, "gzip;q=0.9, zstd".parse().unwrap());
+        assert_eq!(choose_coding(&two), Coding::Gzip);
     }
 }

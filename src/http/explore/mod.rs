@@ -177,7 +177,7 @@ pub async fn home(
             let index = ApiIndex {
                 service: "mlenergy-server",
                 version: env!("CARGO_PKG_VERSION"),
-                snapshot: super::info::snapshot_id(&snapshot.content_id),
+                snapshot: super::info::snapshot_id(&snapshot.content_id).to_string(),
                 runs: Domain::ALL
                     .iter()
                     .map(|&d| (d.as_str().to_string(), snapshot.table(d).len()))
@@ -207,7 +207,7 @@ pub async fn home(
                 origin: origin.clone(),
                 source: snapshot.source.location.clone(),
                 revision: snapshot.source.revision.clone(),
-                snapshot: super::info::snapshot_id(&snapshot.content_id),
+                snapshot: super::info::snapshot_id(&snapshot.content_id).to_string(),
                 loaded_at: humantime::format_rfc3339_seconds(snapshot.loaded_at).to_string(),
                 domains: Domain::ALL
                     .iter()
@@ -260,7 +260,7 @@ fn page(
         pages::page(
             &Chrome {
                 title,
-                snapshot: &super::info::snapshot_id(&snapshot.content_id),
+                snapshot: super::info::snapshot_id(&snapshot.content_id),
                 source: &snapshot.source.location,
             },
             content,
