@@ -102,9 +102,11 @@ fn answer_tag(state: &AppState, content_id: &str, req: &Request) -> String {
         }
         h.update([0]);
     }
-    let mut stem = String::with_capacity(2 + 32);
+    let mut digits = [0u8; 32];
+    hex::encode_to_slice(&h.finalize()[..16], &mut digits).expect("two digits a byte");
+    let mut stem = String::with_capacity(2 + digits.len());
     stem.push_str("r-");
-    stem.push_str(&hex::encode(&h.finalize()[..16]));
+    stem.push_str(std::str::from_utf8(&digits).expect("hex digits"));
     stem
 }
 
