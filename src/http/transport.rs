@@ -175,6 +175,11 @@ pub fn joined(pieces: &[&str]) -> Option<HeaderValue> {
     HeaderValue::from_bytes(&text[..len]).ok()
 }
 
+/// The entity tag of an answer whose tag stem is `stem`, sent in `coding`.
+fn answer_etag(stem: &str, coding: Coding) -> Option<HeaderValue> {
+    joined(&["\"", stem, coding.etag_suffix(), "\""])
+}
+
 /// `resp` as a 304: no body, the validators and caching headers kept.
 fn not_modified(resp: Response) -> Response {
     let (parts, _) = resp.into_parts();
@@ -224,7 +229,7 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
     if conditional && none_match(req.headers(), &stem) {
         let mut resp = StatusCode::NOT_MODIFIED.into_response();
         let h = resp.headers_mut();
-        if let Some(v) = joined(&["\"", &stem, coding.etag_suffix(), "\""]) {
+        if let Some(v) = answer_etag(&stem, coding) {
             h.insert(header::ETAG, v);
         }
         h.insert(header::CACHE_CONTROL, cache_control(&state, pinned));
@@ -255,7 +260,7 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
             .and_then(|v| v.to_str().ok())
             .and_then(Coding::from_token)
             .unwrap_or(Coding::Identity);
-        if let Some(v) = joined(&["\"", &stem, sent.etag_suffix(), "\""]) {
+        if let Some(v) = answer_etag(&stem, sent) {
             h.insert(header::ETAG, v);
         }
         h.insert(
@@ -334,7 +339,7 @@ async fn from_kept(kept: &Kept, coding: Coding, stem: &str) -> Response {
         );
     }
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    if let Some(v) = joined(&["\"", stem, sent.etag_suffix(), "\""]) {
+    if let Some(v) = answer_etag(stem, sent) {
         h.insert(header::ETAG, v);
     }
     super::sendfile::from_file(&mut resp, sent, || kept.sealed.clone());
