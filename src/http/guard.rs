@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::extract::Request;
 use axum::http::{HeaderMap, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::AppError;
@@ -51,10 +50,13 @@ pub fn costly(path: &str) -> bool {
         || path.contains("/raw/")
 }
 
-/// The guard (see the module header), run by `metrics::record` inside its count: one layer for
-/// both, since each of axum's middleware layers boxes its future and its next service and clones
-/// the services below it for every request.
-pub async fn guard(state: &AppState, req: Request, next: Next) -> Response {
+/// The guard (see the module header), run by `metrics::record` inside its count (`front`); `next`
+/// answers an admitted request.
+pub async fn guard<F: Future<Output = Response>>(
+    state: &AppState,
+    req: Request,
+    next: impl FnOnce(Request) -> F,
+) -> Response {
     let o = &state.http.guard;
     let target = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
     if target > o.max_uri_bytes {
@@ -76,7 +78,7 @@ pub async fn guard(state: &AppState, req: Request, next: Next) -> Response {
     }
     // Probes are never shed: an overloaded replica is still alive, and says whether it is ready.
     if matches!(req.uri().path(), "/healthz" | "/readyz" | "/metrics") {
-        return next.run(req).await;
+        return next(req).await;
     }
     if let (Some(limit), Some(client)) = (o.rate_per_ip, client_ip(&req, o))
         && let Err(wait) = state.rates.take(client, limit)
@@ -93,7 +95,7 @@ pub async fn guard(state: &AppState, req: Request, next: Next) -> Response {
     // A reload is how an operator gets out of trouble: never shed (it is an admin action, behind
     // the token beyond loopback), though still under the time limit.
     if req.uri().path() == "/v1/admin/reload" {
-        return within(o.request_timeout, next.run(req)).await;
+        return within(o.request_timeout, next(req)).await;
     }
     let in_flight = state.in_flight.clone();
     let Some(_all) = take(&in_flight.all, o.max_in_flight) else {
@@ -117,7 +119,7 @@ pub async fn guard(state: &AppState, req: Request, next: Next) -> Response {
     } else {
         None
     };
-    within(o.request_timeout, next.run(req)).await
+    within(o.request_timeout, next(req)).await
 }
 
 /// The answer, or 504 when it takes longer than `limit` (the work is dropped).

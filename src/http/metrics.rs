@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
@@ -21,9 +20,13 @@ use super::request_metrics::{DomainLabel, FromLabel, KindLabel, SnapshotLabels};
 use super::state::AppState;
 use crate::engine::Domain;
 
-/// Count a request, and admit it through the guard (the outermost of the service's own layers, so
-/// shed and refused requests count too).
-pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> Response {
+/// Count a request answered by `next` (the guard and what it admits, in `front`: the outermost of
+/// the service's own work, so shed and refused requests count too).
+pub async fn record<F: Future<Output = Response>>(
+    state: &AppState,
+    req: Request,
+    next: impl FnOnce(Request) -> F,
+) -> Response {
     // The template and method are read before the request moves on (the template is shared, not
     // copied: a clone of an `Arc`).
     let route = req.extensions().get::<MatchedPath>().cloned();
@@ -31,7 +34,7 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     let m = &state.metrics;
     m.start();
     let started = Instant::now();
-    let resp = super::guard::guard(&state, req, next).await;
+    let resp = next(req).await;
     let known = axum::body::HttpBody::size_hint(resp.body())
         .exact()
         .or_else(|| {

@@ -15,6 +15,7 @@ pub mod encode;
 pub mod error;
 pub mod explore;
 pub mod fits;
+pub mod front;
 pub mod frontier;
 pub mod groups;
 pub mod guard;
@@ -187,17 +188,10 @@ pub fn app(state: AppState) -> Router {
                 .layer(RequestIdLayer)
                 .layer(trace)
                 .layer(cors)
-                // Counted, then admitted (or refused) by the guard.
-                .layer(axum::middleware::from_fn_with_state(
-                    state.clone(),
-                    metrics::record,
-                ))
-                // Cached answers in their kept compressed form; anything else compressed as it
-                // streams; the coding, entity tags and caching headers decided around both.
-                .layer(axum::middleware::from_fn_with_state(
-                    state.clone(),
-                    transport::transport,
-                ))
+                // Counted, admitted (or refused) by the guard, and sent in its coding with its
+                // validators; cached answers in their kept compressed form, anything else
+                // compressed as it streams.
+                .layer(front::FrontLayer(state.clone()))
                 .layer(
                     CompressionLayer::new()
                         .gzip(true)
@@ -205,7 +199,6 @@ pub fn app(state: AppState) -> Router {
                         .zstd(true)
                         .compress_when(transport::WorthCompressing),
                 )
-                .layer(axum::middleware::from_fn(transport::precompressed))
                 // Every body is bounded before it is read (the ITL mixture fit's route sets its
                 // own, larger bound inside this one); the extension lets a refusal name the bound.
                 .layer(axum::Extension(state::BodyLimit(body_limit)))

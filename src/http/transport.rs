@@ -12,9 +12,8 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
@@ -72,9 +71,27 @@ fn kind(path: &str) -> Kind {
     }
 }
 
+/// `x-snapshot-id` for `snapshot`'s answers, made once per snapshot on each thread (a header
+/// value's clone shares its bytes; this is on every answer).
+fn snapshot_header(snapshot: &crate::service::snapshot::Snapshot) -> HeaderValue {
+    thread_local! {
+        static MADE: std::cell::RefCell<Option<(u64, HeaderValue)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    MADE.with_borrow_mut(|made| match made {
+        Some((generation, v)) if *generation == snapshot.generation => v.clone(),
+        _ => {
+            let v = HeaderValue::from_str(super::info::snapshot_id(&snapshot.content_id))
+                .expect("hex digits");
+            *made = Some((snapshot.generation, v.clone()));
+            v
+        }
+    })
+}
+
 /// The stem of an answer's entity tag, and its key in the kept answers: `r-` and the digest of
 /// everything an answer of the snapshot depends on, hex.
-fn answer_tag(state: &AppState, content_id: &str, req: &Request) -> String {
+fn answer_tag(state: &AppState, content_id: &str, req: &Request) -> Stem {
     let mut h = Sha256::new();
     h.update(state.salt.as_bytes());
     h.update([0]);
@@ -102,12 +119,21 @@ fn answer_tag(state: &AppState, content_id: &str, req: &Request) -> String {
         }
         h.update([0]);
     }
-    let mut digits = [0u8; 32];
-    hex::encode_to_slice(&h.finalize()[..16], &mut digits).expect("two digits a byte");
-    let mut stem = String::with_capacity(2 + digits.len());
-    stem.push_str("r-");
-    stem.push_str(std::str::from_utf8(&digits).expect("hex digits"));
-    stem
+    let mut text = [0u8; 34];
+    text[..2].copy_from_slice(b"r-");
+    hex::encode_to_slice(&h.finalize()[..16], &mut text[2..]).expect("two digits a byte");
+    Stem(text)
+}
+
+/// An answer's tag stem (`r-` and 32 hex digits), on the stack: made for every request.
+struct Stem([u8; 34]);
+
+impl std::ops::Deref for Stem {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("ASCII")
+    }
 }
 
 /// An entity tag without `W/`, quotes and a coding suffix (and the `-q` of a quick form sent
@@ -124,12 +150,11 @@ fn tag_stem(tag: &str) -> &str {
     t
 }
 
-/// Whether `If-None-Match` names `tag` (weak comparison, any coding of it) or is `*`.
-fn none_match(headers: &HeaderMap, tag: &str) -> bool {
+/// Whether the `If-None-Match` values name `tag` (weak comparison, any coding of it) or are `*`.
+fn none_match<'a>(values: impl IntoIterator<Item = &'a HeaderValue>, tag: &str) -> bool {
     let stem = tag_stem(tag);
-    headers
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
+    values
+        .into_iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .any(|t| t.trim() == "*" || tag_stem(t) == stem)
@@ -180,32 +205,47 @@ fn answer_etag(stem: &str, coding: Coding) -> Option<HeaderValue> {
     joined(&["\"", stem, coding.etag_suffix(), "\""])
 }
 
-/// `resp` as a 304: no body, the validators and caching headers kept.
+/// `resp` as a 304: no body, the validators and caching headers kept (moved, not copied).
 fn not_modified(resp: Response) -> Response {
-    let (parts, _) = resp.into_parts();
+    let (mut parts, _) = resp.into_parts();
     let mut out = StatusCode::NOT_MODIFIED.into_response();
-    for name in [
-        header::ETAG,
-        header::CACHE_CONTROL,
-        header::VARY,
-        header::CONTENT_LOCATION,
-        SNAPSHOT_ID,
-    ] {
-        for v in parts.headers.get_all(&name) {
-            out.headers_mut().append(name.clone(), v.clone());
+    let h = out.headers_mut();
+    h.reserve(KEPT_BY_304.len());
+    for name in KEPT_BY_304 {
+        if let header::Entry::Occupied(e) = parts.headers.entry(name) {
+            let (name, values) = e.remove_entry_mult();
+            for v in values {
+                h.append(&name, v);
+            }
         }
     }
     out
 }
 
-/// The outer transport layer (see the module header): choose the coding, answer a revalidation
-/// of an unchanged answer with 304 before any work, and put the entity tag, `Cache-Control` and
-/// `Vary` on answers of the snapshot.
-pub async fn transport(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    if req.method() != Method::GET && req.method() != Method::HEAD {
-        return next.run(req).await;
-    }
+/// The headers a 304 keeps of the answer it stands for.
+const KEPT_BY_304: [header::HeaderName; 5] = [
+    header::ETAG,
+    header::CACHE_CONTROL,
+    header::VARY,
+    header::CONTENT_LOCATION,
+    SNAPSHOT_ID,
+];
+
+/// How a request's answer travels (see the module header), `next` making it: choose the coding,
+/// answer a revalidation of an unchanged answer with 304 before any work, send an answer of the
+/// answer cache from its kept compressed form, and put the entity tag, `Cache-Control` and `Vary`
+/// on answers of the snapshot.
+pub async fn transport<F: Future<Output = Response>>(
+    state: &AppState,
+    mut req: Request,
+    next: impl FnOnce(Request) -> F,
+) -> Response {
     let coding = choose_coding(req.headers());
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        let mut resp = next(req).await;
+        precompressed(&mut resp, coding).await;
+        return resp;
+    }
     // The layers inside see exactly the chosen coding (tower-http's compression among them).
     req.headers_mut().insert(
         header::ACCEPT_ENCODING,
@@ -213,26 +253,25 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
     );
     req.extensions_mut().insert(Chosen(coding));
     let snapshot = state.service.snapshot();
-    let snapshot_id =
-        HeaderValue::from_str(super::info::snapshot_id(&snapshot.content_id)).expect("hex digits");
+    let snapshot_id = snapshot_header(&snapshot);
     if kind(req.uri().path()) == Kind::Volatile {
-        let mut resp = next.run(req).await;
+        let mut resp = next(req).await;
         let h = resp.headers_mut();
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         h.insert(SNAPSHOT_ID, snapshot_id);
         return resp;
     }
     let pinned = snapshot.source.pinned();
-    let stem = answer_tag(&state, &snapshot.content_id, &req);
+    let stem = answer_tag(state, &snapshot.content_id, &req);
     drop(snapshot);
     let conditional = req.headers().contains_key(header::IF_NONE_MATCH);
-    if conditional && none_match(req.headers(), &stem) {
+    if conditional && none_match(req.headers().get_all(header::IF_NONE_MATCH), &stem) {
         let mut resp = StatusCode::NOT_MODIFIED.into_response();
         let h = resp.headers_mut();
         if let Some(v) = answer_etag(&stem, coding) {
             h.insert(header::ETAG, v);
         }
-        h.insert(header::CACHE_CONTROL, cache_control(&state, pinned));
+        h.insert(header::CACHE_CONTROL, cache_control(state, pinned));
         h.insert(
             header::VARY,
             HeaderValue::from_static("accept, accept-encoding"),
@@ -245,11 +284,18 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
         state.cache.count_hit();
         return from_kept(&kept, coding, &stem).await;
     }
-    let request_headers = conditional.then(|| req.headers().clone());
-    let mut resp = next.run(req).await;
+    // Taken off the request (nothing inside reads them) for an answer that has a tag of its own.
+    let mut validators = Vec::new();
+    if conditional
+        && let header::Entry::Occupied(e) = req.headers_mut().entry(header::IF_NONE_MATCH)
+    {
+        validators.extend(e.remove_entry_mult().1);
+    }
+    let mut resp = next(req).await;
+    precompressed(&mut resp, coding).await;
     let ok = resp.status() == StatusCode::OK;
     let h = resp.headers_mut();
-    h.insert(SNAPSHOT_ID, snapshot_id.clone());
+    h.insert(SNAPSHOT_ID, snapshot_id);
     if !ok {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         return resp;
@@ -269,7 +315,7 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
         );
     }
     if !h.contains_key(header::CACHE_CONTROL) {
-        h.insert(header::CACHE_CONTROL, cache_control(&state, pinned));
+        h.insert(header::CACHE_CONTROL, cache_control(state, pinned));
     }
     if get
         && state.kept.enabled()
@@ -285,7 +331,7 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
             headers.remove(name);
         }
         state.kept.keep(
-            stem.clone(),
+            stem.to_string(),
             Kept {
                 answer: answer.clone(),
                 headers,
@@ -294,12 +340,12 @@ pub async fn transport(State(state): State<AppState>, mut req: Request, next: Ne
         );
     }
     // A tag of the answer's own (a file's digest) is checked now that it is known.
-    if let Some(request_headers) = request_headers
+    if !validators.is_empty()
         && let Some(tag) = resp
             .headers()
             .get(header::ETAG)
             .and_then(|v| v.to_str().ok())
-        && none_match(&request_headers, tag)
+        && none_match(&validators, tag)
     {
         return not_modified(resp);
     }
@@ -349,24 +395,18 @@ async fn from_kept(kept: &Kept, coding: Coding, stem: &str) -> Response {
 /// Answers smaller than this are sent as they are (a compressed form would save next to nothing).
 const MIN_COMPRESS: usize = 256;
 
-/// The inner transport layer: an answer from the answer cache is sent in the chosen coding from
-/// its kept compressed form (made on the first request for that coding), so the compression layer
-/// between the two passes it through.
-pub async fn precompressed(req: Request, next: Next) -> Response {
-    let coding = req
-        .extensions()
-        .get::<Chosen>()
-        .map_or(Coding::Identity, |c| c.0);
-    let mut resp = next.run(req).await;
+/// An answer of the answer cache in `coding`, from its kept compressed form (made on the first
+/// request for that coding); tower-http's compression, inside `transport`, passes these by.
+async fn precompressed(resp: &mut Response, coding: Coding) {
     if coding == Coding::Identity || resp.headers().contains_key(header::CONTENT_ENCODING) {
-        return resp;
+        return;
     }
     // Left on the response: `transport` keeps it for the next request of the same answer.
     let Some(CachedAnswer(e)) = resp.extensions().get::<CachedAnswer>().cloned() else {
-        return resp;
+        return;
     };
     if e.body.len() < MIN_COMPRESS {
-        return resp;
+        return;
     }
     let body = compressed(&e, coding).await;
     let h = resp.headers_mut();
@@ -376,13 +416,13 @@ pub async fn precompressed(req: Request, next: Next) -> Response {
     );
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
     *resp.body_mut() = Body::from(body);
-    resp
 }
 
 /// When tower-http's layer compresses a response (one not already compressed): anything of
 /// 256 bytes or more (or of a size not known in advance) but formats that are compressed already
-/// (Parquet, PNG and the like), event streams, and answers whose handler set their entity tag
-/// (sent in the coding it chose). SVG charts are text and are compressed.
+/// (Parquet, PNG and the like), event streams, answers whose handler set their entity tag
+/// (sent in the coding it chose) and answers of the answer cache (sent from their kept
+/// compressed form by `transport`). SVG charts are text and are compressed.
 #[derive(Debug, Clone, Copy)]
 pub struct WorthCompressing;
 
@@ -400,7 +440,9 @@ impl tower_http::compression::Predicate for WorthCompressing {
             return false;
         }
         // A handler that tags its answer (a file's digest) has chosen its coding already.
-        if response.headers().contains_key(header::ETAG) {
+        if response.headers().contains_key(header::ETAG)
+            || response.extensions().get::<CachedAnswer>().is_some()
+        {
             return false;
         }
         let ct = response

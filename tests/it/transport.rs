@@ -226,6 +226,30 @@ async fn leaderboard_files_travel_the_same_way() {
         let nm = app.get_with(uri, &[("if-none-match", &tag)]).await;
         assert_eq!(nm.status, 304);
         assert!(nm.body.is_empty());
+        // The file's tag named on the second of two lines, among others: still a 304, with the
+        // answer's validators and caching headers, and nothing of its representation.
+        let nm = app
+            .get_with(
+                uri,
+                &[
+                    ("if-none-match", "\"lb-0000\""),
+                    ("if-none-match", &format!("\"r-1111\", {tag}")),
+                ],
+            )
+            .await;
+        assert_eq!(nm.status, 304, "{uri}");
+        assert_eq!(header(&nm, "etag"), tag);
+        assert_eq!(header(&nm, "cache-control"), "public, max-age=60");
+        assert_eq!(header(&nm, "x-snapshot-id"), header(&r, "x-snapshot-id"));
+        assert_eq!(header(&nm, "x-snapshot-id").len(), 16);
+        assert!(nm.headers.get("content-type").is_none());
+        assert!(nm.headers.get("content-length").is_none_or(|v| v == "0"));
+        // Other tags only: the file itself.
+        let other = app
+            .get_with(uri, &[("if-none-match", "\"lb-0000\", \"r-1111\"")])
+            .await;
+        assert_eq!(other.status, 200);
+        assert_eq!(other.body, r.body);
     }
     // The same file under both prefixes has the same tag.
     let a = app.get("/leaderboard/data/tasks/gpqa.json").await;
@@ -445,4 +469,37 @@ async fn an_answer_asked_again_is_the_same_response_in_every_coding() {
     assert!(a.text().contains("curl 'http://a.example/v1/llm/runs"));
     assert!(b.text().contains("curl 'http://b.example/v1/llm/runs"));
     assert_ne!(a.headers["etag"], b.headers["etag"]);
+}
+
+/// A POST's answer (SQL in the body) travels in the coding asked for, as a GET's does: sent from
+/// the answer's compressed form, which decodes to the identity body.
+#[tokio::test]
+async fn every_coding_of_posted_answers() {
+    let app = TestApp::sample().await;
+    let sql = r#"{"sql": "SELECT run_id, model_id, energy_per_token_joules FROM llm_runs ORDER BY run_id LIMIT 40"}"#;
+    let send = async |coding: Option<&'static str>| {
+        let mut headers = vec![("content-type", "application/json")];
+        if let Some(c) = coding {
+            headers.push(("accept-encoding", c));
+        }
+        app.send("POST", "/v1/sql", &headers, axum::body::Body::from(sql))
+            .await
+    };
+    let plain = send(None).await;
+    assert_eq!(
+        plain.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&plain.body)
+    );
+    assert!(plain.headers.get("content-encoding").is_none());
+    assert!(plain.body.len() > 1000);
+    for coding in ["gzip", "br", "zstd"] {
+        let r = send(Some(coding)).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(header(&r, "content-encoding"), coding);
+        assert_eq!(header(&r, "content-length"), r.body.len().to_string());
+        assert!(r.body.len() < plain.body.len(), "{coding} is smaller");
+        assert!(decode(&r) == plain.body, "{coding} decodes to the body");
+    }
 }
