@@ -1,7 +1,7 @@
-//! How answers travel, for every GET of the service: the content coding negotiated from
-//! `Accept-Encoding` (cached answers and the leaderboard's files sent from bytes compressed once,
-//! anything else compressed as it streams by tower-http), a strong entity tag with
-//! `If-None-Match` → 304, `Cache-Control` and `Vary`.
+//! How answers travel, for every GET of the service (run by the front layer, `front`): the content
+//! coding negotiated from `Accept-Encoding` (answers of the answer cache, a POST's among them, and
+//! the leaderboard's files sent from bytes compressed once, anything else compressed as it streams
+//! by tower-http), a strong entity tag with `If-None-Match` → 304, `Cache-Control` and `Vary`.
 //!
 //! An answer of the snapshot (every GET but health, jobs and the cache's or datasets' state) is
 //! fixed by the snapshot's content, the server's version and settings, and the normalised request
