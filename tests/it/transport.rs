@@ -43,17 +43,30 @@ fn decode(r: &Reply) -> Vec<u8> {
     out
 }
 
+/// `r` is a 200 sent in the identity coding.
+fn assert_plain(r: &Reply, what: &str) {
+    assert_eq!(
+        r.status,
+        200,
+        "{what}: {}",
+        String::from_utf8_lossy(&r.body)
+    );
+    assert!(r.headers.get("content-encoding").is_none(), "{what}");
+}
+
+/// `r` is a 200 sent in `coding`, smaller than the identity body `plain` and decoding to it.
+fn assert_coded(r: &Reply, coding: &str, plain: &[u8], what: &str) {
+    assert_eq!(r.status, 200, "{what}");
+    assert_eq!(header(r, "content-encoding"), coding, "{what}");
+    assert!(r.body.len() < plain.len(), "{what}: {coding} is smaller");
+    assert!(decode(r) == plain, "{what}: {coding} decodes to the body");
+}
+
 /// Every coding of `uri` decodes to the identity body; each has its own entity tag, and a tag of
 /// any of them revalidates the others. Returns the identity body.
 async fn every_coding(app: &TestApp, uri: &str) -> Vec<u8> {
     let plain = app.get(uri).await;
-    assert_eq!(
-        plain.status,
-        200,
-        "{uri}: {}",
-        String::from_utf8_lossy(&plain.body)
-    );
-    assert!(plain.headers.get("content-encoding").is_none());
+    assert_plain(&plain, uri);
     let plain_tag = header(&plain, "etag");
     let mut tags = vec![plain_tag.clone()];
     for (coding, asked) in [
@@ -64,17 +77,8 @@ async fn every_coding(app: &TestApp, uri: &str) -> Vec<u8> {
         ("gzip", "gzip;q=1, br;q=0.5"),
     ] {
         let r = app.get_with(uri, &[("accept-encoding", asked)]).await;
-        assert_eq!(r.status, 200);
-        assert_eq!(header(&r, "content-encoding"), coding, "{uri} {asked}");
+        assert_coded(&r, coding, &plain.body, &format!("{uri} {asked}"));
         assert!(header(&r, "vary").contains("accept-encoding"));
-        assert!(
-            r.body.len() < plain.body.len(),
-            "{uri}: {coding} is smaller"
-        );
-        assert!(
-            decode(&r) == plain.body,
-            "{uri}: {coding} decodes to the body"
-        );
         let tag = header(&r, "etag");
         assert_ne!(tag, plain_tag);
         tags.push(tag.clone());
@@ -486,20 +490,11 @@ async fn every_coding_of_posted_answers() {
             .await
     };
     let plain = send(None).await;
-    assert_eq!(
-        plain.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&plain.body)
-    );
-    assert!(plain.headers.get("content-encoding").is_none());
+    assert_plain(&plain, "POST /v1/sql");
     assert!(plain.body.len() > 1000);
     for coding in ["gzip", "br", "zstd"] {
         let r = send(Some(coding)).await;
-        assert_eq!(r.status, 200);
-        assert_eq!(header(&r, "content-encoding"), coding);
+        assert_coded(&r, coding, &plain.body, "POST /v1/sql");
         assert_eq!(header(&r, "content-length"), r.body.len().to_string());
-        assert!(r.body.len() < plain.body.len(), "{coding} is smaller");
-        assert!(decode(&r) == plain.body, "{coding} decodes to the body");
     }
 }
