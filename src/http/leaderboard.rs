@@ -26,13 +26,13 @@ pub fn file_response(
     coding: Coding,
     done: bool,
     data: &Precompressed,
-    content_type: &str,
+    content_type: Option<HeaderValue>,
     etag: &str,
 ) -> Response {
     let mut resp = (StatusCode::OK, body).into_response();
     super::sendfile::from_file(&mut resp, coding, || data.sealed());
     let h = resp.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(content_type) {
+    if let Some(v) = content_type {
         h.insert(header::CONTENT_TYPE, v);
     }
     if coding != Coding::Identity {
@@ -52,6 +52,7 @@ pub fn file_response(
 
 /// The answer for a site file in the coding `coding`.
 pub fn site_file_response(file: &SiteFile, coding: Coding, content_type: &'static str) -> Response {
+    let content_type = Some(HeaderValue::from_static(content_type));
     let (body, done) = file.data.get(coding);
     let resp = file_response(body, coding, done, &file.data, content_type, &file.etag);
     match &file.warning {
@@ -61,17 +62,17 @@ pub fn site_file_response(file: &SiteFile, coding: Coding, content_type: &'stati
 }
 
 /// The file at `path` of the served snapshot's leaderboard, or 404 naming the files of its kind.
-async fn serve(state: &AppState, coding: Coding, path: String) -> Result<Response, AppError> {
+async fn serve(state: &AppState, coding: Coding, path: &str) -> Result<Response, AppError> {
     let snapshot = state.service.snapshot();
     let site = state.service.leaderboard_site(&snapshot);
     match state
         .service
-        .leaderboard_file(&site, &snapshot, &path)
+        .leaderboard_file(&site, &snapshot, path)
         .await?
     {
         Some(file) => Ok(site_file_response(&file, coding, "application/json")),
         None => {
-            let (dir, name) = path.split_once('/').unwrap_or(("", &path));
+            let (dir, name) = path.split_once('/').unwrap_or(("", path));
             let allowed = site
                 .paths()
                 .into_iter()
@@ -97,7 +98,7 @@ pub async fn index(
     State(state): State<AppState>,
     Chosen(coding): Chosen,
 ) -> Result<Response, AppError> {
-    serve(&state, coding, "index.json".into()).await
+    serve(&state, coding, "index.json").await
 }
 
 /// A task's configurations: one per run (stable LLM runs; every diffusion run), in the
@@ -116,7 +117,7 @@ pub async fn task(
     ApiPath(file): ApiPath<String>,
     Chosen(coding): Chosen,
 ) -> Result<Response, AppError> {
-    serve(&state, coding, format!("tasks/{file}")).await
+    serve(&state, coding, &format!("tasks/{file}")).await
 }
 
 /// A (model, task) pair's configurations, with the LLM runs' output-length histograms.
@@ -134,7 +135,7 @@ pub async fn model(
     ApiPath(file): ApiPath<String>,
     Chosen(coding): Chosen,
 ) -> Result<Response, AppError> {
-    serve(&state, coding, format!("models/{file}")).await
+    serve(&state, coding, &format!("models/{file}")).await
 }
 
 /// `index.json` under `/data/` (a proxy that strips `/leaderboard`).
@@ -148,7 +149,7 @@ pub async fn bare_index(
     State(state): State<AppState>,
     Chosen(coding): Chosen,
 ) -> Result<Response, AppError> {
-    serve(&state, coding, "index.json".into()).await
+    serve(&state, coding, "index.json").await
 }
 
 /// A task file under `/data/`.
@@ -166,7 +167,7 @@ pub async fn bare_task(
     ApiPath(file): ApiPath<String>,
     Chosen(coding): Chosen,
 ) -> Result<Response, AppError> {
-    serve(&state, coding, format!("tasks/{file}")).await
+    serve(&state, coding, &format!("tasks/{file}")).await
 }
 
 /// A model file under `/data/`.
@@ -184,5 +185,5 @@ pub async fn bare_model(
     ApiPath(file): ApiPath<String>,
     Chosen(coding): Chosen,
 ) -> Result<Response, AppError> {
-    serve(&state, coding, format!("models/{file}")).await
+    serve(&state, coding, &format!("models/{file}")).await
 }

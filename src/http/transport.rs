@@ -256,6 +256,7 @@ pub async fn transport<F: Future<Output = Response>>(
     let snapshot_id = snapshot_header(&snapshot);
     if kind(req.uri().path()) == Kind::Volatile {
         let mut resp = next(req).await;
+        precompressed(&mut resp, coding).await;
         let h = resp.headers_mut();
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         h.insert(SNAPSHOT_ID, snapshot_id);
