@@ -241,10 +241,14 @@ pub async fn transport<F: Future<Output = Response>>(
     next: impl FnOnce(Request) -> F,
 ) -> Response {
     let coding = choose_coding(req.headers());
-    if req.method() != Method::GET && req.method() != Method::HEAD {
+    // Every answer made inside: an answer of the answer cache put in its compressed form.
+    let next = async |req| {
         let mut resp = next(req).await;
         precompressed(&mut resp, coding).await;
-        return resp;
+        resp
+    };
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return next(req).await;
     }
     // The layers inside see exactly the chosen coding (tower-http's compression among them).
     req.headers_mut().insert(
@@ -256,7 +260,6 @@ pub async fn transport<F: Future<Output = Response>>(
     let snapshot_id = snapshot_header(&snapshot);
     if kind(req.uri().path()) == Kind::Volatile {
         let mut resp = next(req).await;
-        precompressed(&mut resp, coding).await;
         let h = resp.headers_mut();
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         h.insert(SNAPSHOT_ID, snapshot_id);
@@ -293,7 +296,6 @@ pub async fn transport<F: Future<Output = Response>>(
         validators.extend(e.remove_entry_mult().1);
     }
     let mut resp = next(req).await;
-    precompressed(&mut resp, coding).await;
     let ok = resp.status() == StatusCode::OK;
     let h = resp.headers_mut();
     h.insert(SNAPSHOT_ID, snapshot_id);
