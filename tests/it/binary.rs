@@ -426,7 +426,11 @@ fn keep_text_to_video_only(addr: &str, data: &std::path::Path) {
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).unwrap();
     let at = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    std::fs::write(data.join("runs/diffusion.parquet"), &raw[at..]).unwrap();
+    // Written beside the data and renamed over the file, as a deploy replaces it: a watcher's tick
+    // never sees the file half written.
+    let fresh = data.with_extension("fresh.parquet");
+    std::fs::write(&fresh, &raw[at..]).unwrap();
+    std::fs::rename(&fresh, data.join("runs/diffusion.parquet")).unwrap();
 }
 
 /// Issue 29 item 6: RUST_LOG is honoured when MLENERGY_LOG is not set (an empty one counts as
