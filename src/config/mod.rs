@@ -175,7 +175,8 @@ pub struct SourceArgs {
     #[arg(long = "import", value_name = "PATH")]
     pub imports: Vec<String>,
     /// Read the --data source again this often (e.g. 5m) and serve it when its content changed:
-    /// a new commit of a hub revision such as main, a rewritten directory. Off by default.
+    /// a new commit of a hub revision such as main, a rewritten directory; a change is served
+    /// once two reads in a row find it. Off by default.
     #[arg(long, env = "MLENERGY_WATCH", value_parser = humantime::parse_duration)]
     pub watch: Option<std::time::Duration>,
     /// Hugging Face endpoint.

@@ -105,6 +105,22 @@ async fn reload_swaps_the_snapshot_and_keeps_it_when_the_source_breaks() {
     assert_eq!(datasets["last_reload"]["snapshot"], id1.as_str());
     let error = datasets["last_reload"]["error"].as_str().unwrap();
     assert!(error.contains("the served dataset is kept"), "{error}");
+
+    // A file caught between its truncation and its new content is no table of no runs.
+    std::fs::write(root.join("runs/llm.parquet"), b"").unwrap();
+    let p = app
+        .request("POST", "/v1/admin/reload", &[])
+        .await
+        .problem(422, "reload_failed");
+    let detail = p["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("llm.parquet is empty (0 bytes), not a parquet file"),
+        "{detail}"
+    );
+    assert_eq!(
+        app.get("/v1/llm/runs?limit=1").await.json()["total"],
+        n_gpqa
+    );
 }
 
 #[tokio::test]

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::datasource::MemTable;
+use datafusion::datasource::listing::ListingTableUrl;
+use datafusion::object_store::ObjectStoreExt;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 
 use super::arrow_conv::{column_from_array, frame_to_batch};
@@ -23,10 +25,25 @@ pub fn parquet_path(root: &Path, domain: Domain) -> std::path::PathBuf {
 }
 
 /// Read a parquet file named by a local path or a URL of an object store registered in `ctx`.
+/// A file of no bytes is refused: DataFusion's listing skips it, which would read a file caught
+/// between its truncation and its new content as a table of no runs.
 async fn read_parquet(
     ctx: &SessionContext,
     location: &str,
 ) -> Result<Vec<RecordBatch>, EngineError> {
+    let url = ListingTableUrl::parse(location)?;
+    let size = ctx
+        .runtime_env()
+        .object_store(&url)?
+        .head(url.prefix())
+        .await
+        .map_err(|e| EngineError::Load(format!("{location}: {e}")))?
+        .size;
+    if size == 0 {
+        return Err(EngineError::Load(format!(
+            "{location} is empty (0 bytes), not a parquet file"
+        )));
+    }
     let df = ctx
         .read_parquet(location, ParquetReadOptions::default())
         .await?;
@@ -145,4 +162,37 @@ fn register_tables(ctx: &SessionContext, tables: &[&RunTable]) -> Result<(), Eng
         ctx.register_table(format!("{}_runs", t.domain.as_str()), Arc::new(mem))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A summary caught between its truncation and its new content (0 bytes) is refused, named;
+    /// a torn one fails to parse; the whole file reads as before.
+    #[tokio::test]
+    async fn an_empty_or_torn_summary_is_refused() {
+        let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/sample/runs");
+        let dir = tempfile::tempdir().unwrap();
+        let llm = format!("{sample}/llm.parquet");
+        let diffusion = dir.path().join("diffusion.parquet");
+        let whole = std::fs::read(format!("{sample}/diffusion.parquet")).unwrap();
+        let load = || load_compiled(summary_context(), &llm, diffusion.to_str().unwrap());
+
+        std::fs::write(&diffusion, b"").unwrap();
+        let err = load()
+            .await
+            .err()
+            .expect("an empty file is refused")
+            .to_string();
+        assert!(
+            err.contains("diffusion.parquet is empty (0 bytes), not a parquet file"),
+            "{err}"
+        );
+        std::fs::write(&diffusion, &whole[..whole.len() / 2]).unwrap();
+        assert!(load().await.is_err(), "half a file is refused");
+        std::fs::write(&diffusion, &whole).unwrap();
+        let dataset = load().await.unwrap();
+        assert_eq!((dataset.llm.len(), dataset.diffusion.len()), (838, 1020));
+    }
 }
