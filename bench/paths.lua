@@ -1,6 +1,9 @@
 -- wrk hooks: GET the comma-separated paths of WRK_PATHS (or the lines of the file WRK_PATHS_FILE,
 -- for a stream too long for the environment) in turn, each thread from its own offset (the second
--- of two from the middle), and a one-line JSON summary at the end (as report.lua).
+-- of two from the middle), and a one-line JSON summary at the end (as report.lua). With
+-- WRK_DELAY_MS, each connection waits that long after an answer before its next request (a paced
+-- load below what the machine can serve, so the latency is the server's, not the wait of four busy
+-- threads for two cores).
 --
 -- Each thread formats all its requests in init, before the timed run, and `request` hands them
 -- out as they are: a request that made a new string left garbage, and LuaJIT's collector, marking
@@ -35,6 +38,13 @@ init = function(args)
   paths = nil
   next_request = offset or 0
   collectgarbage("collect")
+end
+
+local pause = tonumber(os.getenv("WRK_DELAY_MS") or "")
+if pause then
+  delay = function()
+    return pause
+  end
 end
 
 request = function()
