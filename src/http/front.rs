@@ -1,6 +1,6 @@
 //! The service's own work on every request, as one layer: the request is counted
 //! (`metrics::record`), admitted or refused (`guard`), and its answer sent in its coding with its
-//! validators, or from the kept answers before any routing further (`transport`).
+//! validators, or from the kept answers before its handler runs (`transport`).
 //!
 //! One layer with one boxed future for the three: each of axum's `from_fn` layers boxes its future
 //! and its next service and clones every service below it for each request (three of them made a

@@ -62,20 +62,17 @@ impl Reloader {
         };
         let mut seen = self.running.lock().await;
         let read = opener().await;
-        if only_if_changed {
-            let content = read.as_ref().ok().map(|s| &s.content_id);
-            if content == Some(&current.content_id) {
-                *seen = None;
+        // The change the read before this one found, if any (forgotten by anything but a watch).
+        let before = seen.take();
+        if only_if_changed && let Ok(s) = &read {
+            if s.content_id == current.content_id {
                 return Ok(None);
             }
-            if let Ok(s) = &read
-                && seen.as_ref() != Some(&s.content_id)
-            {
+            if before.as_ref() != Some(&s.content_id) {
                 *seen = Some(s.content_id.clone());
                 return Ok(None);
             }
         }
-        *seen = None;
         let outcome = match read {
             Ok(s) if s.llm.is_empty() && s.diffusion.is_empty() => {
                 Err("the source now holds no run; the served dataset is kept".to_string())
