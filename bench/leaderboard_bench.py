@@ -21,8 +21,11 @@ The cases:
   * the same run query paced: each connection waits 1 ms after an answer before asking again
     (about 12,000 req/s offered, well under what either server answers on this machine). At full
     load four busy threads (wrk's two and the server's two) share two cores, and wrk's p99 is
-    mostly the time a thread waits for a core, for nginx as for us; paced, the p99 is the
-    server's own.
+    mostly the time a thread waits for a core; paced, the p99 is the server's own. Our worker
+    threads give their core up after an answer once they have run 100 µs (--cpu-turn), so that
+    wrk's threads read it at once; MLENERGY_CPU_TURN=0s in this script's environment runs ours
+    without it. Each run's p99 is printed for both run-query cases: it moves between runs more
+    than the rate does.
 
 Both log no line per request (ours MLENERGY_LOG=warn, nginx access_log off). For the run query, the
 bound under which 99% of our answers had their head made (our /metrics histogram) is printed beside
@@ -197,18 +200,18 @@ def main():
         _, h_nginx, _ = get(f"{plain}/leaderboard/data/index.json")
         gzip = {"Accept-Encoding": "gzip"}
         cases = {
-            "leaderboard page mix": [(ours, mix, {}), (plain, mix, {})],
-            "leaderboard page mix, gzip": [(ours, mix, gzip), (gz, mix, gzip)],
-            "304 of index.json": [
+            # name: (ours, nginx's), each (base, paths, headers), and the pause after an answer
+            "leaderboard page mix": ([(ours, mix, {}), (plain, mix, {})], None),
+            "leaderboard page mix, gzip": ([(ours, mix, gzip), (gz, mix, gzip)], None),
+            "304 of index.json": ([
                 (ours, ["/leaderboard/data/index.json"], {"If-None-Match": h_ours["ETag"]}),
                 (plain, ["/leaderboard/data/index.json"], {"If-None-Match": h_nginx["ETag"]}),
-            ],
-            f"run query ({query_bytes // 1000} KB JSON)": [(ours, [RUN_QUERY], {}), (plain, ["/runquery.json"], {})],
-            f"run query, paced ({PACED_MS} ms)": [(ours, [RUN_QUERY], {}), (plain, ["/runquery.json"], {})],
+            ], None),
+            f"run query ({query_bytes // 1000} KB JSON)": ([(ours, [RUN_QUERY], {}), (plain, ["/runquery.json"], {})], None),
+            f"run query, paced ({PACED_MS} ms)": ([(ours, [RUN_QUERY], {}), (plain, ["/runquery.json"], {})], PACED_MS),
         }
         runs = {}
-        for name, (a, b) in cases.items():
-            pause = PACED_MS if "paced" in name else None
+        for name, ((a, b), pause) in cases.items():
             for who, (base, paths, headers) in zip(("mlenergy-server", "nginx"), (a, b)):
                 run_wrk(base, paths, headers, 1, args.connections, pause)  # warm-up
             for _ in range(args.repeats):
@@ -241,8 +244,8 @@ def main():
             print(f"{name:30s} {who:16s} {r['rps']:10.0f} {span:>15s} {r['p50_us'] / 1000:8.3f} "
                   f"{r['p99_us'] / 1000:8.3f} {mbps:8.1f}")
     print()
-    for name in cases:
-        if "paced" in name:
+    for name, (_, pause) in cases.items():
+        if pause is not None:
             continue  # the same offered load for both: its rates say nothing
         ratio = results[(name, "mlenergy-server")]["rps"] / results[(name, "nginx")]["rps"]
         print(f"{name:30s} ours / nginx = {ratio * 100:5.0f}%")
@@ -252,6 +255,10 @@ def main():
         run = results[(name, "mlenergy-server")]
         print(f"\n{name}: wrk's p99 {run['p99_us'] / 1000:.3f} ms (nginx {results[(name, 'nginx')]['p99_us'] / 1000:.3f}), "
               f"of which in the server (its /metrics, time to the answer's head): 99% <= {run['server_p99']:.2f} ms")
+        # The tail moves more than the rate between runs: every run's, in the order run.
+        for who in ("mlenergy-server", "nginx"):
+            each = ", ".join(f"{r['p99_us'] / 1000:.2f}" for r in runs[(name, who)])
+            print(f"  p99 of each run, {who:16s} {each} ms")
 
 
 if __name__ == "__main__":

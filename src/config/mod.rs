@@ -272,6 +272,11 @@ pub struct LimitArgs {
     /// once. Default: 4096, or three quarters of the process's descriptor limit if that is lower.
     #[arg(long, env = "MLENERGY_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: Option<u32>,
+    /// Time a worker thread runs before it gives its core up (sched_yield) after sending an
+    /// answer, so that a client or proxy on the same machine reads it at once rather than a
+    /// scheduler tick later; 0s never gives it up.
+    #[arg(long, env = "MLENERGY_CPU_TURN", default_value = "100us", value_parser = humantime::parse_duration)]
+    pub cpu_turn: std::time::Duration,
 }
 
 /// The leaderboard's data files and frontend.
@@ -628,6 +633,7 @@ impl ServeArgs {
                     .map_or_else(crate::http::connections::default_max_connections, |n| {
                         n as usize
                     }),
+                cpu_turn: l.cpu_turn,
             },
         }
     }

@@ -121,6 +121,11 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         "Bytes of answers sent again from a sealed memory file (sendfile) rather than copied",
         ConstCounter::new(conns.sent_from_file.load(Relaxed)),
     );
+    r.register(
+        "mlenergy_http_cpu_turns_ended",
+        "Times a worker thread gave its core up (sched_yield) after sending an answer, its --cpu-turn over",
+        ConstCounter::new(conns.cpu_turns_ended.load(Relaxed)),
+    );
     let sealed = Gauge::<i64>::default();
     sealed.set(i64::try_from(super::sendfile::Sealed::open()).unwrap_or(i64::MAX));
     r.register(

@@ -125,6 +125,7 @@ async fn half_open_connections_are_closed_and_refused_past_the_bound() {
         header_read_timeout: Duration::from_millis(800),
         keep_alive_timeout: Duration::from_millis(2500),
         max_connections: 4,
+        cpu_turn: ConnectionOptions::CPU_TURN,
     })
     .await;
     // Four connections send a request line and one header, then nothing.
@@ -324,4 +325,55 @@ async fn answers_asked_for_again_are_sent_whole_from_their_sealed_files() {
         .await
         .expect("the server stops")
         .unwrap();
+}
+
+/// `--cpu-turn`: a thread whose turn is over gives its core up after an answer, counted in
+/// /metrics; a turn of zero never does. The answers are the same either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_gives_its_core_up_after_an_answer_once_its_turn_is_over() {
+    let mut bodies = Vec::new();
+    for (turn, gives_up) in [(Duration::from_nanos(1), true), (Duration::ZERO, false)] {
+        let (addr, stop, task) = server(ConnectionOptions {
+            cpu_turn: turn,
+            ..ConnectionOptions::default()
+        })
+        .await;
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        let uri = "/v1/llm/runs?task=gpqa&limit=3";
+        let mut got = Vec::new();
+        for _ in 0..5 {
+            s.write_all(format!("GET {uri} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+                .await
+                .unwrap();
+            let (status, body) = answer(&mut s).await;
+            assert_eq!(status, 200, "{body}");
+            got.push(body);
+        }
+        assert!(got.iter().all(|b| *b == got[0]));
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let (_, metrics) = answer(&mut s).await;
+        let series = "mlenergy_http_cpu_turns_ended_total";
+        assert!(
+            metrics.lines().any(|l| l.starts_with(series)),
+            "{series} in {metrics}"
+        );
+        let ended = crate::common::counter(&metrics, series);
+        if gives_up {
+            // Each of the five answers ended a turn (a long one may be flushed more than once).
+            assert!(ended >= 5, "{ended}");
+        } else {
+            assert_eq!(ended, 0);
+        }
+        bodies.push(got.swap_remove(0));
+        let _ = stop.send(());
+        tokio::time::timeout(Duration::from_secs(30), task)
+            .await
+            .expect("the server stops")
+            .unwrap();
+    }
+    let page: serde_json::Value = serde_json::from_str(&bodies[0]).unwrap();
+    assert_eq!(page["count"].as_u64(), Some(3));
+    assert_eq!(bodies[0], bodies[1]);
 }
