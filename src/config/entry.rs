@@ -251,6 +251,7 @@ pub fn main() -> ExitCode {
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_stack_size(crate::engine::sql::WORKER_STACK_BYTES)
+        .on_thread_unpark(crate::http::connections::turn_begins)
         .build()
     {
         Ok(rt) => rt.block_on(run(cli)),

@@ -5,8 +5,9 @@
 //! the bound is answered 503 and closed at once, before any request is read. A connection whose
 //! answer is still being sent is never cut by either timeout. Each is counted in `/metrics`.
 //!
-//! A worker thread that has run for `cpu_turn` since it last gave its core up gives it up
-//! (`sched_yield`) once it has handed an answer to the kernel. Where the server shares its cores
+//! A worker thread that has run for `cpu_turn` without a pause (since it last woke from waiting for
+//! work, or last gave its core up) gives it up (`sched_yield`) once it has handed an answer to the
+//! kernel. Where the server shares its cores
 //! with busy threads (a proxy or a client on the same machine), the thread that reads the answer
 //! then runs at once instead of a scheduler tick later (4 ms here): without it, wrk's p99 on the
 //! bench's 55 KB run query at full load on two cores was 5 ms, with it 0.5 ms. With no other thread
@@ -255,8 +256,15 @@ impl AsyncWrite for Watched {
 }
 
 thread_local! {
-    /// When this thread last gave its core up after an answer.
+    /// When this thread's turn began: when it last gave its core up after an answer, or woke
+    /// from waiting for work ([`turn_begins`]).
     static TURN_STARTED: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// A turn begins: the runtime calls this when a worker thread wakes from waiting for work, so
+/// that a thread that pauses often of itself is never asked to give its core up.
+pub fn turn_begins() {
+    TURN_STARTED.with(|started| started.set(Some(Instant::now())));
 }
 
 /// Whether a thread whose turn started at `started` (none: not yet) has had `turn` by `now`;
