@@ -272,9 +272,9 @@ pub struct LimitArgs {
     /// once. Default: 4096, or three quarters of the process's descriptor limit if that is lower.
     #[arg(long, env = "MLENERGY_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: Option<u32>,
-    /// Time a worker thread runs before it gives its core up (sched_yield) after sending an
-    /// answer, so that a client or proxy on the same machine reads it at once rather than a
-    /// scheduler tick later; 0s never gives it up.
+    /// Time a worker thread runs without a pause before it gives its core up (sched_yield) after
+    /// sending an answer, so that a client or proxy on the same machine reads it at once rather
+    /// than a scheduler tick later; 0s never gives it up.
     #[arg(long, env = "MLENERGY_CPU_TURN", default_value = "100us", value_parser = humantime::parse_duration)]
     pub cpu_turn: std::time::Duration,
 }
@@ -670,4 +670,29 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 fn parse_header_name(s: &str) -> Result<axum::http::HeaderName, String> {
     axum::http::HeaderName::from_bytes(s.trim().as_bytes())
         .map_err(|_| format!("'{s}' is not an HTTP header name"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::time::Duration;
+
+    fn turn(args: &[&str]) -> Result<Duration, String> {
+        let cli = Cli::try_parse_from([&["mlenergy-server"], args].concat())
+            .map_err(|e| e.to_string())?;
+        Ok(cli.serve.http_options(None).connections.cpu_turn)
+    }
+
+    #[test]
+    fn cpu_turn_is_100us_unless_set_and_0s_turns_it_off() {
+        assert_eq!(turn(&[]), Ok(Duration::from_micros(100)));
+        assert_eq!(
+            turn(&["--cpu-turn", "250us"]),
+            Ok(Duration::from_micros(250))
+        );
+        assert_eq!(turn(&["--cpu-turn", "0s"]), Ok(Duration::ZERO));
+        let bad = turn(&["--cpu-turn", "soon"]).unwrap_err();
+        assert!(bad.contains("--cpu-turn"), "{bad}");
+    }
 }
