@@ -273,7 +273,7 @@ pub struct LimitArgs {
     #[arg(long, env = "MLENERGY_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: Option<u32>,
     /// Time a worker thread runs without a pause before it gives its core up (sched_yield) after
-    /// sending an answer, so that a client or proxy on the same machine reads it at once rather
+    /// sending an HTTP answer, so that a client or proxy on the same machine reads it at once rather
     /// than a scheduler tick later; 0s never gives it up.
     #[arg(long, env = "MLENERGY_CPU_TURN", default_value = "100us", value_parser = humantime::parse_duration)]
     pub cpu_turn: std::time::Duration,

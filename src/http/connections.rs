@@ -5,14 +5,14 @@
 //! the bound is answered 503 and closed at once, before any request is read. A connection whose
 //! answer is still being sent is never cut by either timeout. Each is counted in `/metrics`.
 //!
-//! A worker thread that has run for `cpu_turn` without a pause (since it last woke from waiting for
-//! work, or last gave its core up) gives it up (`sched_yield`) once it has handed an answer to the
-//! kernel. Where the server shares its cores
-//! with busy threads (a proxy or a client on the same machine), the thread that reads the answer
-//! then runs at once instead of a scheduler tick later (4 ms here): without it, wrk's p99 on the
-//! bench's 55 KB run query at full load on two cores was 5 ms, with it 0.5 ms. With no other thread
-//! waiting, the call returns at once: one system call a turn at most (a turn of 100 µs, the
-//! default: 10,000 a second a busy thread).
+//! A worker thread that has run for `cpu_turn` without a pause (since it last woke from waiting
+//! for work, or last gave its core up) gives its core up (`sched_yield`) once it has handed an
+//! answer's bytes to the kernel. Where the server shares its cores with busy threads (a proxy or
+//! a client on the same machine), the thread that reads the answer then runs at once instead of
+//! a scheduler tick later (4 ms here): at full load on two cores shared with wrk, wrk's p99 on
+//! the bench's 55 KB run query was 3-6 ms without it and 0.5-1.8 ms with it in most runs. With
+//! no other thread waiting the call returns at once: one system call a turn at most (10,000 a
+//! second for a thread busy without a pause, at the default 100 µs).
 //!
 //! hyper's own header read timeout (it needs a timer, which `axum::serve` does not give it) counts
 //! from the moment the connection waits for a request head, idle time included, so it is set to
@@ -46,7 +46,8 @@ pub struct ConnectionOptions {
     pub keep_alive_timeout: Duration,
     /// Connections open at once.
     pub max_connections: usize,
-    /// Time a worker thread runs before it gives its core up after an answer; zero: never.
+    /// Time a worker thread runs without a pause before it gives its core up after an answer;
+    /// zero: never.
     pub cpu_turn: Duration,
 }
 
