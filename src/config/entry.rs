@@ -245,7 +245,7 @@ fn build_command(args: &BuildArgs) -> Result<(), String> {
 
 /// The binary's `main`: the command line parsed, the command run on a multi-threaded runtime
 /// whose threads have the stack a client's SQL is bounded against
-/// (`engine::sql::WORKER_STACK_BYTES`).
+/// (`engine::sql::WORKER_STACK_BYTES`) and begin a `--cpu-turn` each time they wake for work.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match tokio::runtime::Builder::new_multi_thread()
