@@ -10,9 +10,9 @@
 //! answer's bytes to the kernel. Where the server shares its cores with busy threads (a proxy or
 //! a client on the same machine), the thread that reads the answer then runs at once instead of
 //! a scheduler tick later (4 ms here): at full load on two cores shared with wrk, wrk's p99 on
-//! the bench's 55 KB run query was 3-6 ms without it and 0.5-1.8 ms with it in most runs. With
-//! no other thread waiting the call returns at once: one system call a turn at most (10,000 a
-//! second for a thread busy without a pause, at the default 100 µs).
+//! the bench's 55 KB run query was 3-6 ms without it, and 0.5-1.8 ms in about half the runs with
+//! it. With no other thread waiting the call returns at once: one system call a turn at most
+//! (10,000 a second for a thread busy without a pause, at the default 100 µs).
 //!
 //! hyper's own header read timeout (it needs a timer, which `axum::serve` does not give it) counts
 //! from the moment the connection waits for a request head, idle time included, so it is set to
