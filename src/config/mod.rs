@@ -317,6 +317,11 @@ pub struct SqlArgs {
     /// The memory pool SQL queries share, in bytes (sorts, joins, aggregates; no spilling).
     #[arg(long, env = "MLENERGY_SQL_MEMORY_BYTES", default_value_t = 512 << 20)]
     pub sql_memory_bytes: usize,
+    /// The most bytes one value an SQL query builds may hold: a string, a list or a struct made
+    /// by a function or an aggregate, or a constant. A call past it is stopped before it builds
+    /// (422 query_limit); one call's output over a batch may hold 2048 such values.
+    #[arg(long, env = "MLENERGY_SQL_VALUE_BYTES", default_value_t = 16 << 10)]
+    pub sql_value_bytes: usize,
     /// SQL queries run at once (default: one per core); more wait.
     #[arg(long, env = "MLENERGY_SQL_CONCURRENCY")]
     pub sql_concurrency: Option<usize>,
@@ -563,6 +568,7 @@ impl ServeArgs {
                 .unwrap_or_else(Sql::default_concurrency),
             sql_queue: self.sql.sql_queue,
             sql_plans: self.sql.sql_plans,
+            sql_values: crate::engine::sql_bounds::ValueBounds::of_value(self.sql.sql_value_bytes),
             leaderboard_date: self.leaderboard.leaderboard_date.clone(),
             histograms_in_background: self.leaderboard.leaderboard_histograms
                 == HistogramReading::Background,

@@ -133,7 +133,9 @@ fn sql_status(e: SqlError) -> Status {
         SqlError::Refused(_) => Status::permission_denied(message),
         SqlError::Invalid(_) => Status::invalid_argument(message),
         SqlError::Timeout(_) => Status::deadline_exceeded(message),
-        SqlError::Memory { .. } | SqlError::Rows(_) => Status::resource_exhausted(message),
+        SqlError::Memory { .. } | SqlError::Rows(_) | SqlError::Value(_) => {
+            Status::resource_exhausted(message)
+        }
         SqlError::Internal(_) => Status::internal(message),
     }
 }

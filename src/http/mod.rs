@@ -104,6 +104,7 @@ fn api(guard: &state::GuardOptions) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(frontier::best))
         .routes(routes!(sql::sql_get, sql::sql_post))
         .routes(routes!(sql::sql_tables))
+        .routes(routes!(sql::sql_functions))
         .routes(routes!(charts::pareto_chart))
         .routes(routes!(charts::sweep_chart))
         .routes(routes!(charts::timeline_chart))

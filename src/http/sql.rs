@@ -66,7 +66,10 @@ impl From<SqlFailure> for AppError {
             SqlFailure::Query(e) => match e {
                 SqlError::Refused(_) => AppError::SqlRefused(e.to_string()),
                 SqlError::Invalid(_) => AppError::SqlInvalid(e.to_string()),
-                SqlError::Timeout(_) | SqlError::Memory { .. } | SqlError::Rows(_) => {
+                SqlError::Timeout(_)
+                | SqlError::Memory { .. }
+                | SqlError::Rows(_)
+                | SqlError::Value(_) => {
                     AppError::QueryLimit(e.to_string())
                 }
                 SqlError::Internal(m) => AppError::Internal(m),
@@ -513,6 +516,37 @@ pub async fn sql_tables(State(state): State<AppState>) -> Response {
         }))
         .collect();
     axum::Json(tables).into_response()
+}
+
+/// A function SQL queries may call.
+#[derive(Serialize, ToSchema)]
+pub struct SqlFunction {
+    name: String,
+    /// `scalar`, `aggregate`, `window` or `table`.
+    kind: &'static str,
+}
+
+/// The functions SQL queries may call (HTTP, Flight SQL and MCP; the PostgreSQL wire adds its
+/// catalog's): every other is refused by name. Each scalar function's output is sized before it
+/// is built, and a value over the server's value limit stops the query.
+#[utoipa::path(
+    get,
+    path = "/v1/sql/functions",
+    tag = "sql",
+    responses((status = 200, description = "The functions, by kind and name", body = Vec<SqlFunction>))
+)]
+pub async fn sql_functions(State(state): State<AppState>) -> Result<Response, AppError> {
+    let snapshot = state.service.snapshot();
+    let functions = state
+        .service
+        .sql_functions(&Surface::PLAIN, &snapshot)
+        .await
+        .map_err(|e| AppError::from(SqlFailure::Query(e)))?;
+    let list: Vec<SqlFunction> = functions
+        .into_iter()
+        .map(|(kind, name)| SqlFunction { name, kind })
+        .collect();
+    Ok(axum::Json(list).into_response())
 }
 
 #[cfg(test)]

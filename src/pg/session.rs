@@ -91,7 +91,7 @@ fn query_error(e: SqlError) -> PgWireError {
         SqlError::Invalid(_) => "42601",
         SqlError::Timeout(_) => "57014",
         SqlError::Memory { .. } => "53200",
-        SqlError::Rows(_) => "54000",
+        SqlError::Rows(_) | SqlError::Value(_) => "54000",
         SqlError::Internal(_) => "XX000",
     };
     user_error(code, e.to_string())

@@ -58,6 +58,8 @@ pub struct ServiceOptions {
     pub sql_max_raw_runs: usize,
     /// Prepared SQL statements kept per surface (0: every query planned anew).
     pub sql_plans: u64,
+    /// What an SQL query's functions may build (one value, one call's output).
+    pub sql_values: crate::engine::sql_bounds::ValueBounds,
     /// The leaderboard's `last_updated` (`None`: the snapshot's date).
     pub leaderboard_date: Option<String>,
     /// Whether the leaderboard reads raw files for its histograms from the start, rather than
@@ -77,6 +79,7 @@ impl Default for ServiceOptions {
             sql_queue: Sql::QUEUE,
             sql_max_raw_runs: Sql::MAX_RAW_RUNS,
             sql_plans: Sql::PLANS,
+            sql_values: Default::default(),
             leaderboard_date: None,
             histograms_in_background: false,
             reloader: Reloader::default(),
@@ -111,7 +114,8 @@ impl Service {
                 options.sql_queue,
             )
             .with_max_raw_runs(options.sql_max_raw_runs)
-            .with_plans(options.sql_plans),
+            .with_plans(options.sql_plans)
+            .with_values(options.sql_values),
             reloader: options.reloader,
             measurements: options.measurements,
             mirror_tags: Default::default(),
@@ -176,6 +180,15 @@ impl Service {
         text: &str,
     ) -> Result<LogicalPlan, SqlError> {
         self.sql.plan(surface, snapshot, &self.derived, text).await
+    }
+
+    /// The functions `surface`'s queries may call, by kind, sorted.
+    pub async fn sql_functions(
+        &self,
+        surface: &Surface,
+        snapshot: &Arc<Snapshot>,
+    ) -> Result<Vec<(&'static str, String)>, SqlError> {
+        self.sql.functions(surface, snapshot, &self.derived).await
     }
 
     /// The tables `surface` sees over `snapshot`, with their schemas.

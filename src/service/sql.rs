@@ -1,7 +1,14 @@
 //! SQL for every surface (`engine::sql` does the planning and the limits): one SQL context per
-//! served snapshot (its tables and memory pool, made on first use), and a gate on concurrency:
-//! at most `concurrency` queries run at once, at most `queue` more wait (each for no longer than
-//! the time limit), and a query beyond those is told the service is busy.
+//! served snapshot (its tables and memory pool, made on first use, confined to the functions
+//! `engine::sql_bounds` allows), and a gate on concurrency: at most `concurrency` queries run at
+//! once, at most `queue` more wait (each for no longer than the time limit), and a query beyond
+//! those is told the service is busy.
+//!
+//! Queries run on a runtime of their own (`concurrency` threads): one call that computes for long
+//! without yielding holds one of those threads, never one that answers HTTP, and its caller
+//! answers at the time limit (plus [`Sql::GRACE`]) whatever the query is doing. The query's turn
+//! at the gate is held until its work has really stopped, so such a query still counts against
+//! `concurrency`.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,7 +17,7 @@ use std::time::Duration;
 use datafusion::common::ParamValues;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use std::sync::Arc;
 
@@ -18,6 +25,7 @@ use super::derived::DerivedData;
 use super::snapshot::Snapshot;
 use super::sql_tables::{MAX_RAW_RUNS, RawTable, RawTableKind};
 use crate::engine::sql::{self, SqlAnswer, SqlError, SqlLimits};
+use crate::engine::sql_bounds::{self, ValueBounds};
 use crate::engine::sql_prepared::{self, Prepared, PreparedError};
 
 /// Counts of the queries asked and of those not answered, by why, and of the prepared
@@ -87,18 +95,31 @@ pub enum SqlFailure {
 
 pub struct Sql {
     pub limits: SqlLimits,
+    /// What a query's functions may build.
+    pub values: ValueBounds,
     /// Runs one query may read the raw data of (the raw-derived tables).
     pub max_raw_runs: usize,
     /// Prepared statements kept per surface and snapshot (0: none, every query planned anew).
     plans: u64,
     concurrency: usize,
     queue: usize,
-    permits: Semaphore,
+    permits: Arc<Semaphore>,
     waiting: AtomicUsize,
+    /// The runtime queries run on (taken when the service is dropped).
+    runtime: Option<tokio::runtime::Runtime>,
     /// Each surface's context and prepared statements, with the snapshot generation they were
     /// made for (a new snapshot drops both).
     contexts: Mutex<Vec<(&'static str, u64, SessionContext, Plans)>>,
-    counts: Counts,
+    counts: Arc<Counts>,
+}
+
+impl Drop for Sql {
+    fn drop(&mut self) {
+        // Without waiting for a query still computing (a service may be dropped on a runtime).
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 /// A statement's plan as kept: prepared, or not preparable (it is run as written).
@@ -126,6 +147,10 @@ impl Sql {
     /// Runs one query of a raw-derived table may read unless configured otherwise.
     pub const MAX_RAW_RUNS: usize = MAX_RAW_RUNS;
 
+    /// How long past its time limit a query's caller waits for it to stop of itself (it stops
+    /// at the limit when it yields; one busy in a long call is answered at the limit plus this).
+    pub const GRACE: Duration = Duration::from_millis(250);
+
     /// Queries running at once unless configured otherwise: one per core.
     pub fn default_concurrency() -> usize {
         std::thread::available_parallelism().map_or(2, |n| n.get())
@@ -133,17 +158,32 @@ impl Sql {
 
     pub fn new(limits: SqlLimits, concurrency: usize, queue: usize) -> Sql {
         let concurrency = concurrency.max(1);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(concurrency)
+            .thread_name("sql")
+            .thread_stack_size(sql::WORKER_STACK_BYTES)
+            .enable_all()
+            .build()
+            .expect("the SQL runtime's threads start");
         Sql {
             limits,
+            values: ValueBounds::default(),
             max_raw_runs: MAX_RAW_RUNS,
             plans: Self::PLANS,
             concurrency,
             queue,
-            permits: Semaphore::new(concurrency),
+            permits: Arc::new(Semaphore::new(concurrency)),
             waiting: AtomicUsize::new(0),
+            runtime: Some(runtime),
             contexts: Mutex::new(Vec::new()),
-            counts: Counts::default(),
+            counts: Arc::default(),
         }
+    }
+
+    /// The same, with `values` bounding what a query's functions build.
+    pub fn with_values(mut self, values: ValueBounds) -> Sql {
+        self.values = values;
+        self
     }
 
     /// The same, keeping at most `plans` prepared statements per surface (0: none).
@@ -180,6 +220,7 @@ impl Sql {
                 .map_err(|e| SqlError::Internal(e.to_string()))?;
         }
         (surface.setup)(&ctx).map_err(SqlError::Internal)?;
+        sql_bounds::confine(&ctx, self.values);
         let evictions = self.counts.plan_evictions.clone();
         let kept = moka::sync::Cache::builder()
             .max_capacity(self.plans)
@@ -253,6 +294,18 @@ impl Sql {
         }
     }
 
+    /// The functions `surface`'s queries may call, by kind (`scalar`, `aggregate`, `window`,
+    /// `table`), sorted.
+    pub async fn functions(
+        &self,
+        surface: &Surface,
+        snapshot: &Arc<Snapshot>,
+        derived: &DerivedData,
+    ) -> Result<Vec<(&'static str, String)>, SqlError> {
+        let (ctx, _) = self.context(surface, snapshot, derived).await?;
+        Ok(sql_bounds::allowed(&ctx))
+    }
+
     /// Run `text` with `params` on `surface` over `snapshot`, through the gate, under the limits
     /// (a tighter time limit when the client asked for one), counted.
     pub async fn run_on(
@@ -267,13 +320,36 @@ impl Sql {
         let c = &self.counts;
         c.queries.fetch_add(1, Ordering::Relaxed);
         let out = async {
-            let _permit = self.turn().await?;
+            let permit = self.turn().await?;
             let (shared, plans) = self.context(surface, snapshot, derived).await?;
-            if let Some(answer) = self.prepared(&shared, &plans, text, &params, timeout).await {
-                return Ok(answer?);
+            let limit = timeout.map_or(self.limits.timeout, |t| t.min(self.limits.timeout));
+            let query = Query {
+                counts: self.counts.clone(),
+                prepare: self.plans > 0,
+                limits: self.limits,
+                values: self.values,
+                shared,
+                plans,
+                text: text.to_owned(),
+                params,
+                timeout,
+            };
+            let runtime = self.runtime.as_ref().expect("present until dropped");
+            let task = runtime.spawn(async move {
+                let answer = query.run().await;
+                drop(permit);
+                answer
+            });
+            let abort = task.abort_handle();
+            match tokio::time::timeout(limit + Self::GRACE, task).await {
+                Ok(Ok(answer)) => Ok(answer?),
+                Ok(Err(e)) => Err(SqlError::Internal(format!("the query failed: {e}")).into()),
+                Err(_) => {
+                    // Dropped where it next yields; its turn is given back then.
+                    abort.abort();
+                    Err(SqlError::Timeout(limit).into())
+                }
             }
-            let ctx = sql::with_own_memory(&shared, self.limits.memory_bytes)?;
-            Ok(sql::run(&ctx, text, params, &self.limits, timeout).await?)
         }
         .await;
         if let Err(f) = &out {
@@ -281,7 +357,7 @@ impl Sql {
                 SqlFailure::Busy { .. } => &c.busy,
                 SqlFailure::Query(SqlError::Refused(_)) => &c.refused,
                 SqlFailure::Query(SqlError::Timeout(_)) => &c.timeouts,
-                SqlFailure::Query(SqlError::Memory { .. }) => &c.memory,
+                SqlFailure::Query(SqlError::Memory { .. } | SqlError::Value(_)) => &c.memory,
                 SqlFailure::Query(SqlError::Rows(_)) => &c.rows,
                 SqlFailure::Query(_) => &c.invalid,
             };
@@ -290,20 +366,83 @@ impl Sql {
         out
     }
 
+    /// A turn at the gate: at once, or after waiting in the queue (for no longer than the time
+    /// limit); busy when the queue is full or the wait runs out.
+    async fn turn(&self) -> Result<OwnedSemaphorePermit, SqlFailure> {
+        let busy = |s: &Sql| SqlFailure::Busy {
+            running: s.concurrency,
+            waiting: s.waiting.load(Ordering::Relaxed),
+            retry_after: Duration::from_secs(1),
+        };
+        match self.permits.clone().try_acquire_owned() {
+            Ok(p) => Ok(p),
+            Err(_) => {
+                if self.waiting.fetch_add(1, Ordering::AcqRel) >= self.queue {
+                    self.waiting.fetch_sub(1, Ordering::AcqRel);
+                    return Err(busy(self));
+                }
+                let got =
+                    tokio::time::timeout(self.limits.timeout, self.permits.clone().acquire_owned())
+                        .await;
+                self.waiting.fetch_sub(1, Ordering::AcqRel);
+                match got {
+                    Ok(Ok(p)) => Ok(p),
+                    _ => Err(busy(self)),
+                }
+            }
+        }
+    }
+}
+
+/// One query, with what it runs on: moved to the SQL runtime.
+struct Query {
+    counts: Arc<Counts>,
+    /// Whether statements are prepared and kept (`Sql::plans` above 0).
+    prepare: bool,
+    limits: SqlLimits,
+    values: ValueBounds,
+    shared: SessionContext,
+    plans: Plans,
+    text: String,
+    params: ParamValues,
+    timeout: Option<Duration>,
+}
+
+impl Query {
+    async fn run(self) -> Result<SqlAnswer, SqlError> {
+        if let Some(answer) = self.prepared().await {
+            return answer;
+        }
+        let ctx = sql::with_own_memory(&self.shared, self.limits.memory_bytes)?;
+        sql::run(&ctx, &self.text, self.params, &self.limits, self.timeout).await
+    }
+
     /// The answer of `text`'s prepared statement (planned now if it is new), or none when it is
     /// to be run as written: not one query, not preparable, or values that do not bind.
-    async fn prepared(
-        &self,
-        ctx: &SessionContext,
-        plans: &Plans,
-        text: &str,
-        params: &ParamValues,
-        timeout: Option<Duration>,
-    ) -> Option<Result<SqlAnswer, SqlError>> {
-        if self.plans == 0 {
+    async fn prepared(&self) -> Option<Result<SqlAnswer, SqlError>> {
+        let (ctx, plans, text, params, timeout) = (
+            &self.shared,
+            &self.plans,
+            self.text.as_str(),
+            &self.params,
+            self.timeout,
+        );
+        if !self.prepare {
             return None;
         }
         let lifted = sql_prepared::lift(text)?;
+        // A value over the value bound is refused by the plan's check, which a prepared plan
+        // (checked with placeholders) would not see: such a query is run as written.
+        let over = |v: &datafusion::common::ScalarValue| {
+            sql_bounds::scalar_bytes(v) > self.values.value_bytes
+        };
+        let given_over = match params {
+            ParamValues::List(given) => given.iter().any(|p| over(&p.value)),
+            ParamValues::Map(given) => given.values().any(|p| over(&p.value)),
+        };
+        if given_over || lifted.values.iter().any(over) {
+            return None;
+        }
         let plan = match plans.kept.get(&lifted.key) {
             Some(plan) => {
                 self.counts.plan_hits.fetch_add(1, Ordering::Relaxed);
@@ -346,31 +485,6 @@ impl Sql {
             Ok(answer) => Some(Ok(answer)),
             Err(PreparedError::Failed(e)) => Some(Err(e)),
             Err(PreparedError::Unbound) => None,
-        }
-    }
-
-    /// A turn at the gate: at once, or after waiting in the queue (for no longer than the time
-    /// limit); busy when the queue is full or the wait runs out.
-    async fn turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, SqlFailure> {
-        let busy = |s: &Sql| SqlFailure::Busy {
-            running: s.concurrency,
-            waiting: s.waiting.load(Ordering::Relaxed),
-            retry_after: Duration::from_secs(1),
-        };
-        match self.permits.try_acquire() {
-            Ok(p) => Ok(p),
-            Err(_) => {
-                if self.waiting.fetch_add(1, Ordering::AcqRel) >= self.queue {
-                    self.waiting.fetch_sub(1, Ordering::AcqRel);
-                    return Err(busy(self));
-                }
-                let got = tokio::time::timeout(self.limits.timeout, self.permits.acquire()).await;
-                self.waiting.fetch_sub(1, Ordering::AcqRel);
-                match got {
-                    Ok(Ok(p)) => Ok(p),
-                    _ => Err(busy(self)),
-                }
-            }
         }
     }
 }

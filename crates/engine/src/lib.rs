@@ -28,6 +28,8 @@ pub mod runid;
 #[cfg(feature = "datafusion")]
 pub mod sql;
 #[cfg(feature = "datafusion")]
+pub mod sql_bounds;
+#[cfg(feature = "datafusion")]
 pub mod sql_functions;
 #[cfg(feature = "datafusion")]
 pub mod sql_prepared;

@@ -62,6 +62,9 @@ pub enum SqlError {
     Memory { mib: usize, detail: String },
     #[error("the answer has more than the row cap of {0} rows; add a LIMIT or narrow the query")]
     Rows(usize),
+    /// A value, a call's output or the answer over its bound (`engine::sql_bounds`).
+    #[error("the query was stopped: {0}")]
+    Value(String),
     #[error("{0}")]
     Internal(String),
 }
@@ -269,6 +272,7 @@ pub async fn sql_context(
         .build_arc()
         .map_err(|e| SqlError::Internal(e.to_string()))?;
     let config = SessionConfig::new()
+        .with_batch_size(super::sql_bounds::SQL_BATCH_ROWS)
         .with_information_schema(true)
         .with_default_catalog_and_schema("datafusion", "public")
         .set_usize("datafusion.sql_parser.recursion_limit", SQL_RECURSION_LIMIT);
@@ -288,6 +292,9 @@ pub async fn sql_context(
 
 pub(crate) fn classify(e: DataFusionError, limits: &SqlLimits) -> SqlError {
     match e.find_root() {
+        DataFusionError::ResourcesExhausted(m) if m.starts_with(super::sql_bounds::VALUE_LIMIT) => {
+            SqlError::Value(m.clone())
+        }
         DataFusionError::ResourcesExhausted(m) => SqlError::Memory {
             mib: limits.memory_bytes >> 20,
             detail: m.clone(),
@@ -302,6 +309,9 @@ pub(crate) fn classify(e: DataFusionError, limits: &SqlLimits) -> SqlError {
         DataFusionError::SQL(e, _) if matches!(**e, ParserError::RecursionLimitExceeded) => {
             SqlError::Invalid(too_deep())
         }
+        DataFusionError::Plan(m) if m.starts_with("Invalid function") => SqlError::Invalid(format!(
+            "{m} (GET /v1/sql/functions lists the functions that may be called)"
+        )),
         DataFusionError::Plan(m) | DataFusionError::SQL(_, Some(m)) => SqlError::Invalid(m.clone()),
         DataFusionError::NotImplemented(m) => SqlError::Invalid(format!("not supported: {m}")),
         other => SqlError::Invalid(other.to_string()),
@@ -339,7 +349,8 @@ pub(crate) fn no_column() -> SqlError {
     )
 }
 
-/// The answer of `stream` under the row cap, its batches given `schema`'s names.
+/// The answer of `stream` under the row cap, its batches given `schema`'s names. The answer is
+/// held whole until it is sent, so its bytes count against the memory limit as well.
 pub(crate) async fn collect(
     mut stream: datafusion::physical_plan::SendableRecordBatchStream,
     schema: SchemaRef,
@@ -347,11 +358,23 @@ pub(crate) async fn collect(
 ) -> Result<SqlAnswer, SqlError> {
     let mut batches = Vec::new();
     let mut rows = 0usize;
+    let mut bytes = 0usize;
     while let Some(b) = stream.next().await {
         let b = b.map_err(|e| classify(e, limits))?;
         rows += b.num_rows();
         if rows > limits.max_rows {
             return Err(SqlError::Rows(limits.max_rows));
+        }
+        bytes += b
+            .columns()
+            .iter()
+            .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
+            .sum::<usize>();
+        if bytes > limits.memory_bytes {
+            return Err(SqlError::Memory {
+                mib: limits.memory_bytes >> 20,
+                detail: format!("the answer holds more than {bytes} bytes"),
+            });
         }
         // With its row count: `SELECT FROM t` has rows and no column (found by fuzzing).
         let b = RecordBatch::try_new_with_options(
