@@ -61,6 +61,12 @@ class Api:
 BINARY = os.environ.get("MLENERGY_SERVER_BIN", str(ROOT / "target" / "debug" / "mlenergy-server"))
 
 
+class Served(str):
+    """A running server's base URL, with its process id (`pid`) for tests that watch it."""
+
+    pid: int
+
+
 @contextlib.contextmanager
 def running_server(data: str, cache: str | None = None, args: tuple[str, ...] = ()):
     """The real binary serving `data` on a free port; yields its base URL. Its cache (where
@@ -83,7 +89,8 @@ def _serve(data: str, cache: str, args: tuple[str, ...] = ()):
         stdout=subprocess.DEVNULL,
         stderr=errors,
     )
-    base = f"http://127.0.0.1:{port}"
+    base = Served(f"http://127.0.0.1:{port}")
+    base.pid = proc.pid
     deadline = time.time() + 60
     try:
         while time.time() < deadline:

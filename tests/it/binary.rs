@@ -85,7 +85,7 @@ fn get(addr: &str, path: &str) -> (u16, String, String) {
 }
 
 /// `request` sent on a connection of its own: the answer's status, head (lowercase) and body.
-fn exchange(addr: &str, request: &str) -> (u16, String, String) {
+pub(crate) fn exchange(addr: &str, request: &str) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.write_all(request.as_bytes()).unwrap();
     let mut bytes = Vec::new();

@@ -17,6 +17,7 @@ mod formats;
 mod frontier;
 mod guard;
 mod hints;
+mod hostile_sql;
 mod hub;
 mod layers;
 mod leaderboard;

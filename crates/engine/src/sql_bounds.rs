@@ -26,6 +26,8 @@
 //! Used by `engine::sql::sql_context`; imports DataFusion only.
 
 use std::any::Any;
+#[cfg(test)]
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
@@ -33,7 +35,12 @@ use datafusion::arrow::datatypes::{DataType, FieldRef, Int64Type};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DataFusionError, Result, ScalarValue};
-use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction, WindowFunction};
+use datafusion::logical_expr::expr::{
+    AggregateFunction, AggregateFunctionParams, ScalarFunction, WindowFunction,
+    WindowFunctionParams,
+};
+use datafusion::logical_expr::{EmitTo, GroupsAccumulator, ReversedUDAF, SetMonotonicity};
+use datafusion::arrow::array::BooleanArray;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
@@ -1025,9 +1032,64 @@ impl GuardedAggregate {
     }
 }
 
+impl GuardedAggregate {
+    fn checked(&self, inner: Box<dyn Accumulator>) -> Box<dyn Accumulator> {
+        Box::new(CheckedAccumulator {
+            inner,
+            name: self.inner.name().to_owned(),
+            bounds: self.bounds,
+        })
+    }
+}
+
 impl AggregateUDFImpl for GuardedAggregate {
     fn name(&self) -> &str {
         self.inner.name()
+    }
+    fn schema_name(&self, params: &AggregateFunctionParams) -> Result<String> {
+        self.inner.schema_name(params)
+    }
+    fn human_display(&self, params: &AggregateFunctionParams) -> Result<String> {
+        self.inner.human_display(params)
+    }
+    fn display_name(&self, params: &AggregateFunctionParams) -> Result<String> {
+        self.inner.display_name(params)
+    }
+    fn window_function_schema_name(&self, params: &WindowFunctionParams) -> Result<String> {
+        self.inner.window_function_schema_name(params)
+    }
+    fn window_function_display_name(&self, params: &WindowFunctionParams) -> Result<String> {
+        self.inner.window_function_display_name(params)
+    }
+    fn groups_accumulator_supported(&self, args: AccumulatorArgs) -> bool {
+        self.inner.groups_accumulator_supported(args)
+    }
+    fn create_groups_accumulator(
+        &self,
+        args: AccumulatorArgs,
+    ) -> Result<Box<dyn GroupsAccumulator>> {
+        Ok(Box::new(CheckedGroups {
+            inner: self.inner.create_groups_accumulator(args)?,
+            name: self.inner.name().to_owned(),
+            bounds: self.bounds,
+        }))
+    }
+    fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        Ok(self.checked(self.inner.create_sliding_accumulator(args)?))
+    }
+    fn reverse_expr(&self) -> ReversedUDAF {
+        match self.inner.reverse_expr() {
+            ReversedUDAF::Reversed(udaf) => {
+                ReversedUDAF::Reversed(Arc::new(GuardedAggregate::wrap(udaf, self.bounds)))
+            }
+            other => other,
+        }
+    }
+    fn is_descending(&self) -> Option<bool> {
+        self.inner.is_descending()
+    }
+    fn set_monotonicity(&self, data_type: &DataType) -> SetMonotonicity {
+        self.inner.set_monotonicity(data_type)
     }
     fn aliases(&self) -> &[String] {
         self.inner.aliases()
@@ -1045,11 +1107,7 @@ impl AggregateUDFImpl for GuardedAggregate {
         self.inner.is_nullable()
     }
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        Ok(Box::new(CheckedAccumulator {
-            inner: self.inner.accumulator(args)?,
-            name: self.inner.name().to_owned(),
-            bounds: self.bounds,
-        }))
+        Ok(self.checked(self.inner.accumulator(args)?))
     }
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
         self.inner.state_fields(args)
@@ -1083,6 +1141,52 @@ impl AggregateUDFImpl for GuardedAggregate {
     }
     fn documentation(&self) -> Option<&Documentation> {
         self.inner.documentation()
+    }
+}
+
+/// A groups accumulator whose values are checked against the value bound.
+struct CheckedGroups {
+    inner: Box<dyn GroupsAccumulator>,
+    name: String,
+    bounds: ValueBounds,
+}
+
+impl GroupsAccumulator for CheckedGroups {
+    fn update_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        opt_filter: Option<&BooleanArray>,
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.inner
+            .update_batch(values, group_indices, opt_filter, total_num_groups)
+    }
+    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        let out = self.inner.evaluate(emit_to)?;
+        check_output(&self.name, &ColumnarValue::Array(out.clone()), &self.bounds)?;
+        Ok(out)
+    }
+    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
+        self.inner.state(emit_to)
+    }
+    fn merge_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.inner.merge_batch(values, group_indices, total_num_groups)
+    }
+    fn convert_to_state(
+        &self,
+        values: &[ArrayRef],
+        opt_filter: Option<&BooleanArray>,
+    ) -> Result<Vec<ArrayRef>> {
+        self.inner.convert_to_state(values, opt_filter)
+    }
+    fn size(&self) -> usize {
+        self.inner.size()
     }
 }
 
@@ -1137,7 +1241,11 @@ impl AnalyzerRule for BoundsRule {
 
     fn analyze(&self, plan: LogicalPlan, _: &ConfigOptions) -> Result<LogicalPlan> {
         plan.transform_up_with_subqueries(|plan| {
-            let schema = plan.schema().clone();
+            // A node's expressions are over its inputs' columns (a leaf's, over its own).
+            let schema = match plan.inputs().as_slice() {
+                [] => plan.schema().clone(),
+                inputs => Arc::new(datafusion::logical_expr::utils::merge_schema(inputs)),
+            };
             let names = NamePreserver::new(&plan);
             plan.map_expressions(|e| {
                 let saved = names.save(&e);
@@ -1225,9 +1333,19 @@ fn guard_expr_in(
             op: Operator::StringConcat,
             right,
         }) => {
-            let ty = schema.and_then(|s| left.get_type(s.as_ref()).ok());
+            let ty = match schema {
+                Some(s) => Some(left.get_type(s.as_ref())?),
+                None => None,
+            };
             match ty {
-                Some(ty @ (DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)) => {
+                Some(
+                    ty @ (DataType::Utf8
+                    | DataType::LargeUtf8
+                    | DataType::Utf8View
+                    | DataType::Binary
+                    | DataType::LargeBinary
+                    | DataType::BinaryView),
+                ) => {
                     let func = Arc::new(StringConcat::udf(ty, *bounds));
                     Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction {
                         func,
@@ -1255,6 +1373,15 @@ fn guard_expr_in(
     })
 }
 
+/// Every function DataFusion registers in a new context, and ours, by kind (`scalar`,
+/// `aggregate`, `window`, `table`), sorted: what the tests and the fuzz target call, allowed or
+/// not.
+pub fn registry() -> Vec<(&'static str, String)> {
+    let ctx = SessionContext::new();
+    ctx.register_udaf(super::sql_functions::logistic_fit());
+    allowed(&ctx)
+}
+
 /// The functions a query may call, by kind, sorted: what `GET /v1/sql/functions` lists.
 pub fn allowed(ctx: &SessionContext) -> Vec<(&'static str, String)> {
     let state = ctx.state();
@@ -1265,4 +1392,105 @@ pub fn allowed(ctx: &SessionContext) -> Vec<(&'static str, String)> {
     out.extend(state.table_functions().keys().map(|n| ("table", n.clone())));
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::util::pretty::pretty_format_batches;
+
+    async fn answer(ctx: &SessionContext, sql: &str) -> Result<String> {
+        let batches = ctx.sql(sql).await?.collect().await?;
+        Ok(pretty_format_batches(&batches)?.to_string())
+    }
+
+    fn confined() -> SessionContext {
+        let ctx = SessionContext::new();
+        confine(&ctx, ValueBounds::default());
+        ctx
+    }
+
+    /// After `confine`, a context holds only functions of the allow-lists; every function of
+    /// DataFusion's registry is either there or gone, so one an upgrade adds is refused until it
+    /// is classified here.
+    #[test]
+    fn a_confined_context_holds_only_allowed_functions() {
+        let ctx = confined();
+        let kept = allowed(&ctx);
+        for (kind, name) in &kept {
+            let listed = match *kind {
+                "scalar" => growth_of(name).is_some()
+                    || ctx.state().scalar_functions()[name.as_str()].name() != name,
+                "aggregate" => {
+                    allowed_aggregate(ctx.state().aggregate_functions()[name.as_str()].name())
+                }
+                "window" => WINDOWS.contains(&ctx.state().window_functions()[name.as_str()].name()),
+                _ => TABLES.contains(&name.as_str()),
+            };
+            assert!(listed, "{kind} {name} is callable but not classified");
+        }
+        let names: BTreeSet<&str> = kept.iter().map(|(_, n)| n.as_str()).collect();
+        for (_, name) in registry() {
+            let refused = ["levenshtein", "array_replace_all", "array_transform"];
+            if refused.contains(&name.as_str()) {
+                assert!(!names.contains(name.as_str()), "{name}");
+            }
+        }
+        assert!(names.contains("repeat") && names.contains("array_agg") && names.contains("rank"));
+    }
+
+    /// Ordinary queries answer the same with the bounds as without them (the guard only checks).
+    #[tokio::test]
+    async fn bounded_functions_answer_what_the_plain_ones_do() {
+        let plain = SessionContext::new();
+        let bounded = confined();
+        for sql in [
+            "SELECT repeat('ab', 3), lpad('x', 5, 'yz'), rpad('x', 3), upper('straße')",
+            "SELECT 'a' || 'b' || NULL, 'a' || 'b', concat_ws('-', 'a', NULL, 'c')",
+            "SELECT range(1, 10, 3), array_repeat(7, 3), generate_series(1, 3), [1, 2][2]",
+            "SELECT replace('banana', 'a', 'oo'), regexp_replace('a-b-c', '-', '+', 'g')",
+            "SELECT array_to_string([1, 2, 3], ', '), cardinality(array_resize([1], 4, 0))",
+            "SELECT SUBSTRING('hello' FROM 2 FOR 3), EXTRACT(year FROM DATE '2026-11-29')",
+            "SELECT v, v || '!' AS shout, array_agg(v) OVER (ORDER BY v) FROM (VALUES ('a'), ('b')) t(v)",
+            "SELECT string_agg(v, ','), array_agg(v ORDER BY v DESC) FROM (VALUES ('a'), ('b')) t(v)",
+            "SELECT count(*) FROM generate_series(1, 1000) a",
+        ] {
+            assert_eq!(
+                answer(&bounded, sql).await.unwrap(),
+                answer(&plain, sql).await.unwrap(),
+                "{sql}"
+            );
+        }
+    }
+
+    /// Each way of building a value of gigabytes is refused before it builds, naming the bound.
+    #[tokio::test]
+    async fn builders_past_the_value_bound_are_refused_before_they_build() {
+        let ctx = confined();
+        for sql in [
+            "SELECT count(*) FROM unnest(range(1, 2000000000))",
+            "SELECT cardinality(array_repeat(1, 1000000000))",
+            "SELECT length(lpad('x', 2000000000, 'y'))",
+            "SELECT cardinality(range(1, 1000000000))",
+            "SELECT length(repeat('x', 1000000000))",
+            "SELECT length(repeat('x', 9223372036854775807))",
+            "SELECT length(repeat('x', 10000) || repeat('x', 10000))",
+            "SELECT length(replace(repeat('a', 8000), 'a', repeat('b', 8000)))",
+            "SELECT length(regexp_replace(repeat('a', 8000), '(a)', '$1$1$1', 'g'))",
+            "SELECT cardinality(array_resize([1], 1000000000, 1))",
+            "SELECT cardinality(range(TIMESTAMP '1970-01-01', TIMESTAMP '2200-01-01', INTERVAL '1 second'))",
+            "WITH RECURSIVE t(x, n) AS (SELECT 'x', 1 UNION ALL SELECT x || x, n + 1 FROM t \
+             WHERE n < 64) SELECT max(length(x)) FROM t",
+            "SELECT length(array_to_string(array_agg(v), ',')) FROM generate_series(1, 100000) t(v)",
+        ] {
+            let e = answer(&ctx, sql).await.unwrap_err();
+            let root = e.find_root().to_string();
+            assert!(root.contains(VALUE_LIMIT), "{sql}: {root}");
+        }
+        let long = format!("SELECT '{}' AS s", "x".repeat(20_000));
+        let e = answer(&ctx, &long).await.unwrap_err().find_root().to_string();
+        assert!(e.contains("a constant of 20000 bytes"), "{e}");
+        let e = answer(&ctx, "SELECT levenshtein('a', 'b')").await.unwrap_err();
+        assert!(e.to_string().contains("levenshtein"), "{e}");
+    }
 }

@@ -18,7 +18,7 @@ use mlenergy_server::http::{AppState, Limits, app};
 use mlenergy_server::service::Service;
 use tower::ServiceExt;
 
-struct App {
+pub struct App {
     rt: tokio::runtime::Runtime,
     router: Router,
     /// A run of each domain with raw files: (llm, diffusion).
@@ -27,7 +27,13 @@ struct App {
 
 fn the_app() -> &'static App {
     static APP: OnceLock<App> = OnceLock::new();
-    APP.get_or_init(|| {
+    APP.get_or_init(|| build(mlenergy_server::service::ServiceOptions::default()))
+}
+
+/// The router over the small copy of data/sample, its service built from `options`.
+#[allow(dead_code)] // each target uses one of the two ways in
+pub fn build(options: mlenergy_server::service::ServiceOptions) -> App {
+    {
         // The server's worker stacks, which a client's SQL is bounded against.
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -50,7 +56,7 @@ fn the_app() -> &'static App {
                 stream_bytes: Limits::STREAM_BYTES,
             };
             app(AppState::new(
-                std::sync::Arc::new(Service::new(dataset, catalog)),
+                std::sync::Arc::new(Service::with_options(dataset, catalog, options)),
                 limits,
                 8 << 20,
             ))
@@ -70,7 +76,7 @@ fn the_app() -> &'static App {
             first(&app, "/v1/diffusion/runs?limit=1&fields=run_id,results_path&sort=-results_path"),
         );
         app
-    })
+    }
 }
 
 /// A copy of `sample` (in the temporary directory, one per process) whose raw results files keep
@@ -132,7 +138,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 impl App {
     /// The answer to `req`, handled on a worker thread of the runtime as in the server (not on
     /// the fuzzer's thread, whose stack is another size).
-    fn send(&self, req: Request<Body>) -> (StatusCode, Vec<u8>) {
+    pub fn send(&self, req: Request<Body>) -> (StatusCode, Vec<u8>) {
         let router = self.router.clone();
         let handled = self.rt.spawn(async move {
             let resp = router.oneshot(req).await.unwrap();
