@@ -113,33 +113,30 @@ const ARGS: &[&str] = &[
     "num_gpus",
 ];
 
-/// The huge counts, put where a count goes.
-const COUNTS: &[&str] = &["2000000000", "9223372036854775807", "num_gpus * 100000000"];
+/// A huge count, and one made per row from a column.
+const BIG: &str = "2000000000";
+const PER_ROW: &str = "num_gpus * 100000000";
 
-/// The argument lists each function is called with.
+/// The argument lists each function is called with: every argument alone, every argument before
+/// a huge count, and the shapes of the functions that build from a count or a replacement.
 fn argument_lists() -> Vec<Vec<&'static str>> {
     let mut lists: Vec<Vec<&str>> = vec![vec![]];
     for a in ARGS {
         lists.push(vec![a]);
-        lists.push(vec![a, a]);
-        for n in COUNTS {
-            lists.push(vec![a, n]);
-            lists.push(vec![a, n, a]);
-            lists.push(vec![a, n, "'y'"]);
-        }
+        lists.push(vec![a, BIG]);
     }
-    for n in COUNTS {
-        lists.push(vec![n]);
-        lists.push(vec!["1", n]);
-        lists.push(vec!["1", n, "1"]);
-        lists.push(vec!["TIMESTAMP '1970-01-01 00:00:00'", "TIMESTAMP '2200-01-01 00:00:00'", "INTERVAL '1 nanosecond'"]);
-        lists.push(vec!["repeat('ab', 8000)", "'b'", "repeat('cd', 8000)"]);
-        lists.push(vec!["repeat('ab', 8000)", "''", "repeat('cd', 8000)"]);
-        lists.push(vec!["repeat('ab', 8000)", "'(a)'", "'$1$1$1$1$1$1$1$1'", "'g'"]);
-        lists.push(vec!["'x'", "'x'", "'x'", "'x'"]);
+    for a in ["'x'", "range(1, 2000)", "1", "repeat('ab', 8000)"] {
+        lists.push(vec![a, PER_ROW]);
+        lists.push(vec![a, "9223372036854775807", "'y'"]);
     }
-    let mut seen = BTreeSet::new();
-    lists.retain(|l| seen.insert(l.clone()));
+    lists.extend([
+        vec!["1", BIG, "1"],
+        vec!["TIMESTAMP '1970-01-01 00:00:00'", "TIMESTAMP '2200-01-01 00:00:00'", "INTERVAL '1 nanosecond'"],
+        vec!["repeat('ab', 8000)", "'b'", "repeat('cd', 8000)"],
+        vec!["repeat('ab', 8000)", "''", "repeat('cd', 8000)"],
+        vec!["repeat('ab', 8000)", "'(a)'", "'$1$1$1$1$1$1$1$1'", "'g'"],
+        vec!["'x'", "'x'", "'x'", "'x'"],
+    ]);
     lists
 }
 

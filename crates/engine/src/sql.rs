@@ -513,8 +513,7 @@ pub fn frame_of(answer: &SqlAnswer) -> Result<Frame, SqlError> {
                     DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
                 )
             {
-                array = datafusion::arrow::compute::cast(&array, &DataType::Utf8)
-                    .map_err(|e| SqlError::Internal(e.to_string()))?;
+                array = as_text(&array)?;
             }
             let part =
                 column_from_array(&spec, &array).map_err(|e| SqlError::Internal(e.to_string()))?;
@@ -526,6 +525,24 @@ pub fn frame_of(answer: &SqlAnswer) -> Result<Frame, SqlError> {
         });
     }
     Ok(Frame { columns })
+}
+
+/// `array` as text: cast where arrow casts the type to a string, else each value as arrow displays
+/// it (structs, maps and unions have no cast to a string: `{a: 1}`, `{a: 1}` as a map's entries).
+fn as_text(array: &arrow::array::ArrayRef) -> Result<arrow::array::ArrayRef, SqlError> {
+    use arrow::array::Array as _;
+    if let Ok(text) = datafusion::arrow::compute::cast(array, &DataType::Utf8) {
+        return Ok(text);
+    }
+    let shown = arrow::util::display::ArrayFormatter::try_new(
+        array.as_ref(),
+        &arrow::util::display::FormatOptions::default(),
+    )
+    .map_err(|e| SqlError::Internal(e.to_string()))?;
+    let text: arrow::array::StringArray = (0..array.len())
+        .map(|i| (!array.is_null(i)).then(|| shown.value(i).to_string()))
+        .collect();
+    Ok(Arc::new(text))
 }
 
 #[cfg(test)]
