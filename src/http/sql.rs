@@ -183,7 +183,7 @@ fn json_rows(
                     d if d.is_integer() => DataType::Int64,
                     d if d.is_floating() => DataType::Float64,
                     DataType::Boolean => DataType::Boolean,
-                    _ => DataType::Utf8,
+                    _ => return crate::engine::sql::as_text(a),
                 };
                 cast(a, &to)
             })

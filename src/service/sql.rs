@@ -320,9 +320,12 @@ impl Sql {
         let c = &self.counts;
         c.queries.fetch_add(1, Ordering::Relaxed);
         let out = async {
-            let permit = self.turn().await?;
-            let (shared, plans) = self.context(surface, snapshot, derived).await?;
+            // The time limit counts from the query's arrival: its wait for a turn is part of it.
+            let arrived = tokio::time::Instant::now();
             let limit = timeout.map_or(self.limits.timeout, |t| t.min(self.limits.timeout));
+            let permit = self.turn(limit).await?;
+            let (shared, plans) = self.context(surface, snapshot, derived).await?;
+            let left = limit.saturating_sub(arrived.elapsed());
             let query = Query {
                 counts: self.counts.clone(),
                 prepare: self.plans > 0,
@@ -332,7 +335,7 @@ impl Sql {
                 plans,
                 text: text.to_owned(),
                 params,
-                timeout,
+                timeout: Some(left),
             };
             let runtime = self.runtime.as_ref().expect("present until dropped");
             let task = runtime.spawn(async move {
@@ -341,7 +344,8 @@ impl Sql {
                 answer
             });
             let abort = task.abort_handle();
-            match tokio::time::timeout(limit + Self::GRACE, task).await {
+            match tokio::time::timeout(left + Self::GRACE, task).await {
+                Ok(Ok(Err(SqlError::Timeout(_)))) => Err(SqlError::Timeout(limit).into()),
                 Ok(Ok(answer)) => Ok(answer?),
                 Ok(Err(e)) => Err(SqlError::Internal(format!("the query failed: {e}")).into()),
                 Err(_) => {
@@ -366,9 +370,9 @@ impl Sql {
         out
     }
 
-    /// A turn at the gate: at once, or after waiting in the queue (for no longer than the time
-    /// limit); busy when the queue is full or the wait runs out.
-    async fn turn(&self) -> Result<OwnedSemaphorePermit, SqlFailure> {
+    /// A turn at the gate: at once, or after waiting in the queue (for no longer than the query's
+    /// time limit, `limit`); busy when the queue is full or the wait runs out.
+    async fn turn(&self, limit: Duration) -> Result<OwnedSemaphorePermit, SqlFailure> {
         let busy = |s: &Sql| SqlFailure::Busy {
             running: s.concurrency,
             waiting: s.waiting.load(Ordering::Relaxed),
@@ -382,7 +386,7 @@ impl Sql {
                     return Err(busy(self));
                 }
                 let got =
-                    tokio::time::timeout(self.limits.timeout, self.permits.clone().acquire_owned())
+                    tokio::time::timeout(limit, self.permits.clone().acquire_owned())
                         .await;
                 self.waiting.fetch_sub(1, Ordering::AcqRel);
                 match got {

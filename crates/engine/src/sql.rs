@@ -513,7 +513,7 @@ pub fn frame_of(answer: &SqlAnswer) -> Result<Frame, SqlError> {
                     DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
                 )
             {
-                array = as_text(&array)?;
+                array = as_text(&array).map_err(|e| SqlError::Internal(e.to_string()))?;
             }
             let part =
                 column_from_array(&spec, &array).map_err(|e| SqlError::Internal(e.to_string()))?;
@@ -528,8 +528,11 @@ pub fn frame_of(answer: &SqlAnswer) -> Result<Frame, SqlError> {
 }
 
 /// `array` as text: cast where arrow casts the type to a string, else each value as arrow displays
-/// it (structs, maps and unions have no cast to a string: `{a: 1}`, `{a: 1}` as a map's entries).
-fn as_text(array: &arrow::array::ArrayRef) -> Result<arrow::array::ArrayRef, SqlError> {
+/// it (structs and maps have no cast to a string: `{a: 1}`; a time out of range is shown with the
+/// reason it has no text).
+pub fn as_text(
+    array: &arrow::array::ArrayRef,
+) -> Result<arrow::array::ArrayRef, arrow::error::ArrowError> {
     use arrow::array::Array as _;
     if let Ok(text) = datafusion::arrow::compute::cast(array, &DataType::Utf8) {
         return Ok(text);
@@ -537,8 +540,7 @@ fn as_text(array: &arrow::array::ArrayRef) -> Result<arrow::array::ArrayRef, Sql
     let shown = arrow::util::display::ArrayFormatter::try_new(
         array.as_ref(),
         &arrow::util::display::FormatOptions::default(),
-    )
-    .map_err(|e| SqlError::Internal(e.to_string()))?;
+    )?;
     let text: arrow::array::StringArray = (0..array.len())
         .map(|i| (!array.is_null(i)).then(|| shown.value(i).to_string()))
         .collect();
