@@ -22,7 +22,7 @@ runs=${FUZZ_RUNS:-10000000}
 # server. Each is named with --fuzz-dir (cargo-fuzz would take fuzz/ from any directory below it);
 # both build in one target directory.
 readers="raw_results raw_paths peer_json"
-http="query_strings json_bodies"
+http="query_strings json_bodies sql_functions"
 # The two HTTP targets first, as a pair: they are the slow ones (CI's quick build: 49 s and 21 s
 # for 20,000 executions, the readers 2 to 39 s).
 targets=${FUZZ_TARGETS:-$http $readers}
@@ -64,7 +64,7 @@ python3 - <<'PY'
 import json
 from pathlib import Path
 
-HTTP = {"query_strings", "json_bodies"}
+HTTP = {"query_strings", "json_bodies", "sql_functions"}
 
 def put(target, name, data):
     d = (Path("http") if target in HTTP else Path(".")) / "corpus" / target
@@ -104,6 +104,9 @@ put("query_strings", "sql_eq_chain", b"\x19q=SELECT%20" + b"=".join([b"num_gpus"
 put("json_bodies", "logistic_fit", b"\x00" + json.dumps({"x": [3, 4, 5, 6, 7], "y": [1.0, 1.8, 2.6, 3.1, 3.3]}).encode())
 put("json_bodies", "logistic_eval", b"\x01" + json.dumps({"params": {"L": 3.4, "x0": 4.6, "k": 1.1, "b0": 0.1}, "batch": [8, 16]}).encode())
 put("json_bodies", "mixture_fit", b"\x02" + json.dumps({"samples": [0.01, 0.012, 0.011, 0.2, 0.013, 0.0119]}).encode())
+# sql_functions: bytes choose functions, arguments and the statement's shape (see the target).
+put("sql_functions", "zeros", bytes(16))
+put("sql_functions", "mixed", bytes(range(0, 256, 7)))
 put("json_bodies", "sql", b"\x04" + json.dumps({"sql": "SELECT * FROM llm_runs WHERE num_gpus = $1", "params": [2]}).encode())
 PY
 
