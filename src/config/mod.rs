@@ -311,10 +311,12 @@ pub struct LeaderboardArgs {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "SQL")]
 pub struct SqlArgs {
-    /// The time limit of an SQL query (it is stopped and answered 422 past it).
+    /// The time limit of an SQL query, from its arrival (its wait for a turn included): it is
+    /// stopped and answered 422 past it.
     #[arg(long, env = "MLENERGY_SQL_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
     pub sql_timeout: std::time::Duration,
-    /// The memory pool SQL queries share, in bytes (sorts, joins, aggregates; no spilling).
+    /// The memory pool of each SQL query, in bytes (sorts, joins, aggregates, the answer being
+    /// collected; no spilling).
     #[arg(long, env = "MLENERGY_SQL_MEMORY_BYTES", default_value_t = 512 << 20)]
     pub sql_memory_bytes: usize,
     /// The most bytes one value an SQL query builds may hold: a string, a list or a struct made

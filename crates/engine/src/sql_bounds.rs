@@ -297,6 +297,13 @@ pub const SCALARS: &[(&str, Growth)] = {
         ("pg_encoding_to_char", Linear(1)),
         ("pg_get_constraintdef", Linear(1)),
         ("pg_get_expr", Linear(2)),
+        ("pg_get_partition_ancestors", Linear(2)),
+        ("pg_get_statisticsobjdef_columns", Linear(1)),
+        ("pg_stat_get_numscans", Linear(1)),
+        ("quote_ident", Linear(3)),
+        ("parse_ident", Linear(2)),
+        ("array_upper", Linear(1)),
+        ("array_lower", Linear(1)),
         ("pg_get_indexdef", Linear(1)),
         ("pg_get_partkeydef", Linear(1)),
         ("pg_get_userbyid", Linear(1)),
@@ -376,8 +383,8 @@ pub const WINDOWS: &[&str] = &[
 ];
 
 /// The table functions a query may call: rows of numbers or times, made a batch at a time (the
-/// time limit bounds how many).
-pub const TABLES: &[&str] = &["generate_series", "range"];
+/// time limit bounds how many), and the PostgreSQL wire's fixed list of keywords.
+pub const TABLES: &[&str] = &["generate_series", "range", "pg_get_keywords"];
 
 /// How `name`'s output grows, when a query may call it.
 pub fn growth_of(name: &str) -> Option<Growth> {
@@ -611,6 +618,22 @@ fn series_len(start: &ScalarValue, stop: &ScalarValue, step: Option<&ScalarValue
     ((b - a) / step).unsigned_abs() + 1
 }
 
+/// Items of row `i` of `range(stop)`, `range(start, stop)` or `range(start, stop, step)`.
+fn series_items(args: &[ColumnarValue], i: usize) -> u128 {
+    let get = |k: usize| args.get(k).and_then(|a| scalar_at(a, i));
+    match args.len() {
+        1 => get(0).map_or(0, |stop| series_len(&ScalarValue::Int64(Some(0)), &stop, None)),
+        2 => match (get(0), get(1)) {
+            (Some(a), Some(b)) => series_len(&a, &b, None),
+            _ => 0,
+        },
+        _ => match (get(0), get(1), get(2)) {
+            (Some(a), Some(b), Some(s)) => series_len(&a, &b, Some(&s)),
+            _ => 0,
+        },
+    }
+}
+
 /// Row `i` of an argument as a scalar (a scalar argument is every row's).
 fn scalar_at(v: &ColumnarValue, i: usize) -> Option<ScalarValue> {
     match v {
@@ -664,26 +687,7 @@ fn estimate(growth: Growth, args: &[ColumnarValue], rows: usize) -> Result<(u128
             // Each copy is the item and its offset or validity.
             per_row(&|i| (at(&lens, i) as u128 + 8) * at(&ns, i).max(0) as u128)
         }
-        Growth::Series => {
-            let bound = |i: usize| -> u128 {
-                let get = |k: usize| arg(k).and_then(|a| scalar_at(a, i));
-                let n = match args.len() {
-                    1 => get(0).map_or(0, |stop| {
-                        series_len(&ScalarValue::Int64(Some(0)), &stop, None)
-                    }),
-                    2 => match (get(0), get(1)) {
-                        (Some(a), Some(b)) => series_len(&a, &b, None),
-                        _ => 0,
-                    },
-                    _ => match (get(0), get(1), get(2)) {
-                        (Some(a), Some(b), Some(s)) => series_len(&a, &b, Some(&s)),
-                        _ => 0,
-                    },
-                };
-                n.saturating_mul(8)
-            };
-            per_row(&bound)
-        }
+        Growth::Series => per_row(&|i| series_items(args, i).saturating_mul(8)),
         Growth::Resize => {
             let Some(n) = arg(1) else {
                 return Ok((0, total_in));
@@ -719,15 +723,11 @@ fn estimate(growth: Growth, args: &[ColumnarValue], rows: usize) -> Result<(u128
             let s = value_lengths(s, rows);
             let replacements = texts(replacement);
             per_row(&|i| {
-                let s = at(&s, i) as u128;
                 let r = match replacements.len() {
                     1 => replacements[0].as_deref(),
                     _ => replacements.get(i).and_then(|r| r.as_deref()),
-                }
-                .unwrap_or("");
-                // Each group reference (`$1`, `\1`, `${name}`) may copy all of `s`.
-                let refs = r.matches(['$', '\\']).count() as u128;
-                s + (s + 1) * (r.len() as u128 + refs * s)
+                };
+                regexp_replaced(at(&s, i) as u128, r.unwrap_or(""))
             })
         }
         Growth::Separated => {
@@ -756,6 +756,14 @@ fn estimate(growth: Growth, args: &[ColumnarValue], rows: usize) -> Result<(u128
             (0, total_in * k as u128)
         }
     })
+}
+
+/// Bytes `regexp_replace` can make of a text of `s` bytes with `replacement`: every match (one
+/// at each place at most) becomes the replacement, and each of its group references (`$1`, `\1`,
+/// `${name}`) may copy all of the text.
+fn regexp_replaced(s: u128, replacement: &str) -> u128 {
+    let refs = replacement.matches(['$', '\\']).count() as u128;
+    s + (s + 1) * (replacement.len() as u128 + refs * s)
 }
 
 /// The longest pattern among `v`'s rows, refused when one is over [`PATTERN_BYTES`].
