@@ -148,7 +148,8 @@ fn statement(b: &mut Bytes, f: &Fuzzed) -> String {
             expr(b, f, 2, "table").replace("()", "(1)")
         ),
         6 => format!(
-            "SELECT max(length(CAST(v AS VARCHAR))) FROM (SELECT {e} AS v) c, llm_runs a, llm_runs b"
+            "SELECT max(length(CAST(v AS VARCHAR))) FROM (SELECT {e} AS v) c, \
+             (SELECT run_id FROM llm_runs LIMIT 40) a, (SELECT run_id FROM llm_runs LIMIT 40) b"
         ),
         _ => format!(
             "WITH RECURSIVE t(x, n) AS (SELECT CAST({e} AS VARCHAR), 1 UNION ALL \
