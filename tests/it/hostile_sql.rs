@@ -153,10 +153,15 @@ fn statement(kind: &str, name: &str, args: &[&str]) -> String {
     } else {
         String::new()
     };
+    // Over rows, the answer is counted: the calls are made on every row, and the answer (whose
+    // encoding is not the query's work) stays one row.
     match kind {
-        "window" => format!("SELECT {name}({list}) OVER (ORDER BY run_id){from}"),
+        "window" => {
+            format!("SELECT count(v) FROM (SELECT {name}({list}) OVER (ORDER BY run_id) AS v{from}) s")
+        }
         "table" => format!("SELECT count(*) FROM {name}({list})"),
-        _ => format!("SELECT {name}({list}){from}"),
+        _ if !from.is_empty() => format!("SELECT count(v) FROM (SELECT {name}({list}) AS v{from}) s"),
+        _ => format!("SELECT {name}({list})"),
     }
 }
 
