@@ -69,9 +69,7 @@ impl From<SqlFailure> for AppError {
                 SqlError::Timeout(_)
                 | SqlError::Memory { .. }
                 | SqlError::Rows(_)
-                | SqlError::Value(_) => {
-                    AppError::QueryLimit(e.to_string())
-                }
+                | SqlError::Value(_) => AppError::QueryLimit(e.to_string()),
                 SqlError::Internal(m) => AppError::Internal(m),
             },
         }

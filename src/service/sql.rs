@@ -385,9 +385,7 @@ impl Sql {
                     self.waiting.fetch_sub(1, Ordering::AcqRel);
                     return Err(busy(self));
                 }
-                let got =
-                    tokio::time::timeout(limit, self.permits.clone().acquire_owned())
-                        .await;
+                let got = tokio::time::timeout(limit, self.permits.clone().acquire_owned()).await;
                 self.waiting.fetch_sub(1, Ordering::AcqRel);
                 match got {
                     Ok(Ok(p)) => Ok(p),

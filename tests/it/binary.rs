@@ -135,6 +135,12 @@ fn serves_the_embedded_dataset_from_any_directory() {
 }
 
 fn post_sql(addr: &str, sql: &str) -> (u16, serde_json::Value) {
+    let (status, body) = post_sql_text(addr, sql);
+    (status, serde_json::from_str(&body).unwrap())
+}
+
+/// `sql` posted to `/v1/sql` on a connection of its own: the answer's status and body.
+pub(crate) fn post_sql_text(addr: &str, sql: &str) -> (u16, String) {
     let (status, _, body) = exchange(
         addr,
         &format!(
@@ -143,7 +149,7 @@ fn post_sql(addr: &str, sql: &str) -> (u16, serde_json::Value) {
             sql.len()
         ),
     );
-    (status, serde_json::from_str(&body).unwrap())
+    (status, body)
 }
 
 /// The chains of operators the bound lets through are answered by the real binary (its worker

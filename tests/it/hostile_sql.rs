@@ -1,18 +1,16 @@
 //! Every function of DataFusion's registry, called with hostile arguments over HTTP on the real
 //! binary (issue 62): each call is answered (200, a 4xx, or 503 when the gate is full; never
-//! another 5xx) within the time limit plus
-//! a second, the server's private memory never grows past its memory share plus 64 MiB while it
-//! answers, and it is alive after. The functions are enumerated from DataFusion itself, so one an
-//! upgrade adds is called here too (refused by name unless `engine::sql_bounds` allows it).
+//! another 5xx) within the time limit plus a second, the server's private memory never grows past
+//! its memory share plus 64 MiB while it answers, and it is alive after. The functions are those
+//! of a new DataFusion context (`engine::sql_bounds::registry`), so one an upgrade adds is called
+//! here too (refused by name unless `engine::sql_bounds` allows it).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use datafusion::prelude::SessionContext;
-
-use super::binary::{Server, exchange, start_with_env};
+use super::binary::{Server, exchange, post_sql_text, start_with_env};
 
 /// The server's time limit in these tests (shorter than the default, so calls that run until
 /// stopped cost less of the suite's time).
@@ -72,14 +70,7 @@ impl Drop for Peak {
 /// `sql` posted to the server: its status, body and how long it took.
 fn post(addr: &str, sql: &str) -> (u16, String, Duration) {
     let start = Instant::now();
-    let (status, _, body) = exchange(
-        addr,
-        &format!(
-            "POST /v1/sql HTTP/1.1\r\nHost: {addr}\r\nContent-Type: text/plain\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n{sql}",
-            sql.len()
-        ),
-    );
+    let (status, body) = post_sql_text(addr, sql);
     (status, body, start.elapsed())
 }
 
@@ -88,7 +79,14 @@ fn post(addr: &str, sql: &str) -> (u16, String, Duration) {
 /// query's memory is ever in use, the bound the tests hold it to).
 fn server() -> Server {
     start_with_env(
-        &["--sql-timeout", "2s", "--sql-concurrency", "1", "--sql-queue", "64"],
+        &[
+            "--sql-timeout",
+            "2s",
+            "--sql-concurrency",
+            "1",
+            "--sql-queue",
+            "64",
+        ],
         &[],
     )
 }
@@ -132,7 +130,11 @@ fn argument_lists() -> Vec<Vec<&'static str>> {
     }
     lists.extend([
         vec!["1", BIG, "1"],
-        vec!["TIMESTAMP '1970-01-01 00:00:00'", "TIMESTAMP '2200-01-01 00:00:00'", "INTERVAL '1 nanosecond'"],
+        vec![
+            "TIMESTAMP '1970-01-01 00:00:00'",
+            "TIMESTAMP '2200-01-01 00:00:00'",
+            "INTERVAL '1 nanosecond'",
+        ],
         vec!["repeat('ab', 8000)", "'b'", "repeat('cd', 8000)"],
         vec!["repeat('ab', 8000)", "''", "repeat('cd', 8000)"],
         vec!["repeat('ab', 8000)", "'(a)'", "'$1$1$1$1$1$1$1$1'", "'g'"],
@@ -147,7 +149,9 @@ const ROWS: &str = "(SELECT a.* FROM llm_runs a, (VALUES (1), (2)) v(n)) t";
 /// The statements calling `name` (of `kind`) with `args`.
 fn statement(kind: &str, name: &str, args: &[&str]) -> String {
     let list = args.join(", ");
-    let over_rows = args.iter().any(|a| a.contains("model_id") || a.contains("num_gpus"));
+    let over_rows = args
+        .iter()
+        .any(|a| a.contains("model_id") || a.contains("num_gpus"));
     let from = if over_rows || kind != "scalar" {
         format!(" FROM {ROWS}")
     } else {
@@ -157,24 +161,16 @@ fn statement(kind: &str, name: &str, args: &[&str]) -> String {
     // encoding is not the query's work) stays one row.
     match kind {
         "window" => {
-            format!("SELECT count(v) FROM (SELECT {name}({list}) OVER (ORDER BY run_id) AS v{from}) s")
+            format!(
+                "SELECT count(v) FROM (SELECT {name}({list}) OVER (ORDER BY run_id) AS v{from}) s"
+            )
         }
         "table" => format!("SELECT count(*) FROM {name}({list})"),
-        _ if !from.is_empty() => format!("SELECT count(v) FROM (SELECT {name}({list}) AS v{from}) s"),
+        _ if !from.is_empty() => {
+            format!("SELECT count(v) FROM (SELECT {name}({list}) AS v{from}) s")
+        }
         _ => format!("SELECT {name}({list})"),
     }
-}
-
-/// Every function DataFusion registers by default, by kind, and ours.
-fn registry() -> Vec<(&'static str, String)> {
-    let state = SessionContext::new().state();
-    let mut out: BTreeSet<(&'static str, String)> = BTreeSet::new();
-    out.extend(state.scalar_functions().keys().map(|n| ("scalar", n.clone())));
-    out.extend(state.aggregate_functions().keys().map(|n| ("aggregate", n.clone())));
-    out.extend(state.window_functions().keys().map(|n| ("window", n.clone())));
-    out.extend(state.table_functions().keys().map(|n| ("table", n.clone())));
-    out.insert(("aggregate", "logistic_fit".to_owned()));
-    out.into_iter().collect()
 }
 
 #[test]
@@ -187,12 +183,14 @@ fn every_registered_function_with_hostile_arguments_stays_within_the_bounds() {
     let idle = rss_anon(pid);
     let peak = Peak::watch(pid);
 
-    let functions = registry();
+    let functions = mlenergy_server::engine::sql_bounds::registry();
     let allowed: BTreeSet<String> = {
         let (status, body, _) = {
             let (s, _, b) = exchange(
                 &addr,
-                &format!("GET /v1/sql/functions HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+                &format!(
+                    "GET /v1/sql/functions HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+                ),
             );
             (s, b, ())
         };
@@ -216,7 +214,10 @@ fn every_registered_function_with_hostile_arguments_stays_within_the_bounds() {
     let calls = Arc::new(calls);
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let failures = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let answered = Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::<u16, usize>::new()));
+    let answered = Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::<
+        u16,
+        usize,
+    >::new()));
     let workers: Vec<_> = (0..2)
         .map(|_| {
             let (calls, next, failures, answered, addr) = (
@@ -277,6 +278,12 @@ fn every_registered_function_with_hostile_arguments_stays_within_the_bounds() {
         grown >> 20
     );
     // The calls did reach functions: many answered, many were stopped by a bound.
-    assert!(answered.get(&200).copied().unwrap_or(0) > 1000, "{answered:?}");
-    assert!(answered.get(&422).copied().unwrap_or(0) > 100, "{answered:?}");
+    assert!(
+        answered.get(&200).copied().unwrap_or(0) > 1000,
+        "{answered:?}"
+    );
+    assert!(
+        answered.get(&422).copied().unwrap_or(0) > 100,
+        "{answered:?}"
+    );
 }

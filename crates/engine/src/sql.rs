@@ -309,9 +309,9 @@ pub(crate) fn classify(e: DataFusionError, limits: &SqlLimits) -> SqlError {
         DataFusionError::SQL(e, _) if matches!(**e, ParserError::RecursionLimitExceeded) => {
             SqlError::Invalid(too_deep())
         }
-        DataFusionError::Plan(m) if m.starts_with("Invalid function") => SqlError::Invalid(format!(
-            "{m} (GET /v1/sql/functions lists the functions that may be called)"
-        )),
+        DataFusionError::Plan(m) if m.starts_with("Invalid function") => SqlError::Invalid(
+            format!("{m} (GET /v1/sql/functions lists the functions that may be called)"),
+        ),
         DataFusionError::Plan(m) | DataFusionError::SQL(_, Some(m)) => SqlError::Invalid(m.clone()),
         DataFusionError::NotImplemented(m) => SqlError::Invalid(format!("not supported: {m}")),
         other => SqlError::Invalid(other.to_string()),

@@ -30,6 +30,7 @@ use std::any::Any;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use datafusion::arrow::array::BooleanArray;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{DataType, FieldRef, Int64Type};
 use datafusion::common::config::ConfigOptions;
@@ -39,8 +40,6 @@ use datafusion::logical_expr::expr::{
     AggregateFunction, AggregateFunctionParams, ScalarFunction, WindowFunction,
     WindowFunctionParams,
 };
-use datafusion::logical_expr::{EmitTo, GroupsAccumulator, ReversedUDAF, SetMonotonicity};
-use datafusion::arrow::array::BooleanArray;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
@@ -50,6 +49,7 @@ use datafusion::logical_expr::{
     ExprSchemable, LogicalPlan, Operator, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
     ScalarUDFImpl, Signature, Volatility, WindowFunctionDefinition,
 };
+use datafusion::logical_expr::{EmitTo, GroupsAccumulator, ReversedUDAF, SetMonotonicity};
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::prelude::SessionContext;
 
@@ -218,10 +218,38 @@ pub const SCALARS: &[(&str, Growth)] = {
         ("replace", Replace),
         ("concat_ws", Separated),
         ("regexp_replace", RegexpReplace),
-        ("regexp_like", Pattern { arg: 1, k: 1, groups: false }),
-        ("regexp_count", Pattern { arg: 1, k: 1, groups: false }),
-        ("regexp_instr", Pattern { arg: 1, k: 1, groups: false }),
-        ("regexp_match", Pattern { arg: 1, k: 2, groups: true }),
+        (
+            "regexp_like",
+            Pattern {
+                arg: 1,
+                k: 1,
+                groups: false,
+            },
+        ),
+        (
+            "regexp_count",
+            Pattern {
+                arg: 1,
+                k: 1,
+                groups: false,
+            },
+        ),
+        (
+            "regexp_instr",
+            Pattern {
+                arg: 1,
+                k: 1,
+                groups: false,
+            },
+        ),
+        (
+            "regexp_match",
+            Pattern {
+                arg: 1,
+                k: 2,
+                groups: true,
+            },
+        ),
         // Dates and times: fixed-width answers, or text as long as a format.
         ("current_date", Linear(1)),
         ("current_time", Linear(1)),
@@ -583,7 +611,8 @@ fn series_len(start: &ScalarValue, stop: &ScalarValue, step: Option<&ScalarValue
                 _ => None,
             },
             DataType::Date32 | DataType::Date64 | DataType::Timestamp(..) => {
-                let ts = DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Nanosecond, None);
+                let ts =
+                    DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Nanosecond, None);
                 match s.cast_to(&ts).ok()? {
                     ScalarValue::TimestampNanosecond(Some(n), _) => Some(n as i128),
                     _ => None,
@@ -622,7 +651,9 @@ fn series_len(start: &ScalarValue, stop: &ScalarValue, step: Option<&ScalarValue
 fn series_items(args: &[ColumnarValue], i: usize) -> u128 {
     let get = |k: usize| args.get(k).and_then(|a| scalar_at(a, i));
     match args.len() {
-        1 => get(0).map_or(0, |stop| series_len(&ScalarValue::Int64(Some(0)), &stop, None)),
+        1 => get(0).map_or(0, |stop| {
+            series_len(&ScalarValue::Int64(Some(0)), &stop, None)
+        }),
         2 => match (get(0), get(1)) {
             (Some(a), Some(b)) => series_len(&a, &b, None),
             _ => 0,
@@ -752,7 +783,11 @@ fn estimate(growth: Growth, args: &[ColumnarValue], rows: usize) -> Result<(u128
                 return Ok((0, total_in));
             };
             let longest = patterns_within(pattern)?;
-            let k = if groups { longest.max(1) + k as usize } else { k as usize };
+            let k = if groups {
+                longest.max(1) + k as usize
+            } else {
+                k as usize
+            };
             (0, total_in * k as u128)
         }
     })
@@ -788,7 +823,10 @@ fn check_output(name: &str, out: &ColumnarValue, bounds: &ValueBounds) -> Result
         ColumnarValue::Scalar(s) => (scalar_bytes(s), scalar_bytes(s)),
         ColumnarValue::Array(a) => {
             let largest = if is_variable(a.data_type()) {
-                (0..a.len()).map(|i| value_length(a.as_ref(), i)).max().unwrap_or(0)
+                (0..a.len())
+                    .map(|i| value_length(a.as_ref(), i))
+                    .max()
+                    .unwrap_or(0)
             } else {
                 0
             };
@@ -989,7 +1027,10 @@ impl ScalarUDFImpl for StringConcat {
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
-        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let (largest, total) = estimate(Growth::Linear(1), &args.args, rows)?;
         let _ = largest;
         if total > self.bounds.call_bytes as u128 {
@@ -999,7 +1040,10 @@ impl ScalarUDFImpl for StringConcat {
         let arrays: Vec<ArrayRef> = args
             .args
             .iter()
-            .map(|a| a.to_array(n).and_then(|a| Ok(datafusion::arrow::compute::cast(&a, &self.ty)?)))
+            .map(|a| {
+                a.to_array(n)
+                    .and_then(|a| Ok(datafusion::arrow::compute::cast(&a, &self.ty)?))
+            })
             .collect::<Result<_>>()?;
         let joined = datafusion::arrow::compute::kernels::concat_elements::concat_elements_dyn(
             arrays[0].as_ref(),
@@ -1184,7 +1228,8 @@ impl GroupsAccumulator for CheckedGroups {
         group_indices: &[usize],
         total_num_groups: usize,
     ) -> Result<()> {
-        self.inner.merge_batch(values, group_indices, total_num_groups)
+        self.inner
+            .merge_batch(values, group_indices, total_num_groups)
     }
     fn convert_to_state(
         &self,
@@ -1305,10 +1350,12 @@ fn guard_expr_in(
             if any.is::<GuardedAggregate>() {
                 return Ok(Transformed::no(Expr::AggregateFunction(f)));
             }
-            Ok(Transformed::yes(Expr::AggregateFunction(AggregateFunction {
-                func: Arc::new(GuardedAggregate::wrap(f.func, *bounds)),
-                params: f.params,
-            })))
+            Ok(Transformed::yes(Expr::AggregateFunction(
+                AggregateFunction {
+                    func: Arc::new(GuardedAggregate::wrap(f.func, *bounds)),
+                    params: f.params,
+                },
+            )))
         }
         Expr::WindowFunction(w) => {
             let mut w: WindowFunction = *w;
@@ -1394,9 +1441,24 @@ pub fn registry() -> Vec<(&'static str, String)> {
 pub fn allowed(ctx: &SessionContext) -> Vec<(&'static str, String)> {
     let state = ctx.state();
     let mut out: Vec<(&'static str, String)> = Vec::new();
-    out.extend(state.scalar_functions().keys().map(|n| ("scalar", n.clone())));
-    out.extend(state.aggregate_functions().keys().map(|n| ("aggregate", n.clone())));
-    out.extend(state.window_functions().keys().map(|n| ("window", n.clone())));
+    out.extend(
+        state
+            .scalar_functions()
+            .keys()
+            .map(|n| ("scalar", n.clone())),
+    );
+    out.extend(
+        state
+            .aggregate_functions()
+            .keys()
+            .map(|n| ("aggregate", n.clone())),
+    );
+    out.extend(
+        state
+            .window_functions()
+            .keys()
+            .map(|n| ("window", n.clone())),
+    );
     out.extend(state.table_functions().keys().map(|n| ("table", n.clone())));
     out.sort();
     out
@@ -1427,8 +1489,10 @@ mod tests {
         let kept = allowed(&ctx);
         for (kind, name) in &kept {
             let listed = match *kind {
-                "scalar" => growth_of(name).is_some()
-                    || ctx.state().scalar_functions()[name.as_str()].name() != name,
+                "scalar" => {
+                    growth_of(name).is_some()
+                        || ctx.state().scalar_functions()[name.as_str()].name() != name
+                }
                 "aggregate" => {
                     allowed_aggregate(ctx.state().aggregate_functions()[name.as_str()].name())
                 }
@@ -1496,9 +1560,15 @@ mod tests {
             assert!(root.contains(VALUE_LIMIT), "{sql}: {root}");
         }
         let long = format!("SELECT '{}' AS s", "x".repeat(20_000));
-        let e = answer(&ctx, &long).await.unwrap_err().find_root().to_string();
+        let e = answer(&ctx, &long)
+            .await
+            .unwrap_err()
+            .find_root()
+            .to_string();
         assert!(e.contains("a constant of 20000 bytes"), "{e}");
-        let e = answer(&ctx, "SELECT levenshtein('a', 'b')").await.unwrap_err();
+        let e = answer(&ctx, "SELECT levenshtein('a', 'b')")
+            .await
+            .unwrap_err();
         assert!(e.to_string().contains("levenshtein"), "{e}");
     }
 }

@@ -132,7 +132,9 @@ fn expr(b: &mut Bytes, f: &Fuzzed, depth: usize, kind: &str) -> String {
         .collect();
     let name = b.pick(&of_kind);
     let arity = b.next() % 4;
-    let args: Vec<String> = (0..arity).map(|_| expr(b, f, depth - 1, "scalar")).collect();
+    let args: Vec<String> = (0..arity)
+        .map(|_| expr(b, f, depth - 1, "scalar"))
+        .collect();
     format!("{name}({})", args.join(", "))
 }
 
@@ -142,7 +144,10 @@ fn statement(b: &mut Bytes, f: &Fuzzed) -> String {
         0 | 1 => format!("SELECT {e}"),
         2 => format!("SELECT {e} FROM llm_runs"),
         3 => format!("SELECT {} FROM llm_runs", expr(b, f, 2, "aggregate")),
-        4 => format!("SELECT {} OVER (ORDER BY run_id) FROM llm_runs", expr(b, f, 1, "window")),
+        4 => format!(
+            "SELECT {} OVER (ORDER BY run_id) FROM llm_runs",
+            expr(b, f, 1, "window")
+        ),
         5 => format!(
             "SELECT count(*) FROM {}",
             expr(b, f, 2, "table").replace("()", "(1)")
@@ -173,7 +178,10 @@ fuzz_target!(|data: &[u8]| {
         "{sql}: {status} {}",
         String::from_utf8_lossy(&body)
     );
-    assert!(took <= TIMEOUT + Duration::from_secs(1), "{sql}: answered in {took:?}");
+    assert!(
+        took <= TIMEOUT + Duration::from_secs(1),
+        "{sql}: answered in {took:?}"
+    );
     let grown = f.peak.load(Ordering::Relaxed).saturating_sub(f.idle);
     assert!(
         grown <= SHARE + SLACK,
