@@ -1031,8 +1031,8 @@ impl ScalarUDFImpl for StringConcat {
             .args
             .iter()
             .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let (largest, total) = estimate(Growth::Linear(1), &args.args, rows)?;
-        let _ = largest;
+        let (_, total) = estimate(Growth::Linear(1), &args.args, rows)?;
+
         if total > self.bounds.call_bytes as u128 {
             return Err(call_over("||", total, &self.bounds));
         }
