@@ -21,10 +21,10 @@ The cases:
   * the same run query paced: each connection waits 1 ms after an answer before asking again
     (about 12,000 req/s offered, well under what either server answers on this machine). At full
     load four busy threads (wrk's two and the server's two) share two cores, and wrk's p99 is
-    mostly the time a thread waits for a core; paced, the p99 is the server's own. Our worker
-    threads give their core up after an answer once they have run 100 µs without a pause (--cpu-turn), so that
-    wrk's threads read it at once; MLENERGY_CPU_TURN=0s in this script's environment runs ours
-    without it. Each run's p99 is printed for both run-query cases: it moves between runs more
+    mostly the time a thread waits for a core; paced, the p99 is the server's own. With
+    MLENERGY_CPU_TURN=100us in this script's environment our worker threads give their core up
+    after an answer once they have run 100 µs without a pause (--cpu-turn, off by default), so
+    that wrk's threads read it at once. Each run's p99 is printed for both run-query cases: it moves between runs more
     than the rate does.
 
 Both log no line per request (ours MLENERGY_LOG=warn, nginx access_log off). For the run query, the

@@ -2,7 +2,7 @@
 //! `sample` or `healthcheck`. In the library, not in `main.rs`, so that its code (the runtime,
 //! the front ends' start-up, the subscriber) is compiled once with the library's codegen units
 //! in parallel rather than again in the binary's crate, which a release build compiles last and
-//! alone (it took 75 of the last 250 seconds of a cold build; an edit to a handler rebuilds both).
+//! alone (a long serial step at the end of a cold build; an edit to a handler rebuilds both).
 
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -223,7 +223,7 @@ pub struct CacheArgs {
 #[command(next_help_heading = "Limits")]
 pub struct LimitArgs {
     /// Largest page a run list may ask for (`limit`).
-    #[arg(long, env = "MLENERGY_MAX_ROWS", default_value_t = crate::http::params::DEFAULT_MAX_ROWS)]
+    #[arg(long, env = "MLENERGY_MAX_ROWS", default_value_t = crate::service::ask::DEFAULT_MAX_ROWS)]
     pub max_rows: usize,
     /// Time limit to an answer's head; past it the work is stopped and the answer is 504.
     #[arg(long, env = "MLENERGY_REQUEST_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
@@ -274,8 +274,9 @@ pub struct LimitArgs {
     pub max_connections: Option<u32>,
     /// Time a worker thread runs without a pause before it gives its core up (sched_yield) after
     /// sending an HTTP answer, so that a client or proxy on the same machine reads it at once rather
-    /// than a scheduler tick later; 0s never gives it up.
-    #[arg(long, env = "MLENERGY_CPU_TURN", default_value = "100us", value_parser = humantime::parse_duration)]
+    /// than a scheduler tick later. Off by default (0s): it shortens the tail only when clients
+    /// share the server's cores, and costs throughput otherwise.
+    #[arg(long, env = "MLENERGY_CPU_TURN", default_value = "0s", value_parser = humantime::parse_duration)]
     pub cpu_turn: std::time::Duration,
 }
 
@@ -693,8 +694,8 @@ mod tests {
     }
 
     #[test]
-    fn cpu_turn_is_100us_unless_set_and_0s_turns_it_off() {
-        assert_eq!(turn(&[]), Ok(Duration::from_micros(100)));
+    fn cpu_turn_is_off_unless_set() {
+        assert_eq!(turn(&[]), Ok(Duration::ZERO));
         assert_eq!(
             turn(&["--cpu-turn", "250us"]),
             Ok(Duration::from_micros(250))

@@ -523,7 +523,7 @@ pub async fn start(service: Arc<Service>, addr: SocketAddr) -> Result<SocketAddr
         .await
         .map_err(|e| format!("cannot serve Flight SQL on {addr}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
-    // No Nagle: a small answer waits for no delayed ACK (40 ms a query without it).
+    // No Nagle: a small answer waits for no delayed ACK.
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let svc = FlightServiceServer::new(FlightSql { service }).max_decoding_message_size(16 << 20);
     tokio::spawn(async move {

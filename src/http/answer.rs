@@ -18,7 +18,7 @@ use crate::service::coding::Variants;
 /// Fixed-size, so that the cache's map hashes and compares 16 bytes, not a URI of hundreds: under
 /// a stream of distinct requests the map evicts without pause and rebuilds its table each time a
 /// tenth of it is tombstones, hashing every key again (with the text as key, that and the key
-/// comparisons were about a quarter of a fresh REST query's CPU). The digest's key is drawn when the
+/// comparisons were a large part of a fresh REST query's CPU). The digest's key is drawn when the
 /// process starts, so the keys are uniform and no client can choose texts whose keys collide or
 /// share the bits the map indexes by; the map hashes a key to its own bits (`KeyBits`). Two texts
 /// share a key with probability 2⁻¹²⁸.
@@ -205,7 +205,7 @@ pub fn answer_cache(bytes: u64) -> AnswerCache {
     let entries = moka::sync::Cache::builder()
         .max_capacity(bytes)
         // The compressed forms are made after the entry is weighed: counted at half the body
-        // (three codings of JSON, each about a sixth of it).
+        // (three codings of JSON, each much smaller than it).
         .weigher(|_: &AnswerKey, v: &Arc<Encoded>| {
             u32::try_from(16 + v.body.len() * 3 / 2 + v.next.as_ref().map_or(0, String::len))
                 .unwrap_or(u32::MAX)

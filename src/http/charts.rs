@@ -14,7 +14,6 @@ use axum::response::Response;
 
 use super::answer::{Encoded, cached_as, lookup_as, respond};
 use super::error::AppError;
-use super::params::{self, Params};
 use super::state::{ApiPath, AppState, parse_domain};
 use super::timeline::{device_timeline, every_of, metric_of};
 use crate::chart::{Axis, Chart, Mark, Series};
@@ -26,6 +25,7 @@ use crate::engine::models::sweep::{DEFAULT_BY, batch_field};
 use crate::engine::{Domain, RunTable};
 use crate::rawfile::timeline::{Metric, downsample};
 use crate::service::Snapshot;
+use crate::service::ask::{self as ask, Params};
 use crate::service::leaderboard::files::in_file_order;
 
 const SVG: &str = "image/svg+xml";
@@ -119,7 +119,7 @@ pub async fn pareto_chart(
     RawQuery(query): RawQuery,
 ) -> Result<Response, AppError> {
     let domain = parse_domain(&domain)?;
-    let params = Params::parse(domain, params::PARETO_CHART, query.as_deref())?;
+    let params = Params::parse(domain, ask::PARETO_CHART, query.as_deref())?;
     let snapshot = state.service.snapshot();
     let table = snapshot.table(domain);
     let (filters, q) = params.pareto_query(domain, table)?;
@@ -216,7 +216,7 @@ pub async fn sweep_chart(
     RawQuery(query): RawQuery,
 ) -> Result<Response, AppError> {
     let domain = parse_domain(&domain)?;
-    let params = Params::parse(domain, params::SWEEP_CHART, query.as_deref())?;
+    let params = Params::parse(domain, ask::SWEEP_CHART, query.as_deref())?;
     let snapshot = state.service.snapshot();
     let table = snapshot.table(domain);
     let y = params.chart_y(domain, table)?;
@@ -319,7 +319,7 @@ pub async fn timeline_chart(
     RawQuery(query): RawQuery,
 ) -> Result<Response, AppError> {
     let domain = parse_domain(&domain)?;
-    let params = Params::parse(domain, params::TIMELINE_CHART, query.as_deref())?;
+    let params = Params::parse(domain, ask::TIMELINE_CHART, query.as_deref())?;
     let m = metric_of(&params)?;
     let bucket = every_of(&params)?;
     let snapshot = state.service.snapshot();
@@ -398,7 +398,7 @@ pub async fn itl_chart(
     RawQuery(query): RawQuery,
 ) -> Result<Response, AppError> {
     use crate::pycompat::numpy::{np_histogram, np_percentiles};
-    Params::parse(Domain::Llm, params::ITL_CHART, query.as_deref())?;
+    Params::parse(Domain::Llm, ask::ITL_CHART, query.as_deref())?;
     let snapshot = state.service.snapshot();
     if let Some(hit) = lookup_as(&state.cache, &snapshot, &uri, "svg") {
         return Ok(hit);
@@ -481,7 +481,7 @@ pub async fn plan_chart(
     RawQuery(query): RawQuery,
 ) -> Result<Response, AppError> {
     use crate::engine::models::plan::plan;
-    let params = Params::parse(Domain::Llm, params::PLAN_CHART, query.as_deref())?;
+    let params = Params::parse(Domain::Llm, ask::PLAN_CHART, query.as_deref())?;
     let snapshot = state.service.snapshot();
     let predictor = snapshot.predictor(Domain::Llm);
     let candidates = super::predict::configurations(&params, Domain::Llm, &predictor, true)?;
@@ -559,7 +559,7 @@ pub async fn rating_badge(
     RawQuery(query): RawQuery,
 ) -> Result<Response, AppError> {
     let domain = parse_domain(&domain)?;
-    Params::parse(domain, params::RATING_CHART, query.as_deref())?;
+    Params::parse(domain, ask::RATING_CHART, query.as_deref())?;
     let snapshot = state.service.snapshot();
     let row = run_row(&snapshot, domain, &run_id)?;
     let encoded = cached_as(&state.cache, &snapshot, &uri, "svg", || {

@@ -9,10 +9,10 @@
 //! for work, or last gave its core up) gives its core up (`sched_yield`) once it has handed an
 //! answer's bytes to the kernel. Where the server shares its cores with busy threads (a proxy or
 //! a client on the same machine), the thread that reads the answer then runs at once instead of
-//! a scheduler tick later (4 ms here): at full load on two cores shared with wrk, wrk's p99 on
-//! the bench's 55 KB run query was 3-6 ms without it, and 0.5-1.8 ms in about half the runs with
-//! it. With no other thread waiting the call returns at once: one system call a turn at most
-//! (10,000 a second for a thread busy without a pause, at the default 100 µs).
+//! a scheduler tick later, which shortens such a client's tail latency; where nothing else shares
+//! the cores it only costs throughput, so it is off unless configured. With no other thread
+//! waiting the call returns at once: one system call a turn at most (at most one per `cpu_turn`
+//! for a thread busy without a pause).
 //!
 //! hyper's own header read timeout (it needs a timer, which `axum::serve` does not give it) counts
 //! from the moment the connection waits for a request head, idle time included, so it is set to
@@ -47,13 +47,8 @@ pub struct ConnectionOptions {
     /// Connections open at once.
     pub max_connections: usize,
     /// Time a worker thread runs without a pause before it gives its core up after an answer;
-    /// zero: never.
+    /// zero (the default): never. It helps only where clients share the server's cores.
     pub cpu_turn: Duration,
-}
-
-impl ConnectionOptions {
-    /// The default `cpu_turn`.
-    pub const CPU_TURN: Duration = Duration::from_micros(100);
 }
 
 impl Default for ConnectionOptions {
@@ -62,7 +57,7 @@ impl Default for ConnectionOptions {
             header_read_timeout: Duration::from_secs(10),
             keep_alive_timeout: Duration::from_secs(30),
             max_connections: default_max_connections(),
-            cpu_turn: Self::CPU_TURN,
+            cpu_turn: Duration::ZERO,
         }
     }
 }

@@ -12,11 +12,11 @@ use super::answer::{Encoded, cached, lookup, pieces, respond, streamed, with_war
 use super::encode;
 use super::error::AppError;
 use super::negotiate::Format;
-use super::params;
 use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Domain, RunTable};
 use crate::rawfile::{self, RawError};
+use crate::service::ask;
 
 /// The run columns that precede raw-derived values (the toolkit's frames, plus run_id).
 const KEY_COLUMNS: [&str; 5] = ["run_id", "task", "model_id", "num_gpus", "max_num_seqs"];
@@ -390,10 +390,10 @@ async fn raw_answer(
     kind: Kind,
 ) -> Result<Response, AppError> {
     let endpoint = match (kind, run) {
-        (Kind::OutputLengths, Some(_)) => params::OUTPUT_LENGTHS_ONE,
-        (Kind::OutputLengths, None) => params::OUTPUT_LENGTHS_MANY,
-        (Kind::Itl, Some(_)) => params::ITL_ONE,
-        (Kind::Itl, None) => params::ITL_MANY,
+        (Kind::OutputLengths, Some(_)) => ask::OUTPUT_LENGTHS_ONE,
+        (Kind::OutputLengths, None) => ask::OUTPUT_LENGTHS_MANY,
+        (Kind::Itl, Some(_)) => ask::ITL_ONE,
+        (Kind::Itl, None) => ask::ITL_MANY,
     };
     let p = prepare(&state, "llm", endpoint, query.as_deref(), headers)?;
     let rows = target_rows(&p, run)?;

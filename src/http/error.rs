@@ -489,6 +489,27 @@ impl From<crate::service::ServiceError> for AppError {
             S::RawUnavailable { run_id, detail } => AppError::RawUnavailable { run_id, detail },
             S::RawInvalid { run_id, detail } => AppError::RawInvalid { run_id, detail },
             S::Fetch { run_id, error } => AppError::fetch(&run_id, error),
+            S::UnknownParameter { parameter, allowed } => {
+                AppError::UnknownParameter { parameter, allowed }
+            }
+            S::InvalidParameter {
+                parameter,
+                detail,
+                allowed,
+            } => AppError::InvalidParameter {
+                parameter,
+                detail,
+                allowed,
+            },
+            S::UnknownField {
+                parameter,
+                field,
+                allowed,
+            } => AppError::UnknownField {
+                parameter,
+                field,
+                allowed,
+            },
             S::Internal(detail) => AppError::Internal(detail),
         }
     }

@@ -11,12 +11,12 @@ use axum::response::Response;
 
 use super::answer::{frame_rows, lookup};
 use super::error::AppError;
-use super::params::{self, Endpoint};
 use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::Domain;
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::models::ItlMixtureModel;
 use crate::service::ServiceError;
+use crate::service::ask::{self as ask, Question};
 
 /// A fit frame as rows, cached per request.
 fn answer(
@@ -66,7 +66,7 @@ pub async fn logistic_fits(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(&state, &domain, Endpoint::Sweep, query.as_deref(), &headers)?;
+    let p = prepare(&state, &domain, Question::Sweep, query.as_deref(), &headers)?;
     let table = p.snapshot.table(p.domain);
     let q = p.params.sweep_query(p.domain, table)?;
     if let Some(hit) = lookup(&state.cache, &p.snapshot, &uri, p.format) {
@@ -238,7 +238,7 @@ pub async fn run_itl_mixture(
     let p = prepare(
         &state,
         "llm",
-        params::ITL_MIXTURE_ONE,
+        ask::ITL_MIXTURE_ONE,
         query.as_deref(),
         &headers,
     )?;
@@ -286,7 +286,7 @@ pub async fn itl_mixtures(
     let p = prepare(
         &state,
         "llm",
-        params::ITL_MIXTURE_MANY,
+        ask::ITL_MIXTURE_MANY,
         query.as_deref(),
         &headers,
     )?;

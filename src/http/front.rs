@@ -3,8 +3,8 @@
 //! validators, or from the kept answers before its handler runs (`transport`).
 //!
 //! One layer with one boxed future for the three: each of axum's `from_fn` layers boxes its future
-//! and its next service and clones every service below it for each request (three of them made a
-//! cached answer take about a tenth more CPU).
+//! and its next service and clones every service below it for each request (three of them cost
+//! every cached answer CPU).
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -10,10 +10,10 @@ use axum::response::Response;
 use super::answer::{Encoded, cached, respond};
 use super::encode;
 use super::error::AppError;
-use super::params::Endpoint;
 use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::frontier::{self, Chosen};
 use crate::engine::{RunQuery, RunTable};
+use crate::service::ask::Question;
 use crate::service::leaderboard::files::in_file_order;
 
 /// The filtered runs in the leaderboard's file order.
@@ -123,7 +123,7 @@ pub async fn pareto(
     let prepared = prepare(
         &state,
         &domain,
-        Endpoint::Pareto,
+        Question::Pareto,
         query.as_deref(),
         &headers,
     )?;
@@ -195,7 +195,7 @@ pub async fn best(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let prepared = prepare(&state, &domain, Endpoint::Best, query.as_deref(), &headers)?;
+    let prepared = prepare(&state, &domain, Question::Best, query.as_deref(), &headers)?;
     let table = prepared.snapshot.table(prepared.domain);
     let (filters, q) = prepared.params.best_query(prepared.domain, table)?;
     let fields = prepared.params.fields(table)?;

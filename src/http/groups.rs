@@ -7,9 +7,9 @@ use axum::response::Response;
 use super::answer::{Encoded, cached, respond};
 use super::encode;
 use super::error::AppError;
-use super::params::Endpoint;
 use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::GroupResult;
+use crate::service::ask::Question;
 
 fn group_json(out: &mut Vec<u8>, domain: &str, g: &GroupResult, warnings: &[String]) {
     let frame = &g.frame;
@@ -91,7 +91,7 @@ pub async fn groups(
         params,
         format,
         snapshot,
-    } = prepare(&state, &domain, Endpoint::Group, query.as_deref(), &headers)?;
+    } = prepare(&state, &domain, Question::Group, query.as_deref(), &headers)?;
     let table = snapshot.table(domain);
     let q = params.group_query(domain, table)?;
     // Made on a miss only: a kept answer has its hints.

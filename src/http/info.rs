@@ -6,10 +6,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::AppError;
-use super::params::{Endpoint, allowed_parameters, filtered_field};
 use super::state::{ApiPath, AppState, parse_domain};
 use crate::engine::Domain;
 use crate::engine::fields::FieldType;
+use crate::service::ask::{Question, allowed_parameters, filtered_field};
 
 /// One field of a run table.
 #[derive(Debug, Serialize, ToSchema)]
@@ -49,7 +49,7 @@ pub async fn fields(
     let domain = parse_domain(&domain)?;
     let snapshot = state.service.snapshot();
     let table = snapshot.table(domain);
-    let params = allowed_parameters(domain, Endpoint::List);
+    let params = allowed_parameters(domain, Question::List);
     Ok(Json(FieldList {
         domain,
         fields: table

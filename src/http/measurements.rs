@@ -21,7 +21,7 @@ use crate::service::measurements::{self, Group};
 use crate::peer::schema::LIST_TABLES;
 
 /// The largest `offset` (as for the run lists).
-const MAX_OFFSET: usize = super::params::MAX_OFFSET as usize;
+const MAX_OFFSET: usize = crate::service::ask::MAX_OFFSET as usize;
 
 fn pairs(query: Option<&str>) -> Vec<(String, String)> {
     form_urlencoded::parse(query.unwrap_or("").as_bytes())
@@ -93,7 +93,7 @@ fn filter_of(
         allowed: None,
     };
     // Exact values are written as the document's number grammar; a range bound is any finite number.
-    let number = |v: &str| super::params::documented_number(v).ok_or_else(|| refuse(v));
+    let number = |v: &str| crate::service::ask::documented_number(v).ok_or_else(|| refuse(v));
     let bound = |v: &str| {
         v.parse::<f64>()
             .ok()

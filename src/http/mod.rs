@@ -29,7 +29,6 @@ pub mod mirror;
 pub mod models;
 pub mod negotiate;
 pub mod openapi;
-pub mod params;
 pub mod predict;
 pub mod prefetch;
 pub mod problems;
@@ -182,8 +181,7 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         // The service's own layers, outermost first, as one stack: `Router::layer` wraps every
         // route in a boxed service once per call, and a request clones, runs and drops each box
-        // (eleven of them when every layer was a call of its own: a cached answer took a fifth
-        // more CPU).
+        // (one per layer when every layer was a call of its own, which cost a cached answer CPU).
         .layer(
             tower::ServiceBuilder::new()
                 .layer(RequestIdLayer)

@@ -1,6 +1,6 @@
 //! OpenAPI document pieces that are not handler annotations: the run schemas and envelope types,
 //! generated from the field catalog; every operation's query parameters, generated from the
-//! parameter catalog the handlers parse with (`params::parameter_specs`); and the problem
+//! parameter catalog the handlers parse with (`ask::parameter_specs`); and the problem
 //! responses, one shared definition each. So the document cannot drift from the code.
 
 use std::borrow::Cow;
@@ -12,10 +12,10 @@ use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, ParameterS
 use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type};
 use utoipa::{OpenApi, PartialSchema, ToSchema};
 
-use super::params::{self, Endpoint, ParamSpec, ValueKind, spec};
 use super::problems::{PROBLEMS, problem_response};
 use crate::engine::Domain;
 use crate::engine::fields::{FieldSpec, FieldType, RUN_ID, derived_fields, published_fields};
+use crate::service::ask::{self as ask, ParamSpec, Question, ValueKind, spec};
 
 fn field_schema(f: &FieldSpec) -> Schema {
     let ty = match f.ty {
@@ -491,12 +491,12 @@ fn with_description(schema: Schema, description: &str) -> Schema {
 
 /// The parameters both domains accept, for an operation templated on `{domain}`, with the
 /// values both accept (field names common to both tables).
-fn common_specs(endpoint: Endpoint) -> Vec<ParamSpec> {
-    let diffusion = params::parameter_specs(Domain::Diffusion, endpoint);
+fn common_specs(endpoint: Question) -> Vec<ParamSpec> {
+    let diffusion = ask::parameter_specs(Domain::Diffusion, endpoint);
     let both = |a: &[String], b: &[String]| -> Vec<String> {
         a.iter().filter(|x| b.contains(x)).cloned().collect()
     };
-    params::parameter_specs(Domain::Llm, endpoint)
+    ask::parameter_specs(Domain::Llm, endpoint)
         .into_iter()
         .filter_map(|mut s| {
             // Same name and same meaning: `batch` filters max_num_seqs for LLM runs but
@@ -592,7 +592,7 @@ fn complete_operation(
 }
 
 /// The document completed from the parameter catalog: each operation's query parameters are the
-/// ones its handler parses (`params::parameter_specs` of the grammar its annotation names), the
+/// ones its handler parses (`ask::parameter_specs` of the grammar its annotation names), the
 /// problem responses its annotation names get their shared definitions, and an operation templated on `{domain}` (which documents the parameters both
 /// domains take) gets a concrete copy per domain with that domain's parameters.
 pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
@@ -629,7 +629,7 @@ fn complete_inner(doc: &mut utoipa::openapi::OpenApi) {
                 if templated {
                     common_specs(e)
                 } else {
-                    params::parameter_specs(Domain::Llm, e)
+                    ask::parameter_specs(Domain::Llm, e)
                 }
             });
             complete_operation(op, specs, None);
@@ -638,7 +638,7 @@ fn complete_inner(doc: &mut utoipa::openapi::OpenApi) {
                     let mut concrete = base.clone();
                     complete_operation(
                         &mut concrete,
-                        endpoint.map(|e| params::parameter_specs(d, e)),
+                        endpoint.map(|e| ask::parameter_specs(d, e)),
                         Some(d),
                     );
                     let concrete_path = path.replace("{domain}", d.as_str());
@@ -655,14 +655,14 @@ const METHODS: [Slot; 3] = [|i| &mut i.get, |i| &mut i.post, |i| &mut i.delete];
 
 /// The query grammar `op`'s handler parses with, named in its annotation
 /// (`extensions(("x-query" = json!("list")))`); the extension is taken out of the document.
-fn query_of(op: &mut utoipa::openapi::path::Operation, path: &str) -> Option<Endpoint> {
+fn query_of(op: &mut utoipa::openapi::path::Operation, path: &str) -> Option<Question> {
     let ext = op.extensions.as_mut()?;
     let name = ext.remove("x-query")?;
     if ext.is_empty() {
         op.extensions = None;
     }
     let name = name.as_str().unwrap_or_default();
-    let found = params::QUERIES.iter().find(|(n, _)| *n == name);
+    let found = ask::QUERIES.iter().find(|(n, _)| *n == name);
     Some(
         found
             .unwrap_or_else(|| panic!("{path}: x-query {name:?} names no query grammar"))
@@ -731,13 +731,9 @@ pub(crate) fn measurement_specs(path: &str, table: Option<&str>) -> Option<Vec<P
             spec(
                 "limit",
                 "Rows per page",
-                ValueKind::Count(params::DEFAULT_MAX_ROWS as u64),
+                ValueKind::Count(ask::DEFAULT_MAX_ROWS as u64),
             ),
-            spec(
-                "offset",
-                "Rows to skip",
-                ValueKind::Count(params::MAX_OFFSET),
-            ),
+            spec("offset", "Rows to skip", ValueKind::Count(ask::MAX_OFFSET)),
             spec(
                 "sort",
                 "Columns to sort by, `-` for descending",

@@ -11,7 +11,6 @@ use axum::response::Response;
 use super::answer::{Encoded, cached, frame_rows, respond};
 use super::encode;
 use super::error::AppError;
-use super::params::{Endpoint, Params, suggestion};
 use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::Domain;
 use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
@@ -19,6 +18,7 @@ use crate::engine::models::plan::{
     PlanRow, Workload, grid_codes, grid_intensity, grid_source, plan,
 };
 use crate::engine::models::predict::{Config, Predictor, quality_frame};
+use crate::service::ask::{Params, Question, suggestion};
 
 /// `frame` as rows, made on a cache miss.
 fn answer(
@@ -69,7 +69,7 @@ pub async fn predict(
     let p = prepare(
         &state,
         &domain,
-        Endpoint::Predict,
+        Question::Predict,
         query.as_deref(),
         &headers,
     )?;
@@ -114,7 +114,7 @@ pub async fn quality(
     let p = prepare(
         &state,
         &domain,
-        Endpoint::PredictQuality,
+        Question::PredictQuality,
         query.as_deref(),
         &headers,
     )?;
@@ -451,7 +451,7 @@ pub async fn plan_llm(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(&state, "llm", Endpoint::Plan, query.as_deref(), &headers)?;
+    let p = prepare(&state, "llm", Question::Plan, query.as_deref(), &headers)?;
     let predictor = p.snapshot.predictor(Domain::Llm);
     let candidates = configurations(&p.params, Domain::Llm, &predictor, true)?;
     let (workload, mut assumptions, grid) = workload(&p.params)?;

@@ -9,8 +9,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::error::AppError;
-use super::params;
 use super::state::{ApiPath, AppState, prepare};
+use crate::service::ask;
 use crate::service::derived::Evicted;
 use crate::store::catalog::JobRow;
 
@@ -35,13 +35,7 @@ pub async fn prefetch(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     super::guard::require_admin(&state, &headers)?;
-    let p = prepare(
-        &state,
-        &domain,
-        params::PREFETCH,
-        query.as_deref(),
-        &headers,
-    )?;
+    let p = prepare(&state, &domain, ask::PREFETCH, query.as_deref(), &headers)?;
     let rows = p.filtered_rows()?;
     let row = state
         .service
@@ -101,7 +95,7 @@ pub async fn evict(
     headers: HeaderMap,
 ) -> Result<Json<Evicted>, AppError> {
     super::guard::require_admin(&state, &headers)?;
-    let p = prepare(&state, &domain, params::EVICT, query.as_deref(), &headers)?;
+    let p = prepare(&state, &domain, ask::EVICT, query.as_deref(), &headers)?;
     let row = p
         .snapshot
         .table(p.domain)

@@ -5,10 +5,10 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::error::AppError;
-use super::params;
 use super::state::{ApiPath, AppState, prepare};
 use crate::engine::Domain;
 use crate::service::RawFile;
+use crate::service::ask;
 use crate::service::raw_files::open_raw;
 
 /// The raw file of a run, streamed as stored: `results.json` (both domains) or `prometheus.json`
@@ -34,13 +34,7 @@ pub async fn raw_file(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(
-        &state,
-        &domain,
-        params::RAW_FILE,
-        query.as_deref(),
-        &headers,
-    )?;
+    let p = prepare(&state, &domain, ask::RAW_FILE, query.as_deref(), &headers)?;
     let domain = p.domain;
     let which = match (file.as_str(), domain) {
         ("results.json", _) => RawFile::Results,

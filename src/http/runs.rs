@@ -9,8 +9,8 @@ use super::answer::{Encoded, cached, respond};
 use super::encode;
 use super::error::AppError;
 use super::negotiate::Format;
-use super::params::Endpoint;
 use super::state::{ApiPath, AppState, Prepared, prepare};
+use crate::service::ask::Question;
 
 /// The same request with `offset` replaced.
 pub(super) fn page_link(path: &str, query: Option<&str>, offset: usize) -> String {
@@ -64,7 +64,7 @@ pub async fn list_runs(
         params,
         format,
         snapshot,
-    } = prepare(&state, &domain, Endpoint::List, query.as_deref(), &headers)?;
+    } = prepare(&state, &domain, Question::List, query.as_deref(), &headers)?;
     let table = snapshot.table(domain);
     // The query and the filter hints are made on a miss only: a kept answer has its hints.
     let encoded = cached(&state.cache, &snapshot, &uri, format, || {
@@ -162,7 +162,7 @@ pub async fn get_run(
         params,
         format,
         snapshot,
-    } = prepare(&state, &domain, Endpoint::One, query.as_deref(), &headers)?;
+    } = prepare(&state, &domain, Question::One, query.as_deref(), &headers)?;
     let table = snapshot.table(domain);
     let fields = params.fields(table)?;
     let row = table.row_of(&run_id).ok_or_else(|| AppError::UnknownRun {

@@ -2,7 +2,7 @@
 //! `answer::KeptResponses`) and the leaderboard's and frontend's files, in their identity coding,
 //! are sent from their sealed memory files (`service::sealed`) with `sendfile(2)`, as nginx sends a
 //! file from the page cache, instead of being copied from the heap into the socket for each
-//! request (a tenth of the server's time on the bench's 55 KB run query). Everything else,
+//! request (a copy that cost the server time on every repeated answer). Everything else,
 //! compressed forms among them, is written as before.
 //!
 //! How the connection knows: the response carries `SendFrom` with the sealed body; the connection's

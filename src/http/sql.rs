@@ -148,8 +148,8 @@ fn json_head(out: &mut Vec<u8>, answer: &SqlAnswer, rows: usize) {
 
 /// The rows of `answer` as a JSON array of objects, written from its arrays: what `frame_of` and
 /// the frame encoder write (strings, integers as 64-bit, floats in shortest form with NaN and
-/// infinities null, booleans, any other type as its text), without the frame between them (a
-/// fifth of a fresh query's encoding was making it).
+/// infinities null, booleans, any other type as its text), without the frame between them
+/// (making it was a large part of a fresh query's encoding).
 fn json_rows(
     out: &mut Vec<u8>,
     answer: &SqlAnswer,

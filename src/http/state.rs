@@ -11,8 +11,8 @@ use serde::de::DeserializeOwned;
 use super::answer::{AnswerCache, answer_cache};
 use super::error::AppError;
 use super::negotiate::{Format, negotiate};
-use super::params::{Endpoint, Params};
 use crate::engine::Domain;
+use crate::service::ask::{Params, Question};
 use crate::service::static_site::StaticSite;
 use crate::service::{Service, Snapshot};
 
@@ -260,7 +260,7 @@ impl Rates {
 /// State shared by all handlers: one reference-counted handle. Every layer and handler that
 /// takes the state clones it per request (axum clones a route's service stack for each call), so a
 /// clone is one atomic increment rather than one per part (a profile of cached answers showed the
-/// parts' clones and drops at ~5% of the server's time).
+/// parts' clones and drops in the server's time).
 #[derive(Clone)]
 pub struct AppState(Arc<StateParts>);
 
@@ -381,7 +381,7 @@ impl Prepared {
 pub fn prepare(
     state: &AppState,
     domain: &str,
-    endpoint: Endpoint,
+    endpoint: Question,
     query: Option<&str>,
     headers: &HeaderMap,
 ) -> Result<Prepared, AppError> {

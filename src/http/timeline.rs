@@ -10,12 +10,12 @@ use axum::response::Response;
 use super::answer::{Encoded, cached, lookup, respond};
 use super::encode;
 use super::error::AppError;
-use super::params::{self, Params};
 use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Dataset, Domain};
 use crate::rawfile::timeline::{DeviceTimeline, Metric, downsample, run_timeline};
 use crate::service::Snapshot;
+use crate::service::ask::{self as ask, Params};
 
 /// `every=1s` / `500ms` / `2m`: the downsampling bucket in seconds, if asked for.
 fn every(p: &Prepared) -> Result<Option<f64>, AppError> {
@@ -263,7 +263,7 @@ pub async fn run_timeline_handler(
     let p = prepare(
         &state,
         &domain,
-        params::TIMELINE_ONE,
+        ask::TIMELINE_ONE,
         query.as_deref(),
         &headers,
     )?;
@@ -323,7 +323,7 @@ pub async fn timelines(
     let p = prepare(
         &state,
         &domain,
-        params::TIMELINE_MANY,
+        ask::TIMELINE_MANY,
         query.as_deref(),
         &headers,
     )?;

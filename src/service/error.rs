@@ -17,6 +17,26 @@ pub enum ServiceError {
     /// Fetching the raw file from a remote source failed.
     #[error("{error}")]
     Fetch { run_id: String, error: FetchError },
+    /// A parameter the question does not take.
+    #[error("unknown parameter '{parameter}'")]
+    UnknownParameter {
+        parameter: String,
+        allowed: Vec<String>,
+    },
+    /// A parameter's value the question cannot read.
+    #[error("{detail}")]
+    InvalidParameter {
+        parameter: String,
+        detail: String,
+        allowed: Option<Vec<String>>,
+    },
+    /// A field name, in a parameter, that the runs do not have.
+    #[error("unknown field '{field}' in '{parameter}'")]
+    UnknownField {
+        parameter: String,
+        field: String,
+        allowed: Vec<String>,
+    },
     #[error("{0}")]
     Internal(String),
 }

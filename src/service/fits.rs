@@ -29,8 +29,8 @@ const ENTRY_BYTES: usize = 256;
 const COLUMN_BYTES: usize = 96;
 
 /// Approximate bytes a kept fit holds: the entry, its key, each column's name and overhead, its
-/// cells at 16 bytes each and its text. (Cells alone counted a one-row fit at a seventh of what
-/// it held: 6,000 distinct ITL mixture fits grew the process by about 3.6 KB each.)
+/// cells at 16 bytes each and its text. (Cells alone counted a one-row fit at a small part of
+/// what the process grew by to hold it.)
 fn weight(key: &str, frame: &Frame) -> u32 {
     use crate::engine::frame::ColumnData;
     let columns: usize = frame

@@ -7,6 +7,7 @@
 //! Layer: below `http` (and `main`/`config`), above `engine`, `rawtree`, `rawfile` and `store`,
 //! which it uses; it imports nothing above it. This file only declares and re-exports.
 
+pub mod ask;
 pub mod coding;
 pub mod derived;
 pub mod error;

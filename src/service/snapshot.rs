@@ -172,7 +172,7 @@ impl Snapshot {
 
     /// The predictor of `domain` fitted on this snapshot's runs, once: the server fits both off the
     /// request path when it starts and after a reload (`Service::start_background`, `reload`), a
-    /// request that comes first fits it. Not persisted: 54 ms for the embedded dataset's LLM runs.
+    /// request that comes first fits it. Not persisted: a fit over the embedded dataset is quick.
     pub fn predictor(&self, domain: Domain) -> Arc<crate::engine::models::predict::Predictor> {
         use crate::engine::models::predict::{Predictor, Spec};
         let slot = &self.predictors[usize::from(domain == Domain::Diffusion)];

@@ -125,7 +125,7 @@ async fn half_open_connections_are_closed_and_refused_past_the_bound() {
         header_read_timeout: Duration::from_millis(800),
         keep_alive_timeout: Duration::from_millis(2500),
         max_connections: 4,
-        cpu_turn: ConnectionOptions::CPU_TURN,
+        cpu_turn: Duration::from_micros(100),
     })
     .await;
     // Four connections send a request line and one header, then nothing.

@@ -6,6 +6,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
+use super::Domain;
 use super::error::EngineError;
 use super::table::RunTable;
 
@@ -39,6 +40,38 @@ pub struct BestQuery {
     pub energy_budget: Option<f64>,
     /// Fields the choice is made per (default `model_id`); none: one run over all.
     pub per: Vec<String>,
+}
+
+/// The leaderboard's latency field of a domain: the median ITL, the batch latency.
+pub fn default_latency(domain: Domain) -> &'static str {
+    match domain {
+        Domain::Llm => "median_itl_ms",
+        Domain::Diffusion => "batch_latency_s",
+    }
+}
+
+/// The leaderboard's energy field of a domain: per token, per generation.
+pub fn default_energy(domain: Domain) -> &'static str {
+    match domain {
+        Domain::Llm => "energy_per_token_joules",
+        Domain::Diffusion => "energy_per_generation_joules",
+    }
+}
+
+/// The leaderboard's default deadline for `task` in the unit of `latency`, when the latency is
+/// the leaderboard's kind for the domain (an ITL in ms, the batch latency in s): 500 ms for every
+/// LLM and MLLM task (the frontend treats a task it does not know as one), 30 s for
+/// text-to-image, 300 s for text-to-video.
+pub fn default_deadline(domain: Domain, task: &str, latency: &str) -> Option<f64> {
+    match domain {
+        Domain::Llm if latency.ends_with("_itl_ms") => Some(500.0),
+        Domain::Diffusion if latency == "batch_latency_s" => match task {
+            "text-to-image" => Some(30.0),
+            "text-to-video" => Some(300.0),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The finite values of numeric field `field` at `rows`, None where null or not finite.

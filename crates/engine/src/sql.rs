@@ -72,22 +72,21 @@ pub enum SqlError {
 /// How deeply a statement may nest (sqlparser's recursion limit, for every parse of a client's
 /// text: DataFusion's, the plan cache's, the PostgreSQL and Flight SQL front ends'; DataFusion's
 /// default is 50). The parser of sqlparser 0.62 backtracks exponentially on some shapes: a chain
-/// of n dotted names ending in `[` takes 2^n steps (0.4 s at n = 20, 6 s at 24 on this machine,
-/// and past any time limit at 40, pinning a thread: found by the query_strings fuzz target), and
-/// each name is one level deeper, so the limit bounds n. 24 still parses ten nested subqueries,
-/// 21 nested parentheses or function calls.
+/// of n dotted names ending in `[` takes 2^n steps (past any time limit at 40, pinning a thread:
+/// found by the query_strings fuzz target), and each name is one level deeper, so the limit
+/// bounds n. 24 still parses ten nested subqueries, 21 nested parentheses or function calls.
 pub const SQL_RECURSION_LIMIT: usize = 24;
 
 /// How long a chain of operators one statement may hold. The parser builds `a OR b OR c ...`,
 /// `a + b + c ...`, `x::t::t ...` and `SELECT ... UNION SELECT ...` in a loop, not by recursion, so
 /// the recursion limit does not bound them, but the tree it builds is as deep as the chain is long
 /// and everything that walks it afterwards (cloning, comparing, printing, dropping, planning) does
-/// recurse: 2,000 ORs overflowed a 2 MiB stack in the release build and 400 in the debug build,
-/// and aborted the server (found from outside). The bound is counted on the tokens, before a tree
-/// is built (see [`longest_chain`]); with the server's 16 MiB worker stacks
-/// ([`WORKER_STACK_BYTES`]) a chain of this length has ten times the stack it needs in a release
-/// build. It still lets a WHERE clause hold nearly 500 `x = 1 OR` terms or a CASE over 300
-/// `WHEN x = 1 THEN 'a'` arms; a longer list of values belongs in an `IN (...)` list, which is not a chain.
+/// recurse: a long chain of ORs overflowed a 2 MiB stack (a shorter one in the debug build) and
+/// aborted the server (found from outside). The bound is counted on the tokens, before a tree is
+/// built (see [`longest_chain`]); with the server's 16 MiB worker stacks ([`WORKER_STACK_BYTES`])
+/// a chain of this length has ample room in a release build. It still lets a WHERE clause hold
+/// nearly 500 `x = 1 OR` terms or a CASE over 300 `WHEN x = 1 THEN 'a'` arms; a longer list of
+/// values belongs in an `IN (...)` list, which is not a chain.
 pub const SQL_CHAIN_LIMIT: usize = 1_000;
 
 /// The stack of each thread that parses or plans a client's SQL (the server's runtime workers):

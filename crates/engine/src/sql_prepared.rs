@@ -16,10 +16,10 @@
 //! shape (its tokens, its liftable literals as markers of their kind) looked up: a shape lifted
 //! before gives the key and the values straight from the tokens, and only a new shape, or a new
 //! kept literal (another LIMIT), is parsed ([`lift`]). Parsing, printing the key and dropping the
-//! tree were a quarter of a fresh query's time.
+//! tree were a large part of a fresh query's time.
 //!
-//! A bound plan still needs a physical plan, and DataFusion's physical optimiser was most of that
-//! (three quarters of planning a filtered, sorted page of a run table: distribution and ordering
+//! A bound plan still needs a physical plan, and DataFusion's physical optimiser was most of the
+//! time of planning a filtered, sorted page of a run table (distribution and ordering
 //! requirements, projection and filter pushdown, each a walk of the plan that recomputes its
 //! properties). A statement that is only projections, filters, sorts and limits over one run
 //! table (one in-memory partition: nothing to distribute, no operator whose requirements another
@@ -32,9 +32,9 @@
 //! that refuses to be evaluated), and a request's plan is that template with its values put into
 //! the filters' predicates (each filter keeping the template's properties, every other operator
 //! given fresh state by DataFusion's `reset_state`, as for re-execution). Planning a bound plan
-//! anew was a fifth of a fresh query's time, binding the logical plan another twentieth, and
-//! building the filters again (their properties: the table's statistics, the predicate's
-//! equivalences) half of what was left of that.
+//! anew, binding the logical plan, and building the filters again (their properties: the table's
+//! statistics, the predicate's equivalences) were each a part of a fresh query's time that this
+//! spares.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -746,8 +746,8 @@ fn bind(
 
 /// A template's filter with its values bound: the rows of its input for which the predicate is
 /// true, with the properties the template's filter was given. A `FilterExec` built anew computes
-/// them again (statistics of the whole table, the predicate's equivalences: a twentieth of a
-/// fresh query) and values could only add constants to them, which nothing above it needs.
+/// them again for every query (statistics of the whole table, the predicate's equivalences) and
+/// values could only add constants to them, which nothing above it needs.
 ///
 /// A predicate that is a conjunction of comparisons of columns with values (and `IN` lists, `IS
 /// NULL`, boolean columns, their negations) is evaluated one conjunct at a time over the whole
@@ -880,9 +880,10 @@ fn only_child(
 /// A template's sort, with or without a limit, over the one partition of a run table's rows that
 /// its filters kept (a thousand rows at most): the rows gathered, the sort keys evaluated once, the
 /// first `fetch` row numbers selected and sorted, the rows taken. DataFusion's `SortExec` with a
-/// limit is a top-k that converts every row's keys to its row format and keeps a heap of them:
-/// made, filled and emitted, a sixth of a fresh query over a run table. Rows with equal keys keep
-/// their order in the table (the row number is the last key), so an answer is the same each time.
+/// limit is a top-k that converts every row's keys to its row format and keeps a heap of them,
+/// made, filled and emitted for every query: more work than a run table's few rows need. Rows
+/// with equal keys keep their order in the table (the row number is the last key), so an answer
+/// is the same each time.
 #[derive(Debug)]
 struct SmallSort {
     expr: datafusion::physical_expr::LexOrdering,
@@ -1002,7 +1003,7 @@ impl ExecutionPlan for SmallSort {
 
 /// A template's projection of columns as they are: each batch's columns picked, under the
 /// projection's schema. DataFusion's `ProjectionExec` names a metric after each of its expressions
-/// on every execution and measures every batch it passes: a twentieth of a fresh query.
+/// on every execution and measures every batch it passes, work every fresh query paid for.
 #[derive(Debug)]
 struct Pick {
     columns: Vec<usize>,
@@ -1360,7 +1361,7 @@ pub async fn run_prepared(
         .map_err(|e| PreparedError::Failed(SqlError::Internal(e.to_string())))?;
     let state = &states.full;
     // A lean plan's functions are in its expressions already: its task needs no copy of the
-    // context's function registries (copying them was a twentieth of a query).
+    // context's function registries (copying them cost every query time).
     let lean_task = |runtime| {
         TaskContext::new(
             None,

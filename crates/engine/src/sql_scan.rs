@@ -1,6 +1,7 @@
 //! A query text's shape read without the SQL tokenizer. Looking a text's shape up is the first
-//! step of every SQL query ([`super::sql_prepared::lift`]), and tokenizing it was a tenth of a
-//! fresh query's time (each word looked up among the keywords, each token its own string).
+//! step of every SQL query ([`super::sql_prepared::lift`]), and tokenizing it was a noticeable
+//! part of a fresh query's time (each word looked up among the keywords, each token its own
+//! string).
 //!
 //! [`scan`] reads the texts a dashboard or a notebook sends: words, plain numbers (`12`, `1.5`),
 //! strings whose only escape is a doubled quote, quoted names, client placeholders (`$1`),

@@ -373,11 +373,10 @@ impl<'a> J<'a> {
 /// Parse a JSON document, or say why not.
 ///
 /// Most documents are read by [`fast`], a reader of the usual shapes that builds the same
-/// document serde_json reads, several times faster on the number arrays and many keys that make
-/// up most of a LEM result. Anything it does not read the usual way (an escaped or control
-/// character in a string, `-0`, a number out of range, deep nesting, malformed JSON) is parsed
-/// by serde_json, whose answer or error is the reference: the fast reader never decides an
-/// edge case.
+/// document serde_json reads, faster on the number arrays and many keys that make up most of a
+/// LEM result. Anything it does not read the usual way (an escaped or control character in a
+/// string, `-0`, a number out of range, deep nesting, malformed JSON) is parsed by serde_json,
+/// whose answer or error is the reference: the fast reader never decides an edge case.
 pub fn parse(bytes: &[u8]) -> Result<Node<'_>, String> {
     match fast(bytes) {
         Some(v) => Ok(v),

@@ -853,8 +853,8 @@ impl Columns for SampleColumns {
         }
     }
 
-    /// Measured latencies do not compress (snappy saved 3% of `value_s`'s bytes, at a sixth of
-    /// the table's writing time).
+    /// Measured latencies do not compress (snappy saved little of `value_s`'s bytes, and added
+    /// much to the table's writing time).
     fn codec(&self, c: usize) -> Option<parquet::basic::Compression> {
         (self.schema.field(c).name() == "value_s")
             .then_some(parquet::basic::Compression::UNCOMPRESSED)

@@ -68,8 +68,8 @@ pub fn read_with(
     Ok(out)
 }
 
-/// `read_run` through slices of a sliding window (several times faster); `Fallback` when the
-/// file is not what it expects (then `read_run` gives the answer or the error).
+/// `read_run` through slices of a sliding window, which serde_json parses faster than a reader;
+/// `Fallback` when the file is not what it expects (then `read_run` gives the answer or the error).
 pub fn read_run_fast(
     reader: impl std::io::Read,
     llm: bool,

@@ -1,5 +1,6 @@
-//! The fast path of `reader::read_run`: serde_json parses a byte slice several times faster than a
-//! reader (its reader path goes byte by byte), but a whole 400 MB file must not be held in memory.
+//! The fast path of `reader::read_run`: serde_json parses a byte slice faster than it reads from a
+//! reader (its reader path goes byte by byte), but a whole file, however large, must not be held
+//! in memory.
 //! So a small scanner walks the top-level object of `results.json` through a window of the file,
 //! finds where each top-level value and each request record ends, and hands those slices to the
 //! readers of `common_shapes` (or the same serde visitors the reader path uses). Only the current request

@@ -3,10 +3,10 @@
 //!
 //! What an execution pays for is the answer to the request: the router is built once, and the
 //! service's caches are on as in production, but a successful query over data/sample's one LLM run
-//! with raw files answered 117,446 inter-token latencies (21 MB of JSON), its raw file (1.3 MB) or
-//! its timeline, and most executions went there. The fuzzed copy of data/sample keeps that run's
-//! first requests and timeline samples only (`small_sample`): every endpoint answers as before, with
-//! an answer a thousandth the size.
+//! with raw files answered every one of its inter-token latencies (a large JSON answer), its whole
+//! raw file or its timeline, and most executions went there. The fuzzed copy of data/sample keeps
+//! that run's first requests and timeline samples only (`small_sample`): every endpoint answers as
+//! before, with a far smaller answer.
 
 use std::sync::OnceLock;
 

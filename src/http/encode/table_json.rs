@@ -1,11 +1,11 @@
 //! The JSON text of every cell of a run table, written once per snapshot: a cell's text depends on
 //! the snapshot alone, and a fresh `/runs` answer was mostly the same numbers formatted and the same
-//! strings escaped again (ryu and string escaping were a quarter of its time). A page of runs is
+//! strings escaped again (ryu and string escaping were a large part of its time). A page of runs is
 //! then the chosen rows' cells copied behind their pre-written keys, byte for byte what
 //! [`json_array`](super::json_array) writes for the same rows and columns. A page of every column
 //! (a `/runs` query without `fields`) copies each row's whole object, written on its first use:
-//! one copy a row instead of two for each of its ~40 cells, which had been an eighth of a fresh
-//! run query's time.
+//! one copy a row instead of two for each of its cells, which had been a noticeable part of a
+//! fresh run query's time.
 
 use std::sync::{Arc, Mutex, PoisonError};
 

@@ -28,11 +28,12 @@ use self::pages::{Best, Chrome, Column, Control, Row, Snippets};
 use self::view::{DEFAULT_LIMIT, View, encode, number};
 use super::answer::{Encoded, cached_as, respond};
 use super::error::AppError;
-use super::params::{self, default_deadline, default_energy, default_latency};
 use super::state::AppState;
 use crate::engine::frame::Value;
 use crate::engine::frontier::{self, BestQuery};
+use crate::engine::frontier::{default_deadline, default_energy, default_latency};
 use crate::engine::{Domain, Filter, RunQuery, RunTable};
+use crate::service::ask;
 use crate::service::{RawFile, Snapshot};
 use crate::store::RawLocation;
 
@@ -392,16 +393,12 @@ fn filter_field(f: &Filter) -> &str {
 
 /// The filters of the form with select lists: (parameter, field).
 fn chosen_filters(domain: Domain) -> Vec<(&'static str, &'static str)> {
-    let mut out: Vec<(&'static str, &'static str)> = params::string_filters(domain)
+    let mut out: Vec<(&'static str, &'static str)> = ask::string_filters(domain)
         .iter()
         .filter(|(p, _, _)| *p != "run_id")
         .map(|(p, f, _)| (*p, *f))
         .collect();
-    out.extend(
-        params::numeric_filters(domain)
-            .iter()
-            .map(|(p, _)| (*p, *p)),
-    );
+    out.extend(ask::numeric_filters(domain).iter().map(|(p, _)| (*p, *p)));
     out
 }
 
@@ -588,14 +585,14 @@ fn explorer_of(
         controls.push(control(&view, table, &q, param, field)?);
         covered.push(param.to_string());
     }
-    let batch = params::numeric_filters(domain)
+    let batch = ask::numeric_filters(domain)
         .iter()
         .map(|(p, _)| *p)
         .find(|p| *p != "num_gpus")
         .unwrap_or("num_gpus");
     // Ranges of the numeric filters, and run ids typed in (a comma-separated list).
     let mut inputs = Vec::new();
-    for (p, _) in params::numeric_filters(domain) {
+    for (p, _) in ask::numeric_filters(domain) {
         for (suffix, sign) in [("_min", "≥"), ("_max", "≤")] {
             let param = format!("{p}{suffix}");
             let value = view.one(&param).unwrap_or("").to_string();

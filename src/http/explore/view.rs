@@ -5,7 +5,7 @@
 
 use crate::engine::{Domain, RunTable};
 use crate::http::error::AppError;
-use crate::http::params::{self, Endpoint, Params};
+use crate::service::ask::{self as ask, Params, Question};
 
 /// Rows a page shows unless `limit` says otherwise; the page sizes the form offers.
 pub const DEFAULT_LIMIT: usize = 50;
@@ -25,7 +25,7 @@ pub struct View {
 
 /// The parameters an explorer page accepts: the run list's but `format`, and `deadline`.
 pub fn allowed(domain: Domain) -> Vec<String> {
-    let mut names: Vec<String> = params::allowed_parameters(domain, Endpoint::List)
+    let mut names: Vec<String> = ask::allowed_parameters(domain, Question::List)
         .into_iter()
         .filter(|n| n != "format")
         .collect();
@@ -52,10 +52,10 @@ impl View {
                 deadline = Some(non_negative("deadline", &v)?);
                 continue;
             }
-            let key = params::canonical(domain, &k).unwrap_or_else(|| k.into_owned());
+            let key = ask::canonical(domain, &k).unwrap_or_else(|| k.into_owned());
             pairs.push((key, v.into_owned()));
         }
-        let params = Params::parse(domain, Endpoint::List, Some(&encode(&pairs)))?;
+        let params = Params::parse(domain, Question::List, Some(&encode(&pairs)))?;
         Ok(View {
             domain,
             pairs,
@@ -87,7 +87,7 @@ impl View {
     pub fn filter_pairs(&self) -> Vec<(String, String)> {
         self.pairs
             .iter()
-            .filter(|(k, _)| params::filtered_field(self.domain, k).is_some())
+            .filter(|(k, _)| ask::filtered_field(self.domain, k).is_some())
             .cloned()
             .collect()
     }

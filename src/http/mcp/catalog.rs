@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::schema::{self, Arg};
 use crate::engine::Domain;
-use crate::http::params::{self, Endpoint, ValueKind, parameter_specs};
+use crate::service::ask::{self as ask, Question, ValueKind, parameter_specs};
 
 /// What a tool calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +96,7 @@ impl Arg {
 }
 
 /// Both domains' catalog entries of `endpoint`, merged.
-fn domain_args(endpoint: Endpoint) -> Vec<Arg> {
+fn domain_args(endpoint: Question) -> Vec<Arg> {
     schema::merge_domains(
         schema::args_of(parameter_specs(Domain::Llm, endpoint)),
         schema::args_of(parameter_specs(Domain::Diffusion, endpoint)),
@@ -104,7 +104,7 @@ fn domain_args(endpoint: Endpoint) -> Vec<Arg> {
 }
 
 /// One domain's catalog entries of `endpoint`.
-fn llm_args(endpoint: Endpoint) -> Vec<Arg> {
+fn llm_args(endpoint: Question) -> Vec<Arg> {
     schema::args_of(parameter_specs(Domain::Llm, endpoint))
 }
 
@@ -156,7 +156,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
             "required": ["snapshot", "datasets", "fields"],
         }),
     });
-    let mut find = domain_args(Endpoint::List);
+    let mut find = domain_args(Question::List);
     for a in &mut find {
         if a.name == "limit" {
             a.schema["description"] = json!(format!(
@@ -184,7 +184,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
         title: "Get one run",
         description: "One run by its id: every field (or those asked for). GET /v1/{domain}/runs/{run_id}.".into(),
         kind: Kind::Run,
-        args: domain_args(Endpoint::One),
+        args: domain_args(Question::One),
         own: vec![domain_arg(), run_id_arg()],
         required: &["run_id"],
         output: json!({"type": "object", "properties": {"run_id": {"type": "string"}}, "required": ["run_id"]}),
@@ -194,7 +194,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
         title: "Group runs",
         description: "Runs grouped by fields with aggregates (count, min, max, mean, median, sum, argmin, argmax of numeric fields), e.g. the least energy per token of each model on a task. GET /v1/{domain}/groups.".into(),
         kind: Kind::Domain("groups"),
-        args: domain_args(Endpoint::Group),
+        args: domain_args(Question::Group),
         own: vec![domain_arg()],
         required: &[],
         output: rows_output("groups", "One object per group: its key, the grouping fields and the aggregates."),
@@ -204,7 +204,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
         title: "Energy-optimal configuration",
         description: "The configuration that uses the least energy (per token, or per image/video) among the runs that meet a latency deadline and an energy budget, one per group (`per`, default model_id). Without `deadline`, one task and the leaderboard's latency field use the leaderboard's deadline for the task. GET /v1/{domain}/best.".into(),
         kind: Kind::Domain("best"),
-        args: domain_args(Endpoint::Best),
+        args: domain_args(Question::Best),
         own: vec![domain_arg()],
         required: &[],
         output: rows_output("runs", "The best run of each group."),
@@ -214,7 +214,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
         title: "Latency-energy Pareto frontier",
         description: "The runs no other run beats on both latency and energy (lower is better on both), optionally one frontier per value of `per`. GET /v1/{domain}/pareto.".into(),
         kind: Kind::Domain("pareto"),
-        args: domain_args(Endpoint::Pareto),
+        args: domain_args(Question::Pareto),
         own: vec![domain_arg()],
         required: &[],
         output: rows_output("runs", "The frontier's runs, by increasing latency."),
@@ -224,7 +224,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
         title: "Fit batch-size sweeps",
         description: "Logistic fits of fields (power, latency, throughput, energy) against log2 of the batch size, per model, task, GPU model and GPU count, with predictions at batch sizes that were not measured (`predict`). The toolkit's LogisticModel. GET /v1/{domain}/fits/logistic.".into(),
         kind: Kind::Domain("fits/logistic"),
-        args: domain_args(Endpoint::Sweep),
+        args: domain_args(Question::Sweep),
         own: vec![domain_arg()],
         required: &[],
         output: rows_output("fits", "One fit per group and field: L, x0, k, b0, goodness of fit and pred_<batch> values."),
@@ -243,11 +243,10 @@ pub(super) fn tools() -> Vec<ToolSpec> {
             "full_data": {"type": "string"},
         }, "required": ["run_id", "count", "full_data"]}),
     });
-    let timeline_args: Vec<Arg> =
-        schema::args_of(parameter_specs(Domain::Llm, params::TIMELINE_ONE))
-            .into_iter()
-            .filter(|a| a.name == "metric")
-            .collect();
+    let timeline_args: Vec<Arg> = schema::args_of(parameter_specs(Domain::Llm, ask::TIMELINE_ONE))
+        .into_iter()
+        .filter(|a| a.name == "metric")
+        .collect();
     t.push(ToolSpec {
         name: "run_timeline_summary",
         title: "Power or temperature timeline summary",
@@ -322,10 +321,10 @@ pub(super) fn tools() -> Vec<ToolSpec> {
         });
     }
     let chart_args = union(vec![
-        domain_args(params::PARETO_CHART),
-        domain_args(params::SWEEP_CHART),
-        llm_args(params::TIMELINE_CHART),
-        llm_args(params::PLAN_CHART),
+        domain_args(ask::PARETO_CHART),
+        domain_args(ask::SWEEP_CHART),
+        llm_args(ask::TIMELINE_CHART),
+        llm_args(ask::PLAN_CHART),
     ]);
     t.push(ToolSpec {
         name: "chart",
@@ -356,7 +355,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
 }
 
 /// A `true`/`false` choice as a boolean argument.
-fn flag_as_boolean(mut s: params::ParamSpec) -> params::ParamSpec {
+fn flag_as_boolean(mut s: ask::ParamSpec) -> ask::ParamSpec {
     if s.value == ValueKind::Choice(vec!["true".into(), "false".into()]) {
         s.value = ValueKind::Flag;
     }

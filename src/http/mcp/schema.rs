@@ -1,12 +1,12 @@
 //! A tool's arguments: their JSON Schema, generated from the parameter catalog the REST parser and
-//! the OpenAPI document use (`params::parameter_specs`), and their translation into the query of
+//! the OpenAPI document use (`ask::parameter_specs`), and their translation into the query of
 //! the REST operation the tool calls. What a query writes as text (comma-separated lists, `true`)
 //! a tool takes as JSON (arrays, numbers, booleans).
 
 use serde_json::{Map, Value, json};
 
 use crate::http::openapi::alternatives;
-use crate::http::params::{ParamSpec, ValueKind};
+use crate::service::ask::{ParamSpec, ValueKind};
 
 /// One argument of a tool: its name, what the schema says of it, and how its value is written
 /// into the query.
@@ -250,9 +250,9 @@ fn scalar(v: &Value) -> Option<String> {
 mod tests {
     use super::*;
     use crate::engine::Domain;
-    use crate::http::params::{Endpoint, parameter_specs};
+    use crate::service::ask::{Question, parameter_specs};
 
-    fn args(endpoint: Endpoint) -> Vec<Arg> {
+    fn args(endpoint: Question) -> Vec<Arg> {
         merge_domains(
             args_of(parameter_specs(Domain::Llm, endpoint)),
             args_of(parameter_specs(Domain::Diffusion, endpoint)),
@@ -261,14 +261,14 @@ mod tests {
 
     #[test]
     fn catalog_names_without_aliases_or_format() {
-        let names: Vec<String> = args(Endpoint::List).into_iter().map(|a| a.name).collect();
+        let names: Vec<String> = args(Question::List).into_iter().map(|a| a.name).collect();
         assert!(names.contains(&"task".to_string()));
         assert!(names.contains(&"max_num_seqs_min".to_string()));
         assert!(names.contains(&"batch_size".to_string()), "{names:?}");
         for gone in ["format", "model", "gpu", "batch", "batch_min"] {
             assert!(!names.contains(&gone.to_string()), "{gone} in {names:?}");
         }
-        let list = args(Endpoint::List);
+        let list = args(Question::List);
         let arch = list.iter().find(|a| a.name == "architecture").unwrap();
         assert!(
             arch.schema["description"]
@@ -285,7 +285,7 @@ mod tests {
 
     #[test]
     fn arguments_become_the_query() {
-        let list = args(Endpoint::List);
+        let list = args(Question::List);
         let given = json!({
             "task": ["gpqa", "lm-arena-chat"],
             "num_gpus_min": 2,

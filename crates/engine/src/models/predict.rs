@@ -5,8 +5,8 @@
 //! - **sweep**: the model was measured on this task, GPU model and GPU count at two batch sizes
 //!   or more. Each field's logarithm is interpolated linearly in log2 of the batch size between
 //!   the measured batch sizes around the one asked (the median where a batch size was run more
-//!   than once), and extended along the nearest two beyond them. Held out one run at a time, this
-//!   is within a few percent (see `Quality`), so it is used wherever it applies.
+//!   than once), and extended along the nearest two beyond them. Held out one run at a time, its
+//!   error is small (see `Quality`), so it is used wherever it applies.
 //! - **regression**: anything else, including a model that is not in the snapshot, given by its
 //!   parameters. A ridge regression of each field's logarithm on what is known before running:
 //!   ln activated and ln total parameters, log2 batch size and its square, log2 GPU count, and
