@@ -1,6 +1,6 @@
-//! Answers as HTTP responses: encoded answers and the response cache (a snapshot never changes,
-//! so an encoded answer is valid for as long as its snapshot is served), and the bodies that are
-//! sent in pieces or streamed while they are encoded.
+//! Answers as HTTP responses: the service's encoded answers (kept in its answer cache, by URI
+//! for the routes not yet answered at the door), and the bodies that are sent in pieces or
+//! streamed while they are encoded.
 
 use std::sync::Arc;
 
@@ -11,149 +11,7 @@ use bytes::Bytes;
 use super::error::AppError;
 use super::negotiate::Format;
 use crate::service::Snapshot;
-use crate::service::coding::Variants;
-
-/// The key of an answer: the first 128 bits of the keyed BLAKE3 digest of what it is the answer to
-/// (the snapshot's generation, the representation and the request URI; or an MCP call's text).
-/// Fixed-size, so that the cache's map hashes and compares 16 bytes, not a URI of hundreds: under
-/// a stream of distinct requests the map evicts without pause and rebuilds its table each time a
-/// tenth of it is tombstones, hashing every key again (with the text as key, that and the key
-/// comparisons were a large part of a fresh REST query's CPU). The digest's key is drawn when the
-/// process starts, so the keys are uniform and no client can choose texts whose keys collide or
-/// share the bits the map indexes by; the map hashes a key to its own bits (`KeyBits`). Two texts
-/// share a key with probability 2⁻¹²⁸.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct AnswerKey(u128);
-
-/// The key of the answer keys' digest: 256 random bits (two version 4 UUIDs' 244) per process.
-static DIGEST_KEY: std::sync::LazyLock<[u8; 32]> = std::sync::LazyLock::new(|| {
-    let mut key = [0u8; 32];
-    key[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-    key[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-    key
-});
-
-impl AnswerKey {
-    /// The key of `parts`, each length-prefixed (no two lists of parts make the same input).
-    fn of(parts: &[&[u8]]) -> AnswerKey {
-        let mut h = blake3::Hasher::new_keyed(&DIGEST_KEY);
-        for part in parts {
-            h.update(&(part.len() as u64).to_le_bytes());
-            h.update(part);
-        }
-        let digest = h.finalize();
-        let mut first = [0u8; 16];
-        first.copy_from_slice(&digest.as_bytes()[..16]);
-        AnswerKey(u128::from_le_bytes(first))
-    }
-
-    /// The key of a text of the caller's making (`mcp`).
-    #[cfg(feature = "mcp")]
-    pub(crate) fn of_text(text: &str) -> AnswerKey {
-        AnswerKey::of(&[b"keyed", text.as_bytes()])
-    }
-}
-
-impl std::hash::Hash for AnswerKey {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_u64(self.0 as u64 ^ (self.0 >> 64) as u64);
-    }
-}
-
-/// The answer cache's hasher: an `AnswerKey` is already a secret-keyed digest, so its bits are
-/// its hash.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct KeyBits;
-
-impl std::hash::BuildHasher for KeyBits {
-    type Hasher = KeyBitsHasher;
-
-    fn build_hasher(&self) -> KeyBitsHasher {
-        KeyBitsHasher(0)
-    }
-}
-
-pub(crate) struct KeyBitsHasher(u64);
-
-impl std::hash::Hasher for KeyBitsHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write_u64(&mut self, bits: u64) {
-        self.0 ^= bits;
-    }
-
-    /// Not reached by `AnswerKey`; any other input is folded in byte by byte (FNV-1a's step).
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
-
-/// Encoded answers by (snapshot, format, request URI), weighed by bytes, with how many answers
-/// it gave and how many had to be computed (`/metrics`).
-#[derive(Clone)]
-pub struct AnswerCache {
-    entries: moka::sync::Cache<AnswerKey, Arc<Encoded>, KeyBits>,
-    /// Answers given from the cache, answers computed: shared by the clones.
-    counts: Arc<[std::sync::atomic::AtomicU64; 2]>,
-    /// Whether it may hold anything (a cache of no bytes is neither asked nor given answers).
-    enabled: bool,
-}
-
-impl AnswerCache {
-    fn get(&self, key: &AnswerKey) -> Option<Arc<Encoded>> {
-        if !self.enabled {
-            return None;
-        }
-        let hit = self.entries.get(key);
-        if hit.is_some() {
-            self.counts[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        hit
-    }
-
-    /// An answer kept under a key of the caller's making (`mcp`: a tool call's result by the
-    /// snapshot, protocol version and call), counted with the others.
-    #[cfg(feature = "mcp")]
-    pub(crate) fn get_keyed(&self, key: &str) -> Option<Bytes> {
-        self.get(&AnswerKey::of_text(key)).map(|e| e.body.clone())
-    }
-
-    /// Keep `body` under `key` (see `get_keyed`).
-    #[cfg(feature = "mcp")]
-    pub(crate) fn put_keyed(&self, key: String, content_type: &'static str, body: Bytes) {
-        self.counts[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if !self.enabled {
-            return;
-        }
-        self.entries.insert(
-            AnswerKey::of_text(&key),
-            Arc::new(Encoded {
-                content_type,
-                body,
-                total: None,
-                next: None,
-                warnings: Vec::new(),
-                variants: Default::default(),
-                sent: Default::default(),
-            }),
-        );
-    }
-
-    /// Count an answer given from the cache before its handler (`transport`'s kept responses).
-    pub(crate) fn count_hit(&self) {
-        self.counts[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Answers given from the cache, and answers computed (and offered to it), since start.
-    pub fn counts(&self) -> (u64, u64) {
-        use std::sync::atomic::Ordering::Relaxed;
-        (self.counts[0].load(Relaxed), self.counts[1].load(Relaxed))
-    }
-}
+pub use crate::service::ask::door::{AnswerCache, AnswerKey, Encoded, answer_cache, keep};
 
 /// Responses of the answer cache by entity-tag stem (`transport`): a GET whose answer was sent
 /// twice before is answered from the kept answer and the headers the layers inside
@@ -198,43 +56,6 @@ impl KeptResponses {
     pub(crate) fn keep(&self, stem: String, kept: Kept) {
         self.0.insert(stem, Arc::new(kept));
     }
-}
-
-/// An answer cache of at most `bytes`.
-pub fn answer_cache(bytes: u64) -> AnswerCache {
-    let entries = moka::sync::Cache::builder()
-        .max_capacity(bytes)
-        // The compressed forms are made after the entry is weighed: counted at half the body
-        // (three codings of JSON, each much smaller than it).
-        .weigher(|_: &AnswerKey, v: &Arc<Encoded>| {
-            u32::try_from(16 + v.body.len() * 3 / 2 + v.next.as_ref().map_or(0, String::len))
-                .unwrap_or(u32::MAX)
-        })
-        .build_with_hasher(KeyBits);
-    AnswerCache {
-        entries,
-        counts: Default::default(),
-        enabled: bytes > 0,
-    }
-}
-
-/// An encoded answer with the paging facts that go into headers.
-#[derive(Debug)]
-pub struct Encoded {
-    pub content_type: &'static str,
-    pub body: Bytes,
-    /// Matching rows before paging (`X-Total-Count`).
-    pub total: Option<usize>,
-    /// The next page (`Link: <…>; rel="next"`).
-    pub next: Option<String>,
-    /// Hints about the request (a filter value that matches no run), one `Warning` header each.
-    pub warnings: Vec<String>,
-    /// The body compressed in each coding a client asked for, made once (`transport`).
-    pub variants: Variants,
-    /// Whether the answer was sent before: `transport` keeps its response the second time it is
-    /// sent (a fresh query's answer, most of a dashboard's, is seldom asked for again, and keeping
-    /// each one cost an insertion in a second cache).
-    pub sent: std::sync::atomic::AtomicBool,
 }
 
 /// A response extension: the answer came from `Encoded`, so `transport` sends its kept
@@ -312,20 +133,6 @@ pub(crate) fn lookup_or_key(
 ) -> Result<Response, AnswerKey> {
     let key = cache_key(snapshot, uri, format.name());
     cache.get(&key).map(|e| respond(&e)).ok_or(key)
-}
-
-/// Keep an answer computed after a lookup missed (no second lookup), and answer with it.
-pub(crate) fn keep(cache: &AnswerCache, key: AnswerKey, mut encoded: Encoded) -> Arc<Encoded> {
-    cache.counts[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    if !cache.enabled {
-        return Arc::new(encoded);
-    }
-    // Kept in an allocation of its own length: an encoder's buffer is reserved by estimate and
-    // grows by doubling, and a body made from it keeps all of it.
-    encoded.body = Bytes::copy_from_slice(&encoded.body);
-    let encoded = Arc::new(encoded);
-    cache.entries.insert(key, encoded.clone());
-    encoded
 }
 
 /// The HTTP response for an encoded answer.
@@ -464,58 +271,6 @@ mod tests {
 
     use super::*;
 
-    /// An answer's key is fixed by its parts, in order and each whole: moving bytes from one part
-    /// to the next, swapping parts, or a part more or less is another key.
-    #[test]
-    fn answer_keys_tell_their_parts_apart() {
-        let key = AnswerKey::of(&[b"7", b"json", b"/v1/llm/runs?task=gpqa"]);
-        assert_eq!(
-            key,
-            AnswerKey::of(&[b"7", b"json", b"/v1/llm/runs?task=gpqa"])
-        );
-        for other in [
-            AnswerKey::of(&[b"8", b"json", b"/v1/llm/runs?task=gpqa"]),
-            AnswerKey::of(&[b"7", b"csv", b"/v1/llm/runs?task=gpqa"]),
-            AnswerKey::of(&[b"7", b"json", b"/v1/llm/runs?task=gpq"]),
-            AnswerKey::of(&[b"7", b"jso", b"n/v1/llm/runs?task=gpqa"]),
-            AnswerKey::of(&[b"json", b"7", b"/v1/llm/runs?task=gpqa"]),
-            AnswerKey::of(&[b"7", b"json", b"/v1/llm/runs?task=gpqa", b""]),
-            AnswerKey::of(&[b"7json/v1/llm/runs?task=gpqa"]),
-        ] {
-            assert_ne!(key, other);
-        }
-    }
-
-    /// A cache of some bytes keeps an answer; a cache of none neither keeps nor finds one, and
-    /// counts each answer computed.
-    #[test]
-    fn a_cache_of_no_bytes_keeps_nothing() {
-        let encoded = || Encoded {
-            content_type: "application/json",
-            body: Bytes::from_static(b"[1]"),
-            total: None,
-            next: None,
-            warnings: Vec::new(),
-            variants: Default::default(),
-            sent: Default::default(),
-        };
-        let key = AnswerKey::of(&[b"test"]);
-        let some = answer_cache(1 << 20);
-        keep(&some, key, encoded());
-        assert_eq!(
-            some.get(&key).map(|e| e.body.clone()),
-            Some(Bytes::from_static(b"[1]"))
-        );
-        assert_eq!(some.counts(), (1, 1));
-        let none = answer_cache(0);
-        for _ in 0..2 {
-            keep(&none, key, encoded());
-            assert!(none.get(&key).is_none());
-        }
-        none.entries.run_pending_tasks();
-        assert_eq!((none.entries.entry_count(), none.counts()), (0, (0, 2)));
-    }
-
     /// A streamed body is everything written, in order, with the answer's headers; a failure
     /// part way cuts the body with an error.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -559,8 +314,12 @@ pub fn frame_rows<F: std::borrow::Borrow<crate::engine::frame::Frame>>(
     let e = cached(cache, snapshot, uri, format, || {
         let made = make()?;
         let frame = made.borrow();
-        let body =
-            super::encode::encode_frame(frame, format, &|_| true, super::encode::json_array)?;
+        let body = crate::service::encode::encode_frame(
+            frame,
+            format,
+            &|_| true,
+            crate::service::encode::json_array,
+        )?;
         Ok(Encoded {
             content_type: format.content_type(),
             body: body.into(),

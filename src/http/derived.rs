@@ -9,7 +9,6 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::answer::{Encoded, cached, lookup, pieces, respond, streamed, with_warnings};
-use super::encode;
 use super::error::AppError;
 use super::negotiate::Format;
 use super::state::{ApiPath, AppState, Prepared, prepare};
@@ -17,6 +16,7 @@ use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Domain, RunTable};
 use crate::rawfile::{self, RawError};
 use crate::service::ask;
+use crate::service::encode;
 
 /// The run columns that precede raw-derived values (the toolkit's frames, plus run_id).
 const KEY_COLUMNS: [&str; 5] = ["run_id", "task", "model_id", "num_gpus", "max_num_seqs"];
@@ -159,7 +159,7 @@ async fn answer(
     rows: Vec<usize>,
     kind: Kind,
 ) -> Result<Response, AppError> {
-    use super::encode::per_sample::{
+    use crate::service::encode::per_sample::{
         Segment, Values, arrow_pieces, encode_long, estimated_bytes, write_long,
     };
     let include_unsuccessful = match kind {

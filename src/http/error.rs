@@ -449,25 +449,31 @@ impl AppError {
 /// engine error must be given a status here.
 impl From<EngineError> for AppError {
     fn from(e: EngineError) -> Self {
+        AppError::from(&e)
+    }
+}
+
+impl From<&EngineError> for AppError {
+    fn from(e: &EngineError) -> Self {
         match e {
             EngineError::UnknownField { name, allowed, .. } => AppError::UnknownField {
                 parameter: "field".into(),
-                field: name,
-                allowed,
+                field: name.clone(),
+                allowed: allowed.clone(),
             },
             EngineError::NotNumeric { name, allowed } => AppError::InvalidParameter {
                 parameter: "field".into(),
                 detail: format!("field '{name}' is not numeric"),
-                allowed: Some(allowed),
+                allowed: Some(allowed.clone()),
             },
             EngineError::InvalidQuery(msg) => AppError::InvalidParameter {
                 parameter: "query".into(),
-                detail: msg,
+                detail: msg.clone(),
                 allowed: None,
             },
             EngineError::UnknownRun(id) => AppError::UnknownRun {
                 domain: "requested".into(),
-                run_id: id,
+                run_id: id.clone(),
             },
             e @ (EngineError::Load(_)
             | EngineError::DataFusion(_)
@@ -510,6 +516,7 @@ impl From<crate::service::ServiceError> for AppError {
                 field,
                 allowed,
             },
+            S::Engine(e) => AppError::from(&*e),
             S::Internal(detail) => AppError::Internal(detail),
         }
     }

@@ -11,7 +11,7 @@ use axum::response::Response;
 
 use super::answer::{frame_rows, lookup};
 use super::error::AppError;
-use super::state::{ApiPath, AppState, Prepared, prepare};
+use super::state::{ApiPath, AppState, Prepared, ask, prepare};
 use crate::engine::Domain;
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::models::ItlMixtureModel;
@@ -66,26 +66,17 @@ pub async fn logistic_fits(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let p = prepare(&state, &domain, Question::Sweep, query.as_deref(), &headers)?;
-    let table = p.snapshot.table(p.domain);
-    let q = p.params.sweep_query(p.domain, table)?;
-    if let Some(hit) = lookup(&state.cache, &p.snapshot, &uri, p.format) {
-        return Ok(hit);
-    }
-    let warnings = p.params.filter_warnings(p.domain, table);
-    let request = format!("logistic|{}|{q:?}", p.domain);
-    let snapshot = p.snapshot.clone();
-    let domain = p.domain;
-    let frame = state
-        .service
-        .fit(&p.snapshot, &request, async move {
-            tokio::task::spawn_blocking(move || snapshot.table(domain).sweep_fits(&q))
-                .await
-                .map_err(|e| ServiceError::Internal(format!("fit task failed: {e}")))?
-                .map_err(|e| ServiceError::Internal(e.to_string()))
-        })
-        .await?;
-    answer(&state, &p, &uri, &frame, warnings)
+    let q = query.as_deref();
+    ask(
+        &state,
+        Question::Sweep,
+        &domain,
+        None,
+        uri.path(),
+        q,
+        &headers,
+    )
+    .await
 }
 
 /// The columns of one run's mixture row.

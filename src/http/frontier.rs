@@ -7,83 +7,9 @@ use axum::extract::{OriginalUri, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 
-use super::answer::{Encoded, cached, respond};
-use super::encode;
 use super::error::AppError;
-use super::state::{ApiPath, AppState, Prepared, prepare};
-use crate::engine::frontier::{self, Chosen};
-use crate::engine::{RunQuery, RunTable};
+use super::state::{ApiPath, AppState, ask};
 use crate::service::ask::Question;
-use crate::service::leaderboard::files::in_file_order;
-
-/// The filtered runs in the leaderboard's file order.
-pub(super) fn rows_in_file_order(table: &RunTable, q: &RunQuery) -> Result<Vec<usize>, AppError> {
-    let mut rows = table.filter_rows(&q.filters, q.stability)?;
-    in_file_order(table, &mut rows);
-    Ok(rows)
-}
-
-fn json_names(out: &mut Vec<u8>, names: &[String]) {
-    out.push(b'[');
-    for (i, n) in names.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        encode::json_str(out, n);
-    }
-    out.push(b']');
-}
-
-fn json_number(out: &mut Vec<u8>, v: Option<f64>) {
-    match v {
-        Some(v) => encode::json_f64(out, v),
-        None => out.extend_from_slice(b"null"),
-    }
-}
-
-/// The chosen runs encoded in `prepared`'s format; JSON in an envelope that `head` begins.
-fn encode_chosen(
-    prepared: &Prepared,
-    table: &RunTable,
-    chosen: &Chosen,
-    fields: Option<&[String]>,
-    warnings: &[String],
-    head: impl Fn(&mut Vec<u8>),
-) -> Result<Encoded, AppError> {
-    let cols = table.projection(fields)?;
-    let frame = table.frame.select(&chosen.rows, &cols);
-    let body = encode::encode_frame(
-        &frame,
-        prepared.format,
-        &|name| table.is_nullable(name),
-        |out, frame| {
-            out.extend_from_slice(b"{\"domain\":");
-            encode::json_str(out, prepared.domain.as_str());
-            head(out);
-            out.extend_from_slice(
-                format!(
-                    ",\"count\":{},\"without_value\":{}",
-                    frame.num_rows(),
-                    chosen.without_value
-                )
-                .as_bytes(),
-            );
-            encode::json_warnings(out, warnings);
-            out.extend_from_slice(b",\"runs\":");
-            encode::json_array(out, frame);
-            out.push(b'}');
-        },
-    )?;
-    Ok(Encoded {
-        content_type: prepared.format.content_type(),
-        body: body.into(),
-        total: Some(chosen.rows.len()),
-        next: None,
-        warnings: warnings.to_vec(),
-        variants: Default::default(),
-        sent: Default::default(),
-    })
-}
 
 /// The Pareto frontier of the filtered runs.
 ///
@@ -120,43 +46,17 @@ pub async fn pareto(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let prepared = prepare(
+    let q = query.as_deref();
+    ask(
         &state,
-        &domain,
         Question::Pareto,
-        query.as_deref(),
+        &domain,
+        None,
+        uri.path(),
+        q,
         &headers,
-    )?;
-    let table = prepared.snapshot.table(prepared.domain);
-    let (filters, q) = prepared.params.pareto_query(prepared.domain, table)?;
-    let fields = prepared.params.fields(table)?;
-    let encoded = cached(
-        &state.cache,
-        &prepared.snapshot,
-        &uri,
-        prepared.format,
-        || {
-            let warnings = prepared.params.filter_warnings(prepared.domain, table);
-            let rows = rows_in_file_order(table, &filters)?;
-            let chosen = frontier::pareto(table, &rows, &q)?;
-            encode_chosen(
-                &prepared,
-                table,
-                &chosen,
-                fields.as_deref(),
-                &warnings,
-                |out| {
-                    out.extend_from_slice(b",\"x\":");
-                    encode::json_str(out, &q.x);
-                    out.extend_from_slice(b",\"y\":");
-                    encode::json_str(out, &q.y);
-                    out.extend_from_slice(b",\"per\":");
-                    json_names(out, &q.per);
-                },
-            )
-        },
-    )?;
-    Ok(respond(&encoded))
+    )
+    .await
 }
 
 /// The energy-optimal run per model under a latency deadline and an energy budget.
@@ -195,39 +95,15 @@ pub async fn best(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let prepared = prepare(&state, &domain, Question::Best, query.as_deref(), &headers)?;
-    let table = prepared.snapshot.table(prepared.domain);
-    let (filters, q) = prepared.params.best_query(prepared.domain, table)?;
-    let fields = prepared.params.fields(table)?;
-    let encoded = cached(
-        &state.cache,
-        &prepared.snapshot,
-        &uri,
-        prepared.format,
-        || {
-            let warnings = prepared.params.filter_warnings(prepared.domain, table);
-            let rows = rows_in_file_order(table, &filters)?;
-            let chosen = frontier::best(table, &rows, &q)?;
-            encode_chosen(
-                &prepared,
-                table,
-                &chosen,
-                fields.as_deref(),
-                &warnings,
-                |out| {
-                    out.extend_from_slice(b",\"latency\":");
-                    encode::json_str(out, &q.latency);
-                    out.extend_from_slice(b",\"deadline\":");
-                    json_number(out, q.deadline);
-                    out.extend_from_slice(b",\"energy\":");
-                    encode::json_str(out, &q.energy);
-                    out.extend_from_slice(b",\"energy_budget\":");
-                    json_number(out, q.energy_budget);
-                    out.extend_from_slice(b",\"per\":");
-                    json_names(out, &q.per);
-                },
-            )
-        },
-    )?;
-    Ok(respond(&encoded))
+    let q = query.as_deref();
+    ask(
+        &state,
+        Question::Best,
+        &domain,
+        None,
+        uri.path(),
+        q,
+        &headers,
+    )
+    .await
 }

@@ -8,7 +8,6 @@ use axum::http::header;
 use axum::response::Response;
 
 use super::answer::{Encoded, cached, respond};
-use super::encode;
 use super::error::AppError;
 use super::negotiate::{Format, negotiate};
 use super::state::AppState;
@@ -16,6 +15,7 @@ use crate::engine::frame::Frame;
 use crate::engine::frame_query::{filter_rows, page, sort_rows};
 use crate::engine::query::{Filter, SortKey};
 use crate::peer::schema::{self, Col, ColType};
+use crate::service::encode;
 use crate::service::measurements::{self, Group};
 
 use crate::peer::schema::LIST_TABLES;
@@ -270,7 +270,7 @@ fn list(
         let out = page(frame, &rows, offset, limit, fields.as_deref(), key_col)?;
         let next = match limit {
             Some(l) if offset.saturating_add(l) < total => {
-                Some(super::runs::page_link(&path, query, offset + l))
+                Some(page_link(&path, query, offset + l))
             }
             _ => None,
         };
@@ -728,4 +728,16 @@ pub async fn compare(
         [(header::CONTENT_TYPE, "application/json")],
         doc.to_string(),
     )))
+}
+
+/// The same request with `offset` replaced.
+fn page_link(path: &str, query: Option<&str>, offset: usize) -> String {
+    let mut ser = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        if k != "offset" {
+            ser.append_pair(&k, &v);
+        }
+    }
+    ser.append_pair("offset", &offset.to_string());
+    format!("{path}?{}", ser.finish())
 }

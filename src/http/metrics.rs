@@ -16,7 +16,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
-use super::request_metrics::{DomainLabel, FromLabel, KindLabel, SnapshotLabels};
+use super::request_metrics::{DomainLabel, FromLabel, KindLabel, QuestionLabel, SnapshotLabels};
 use super::state::AppState;
 use crate::engine::Domain;
 
@@ -132,6 +132,20 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         "mlenergy_http_sealed_answers",
         "Bodies kept in sealed memory files to be sent from (answers asked for again, the leaderboard's and frontend's files), each holding a descriptor",
         sealed,
+    );
+
+    let questions = Family::<QuestionLabel, Counter>::default();
+    for (name, n) in state.door.asked() {
+        questions
+            .get_or_create(&QuestionLabel {
+                question: name.to_string(),
+            })
+            .inc_by(n);
+    }
+    r.register(
+        "mlenergy_questions",
+        "Questions answered at the service's door (from the answer cache or computed), whichever front end asked: REST, MCP or the explorer",
+        questions,
     );
 
     let (hits, computed) = state.cache.counts();

@@ -11,7 +11,6 @@ pub mod answer;
 pub mod charts;
 pub mod connections;
 pub mod derived;
-pub mod encode;
 pub mod error;
 pub mod explore;
 pub mod fits;

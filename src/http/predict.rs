@@ -9,7 +9,6 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::answer::{Encoded, cached, frame_rows, respond};
-use super::encode;
 use super::error::AppError;
 use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::Domain;
@@ -19,6 +18,7 @@ use crate::engine::models::plan::{
 };
 use crate::engine::models::predict::{Config, Predictor, quality_frame};
 use crate::service::ask::{Params, Question, suggestion};
+use crate::service::encode;
 
 /// `frame` as rows, made on a cache miss.
 fn answer(

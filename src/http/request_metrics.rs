@@ -69,6 +69,11 @@ pub(super) struct KindLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct QuestionLabel {
+    pub(super) question: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct FromLabel {
     pub(super) from: String,
 }

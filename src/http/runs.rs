@@ -5,24 +5,9 @@ use axum::extract::{OriginalUri, RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 
-use super::answer::{Encoded, cached, respond};
-use super::encode;
 use super::error::AppError;
-use super::negotiate::Format;
-use super::state::{ApiPath, AppState, Prepared, prepare};
+use super::state::{ApiPath, AppState, ask};
 use crate::service::ask::Question;
-
-/// The same request with `offset` replaced.
-pub(super) fn page_link(path: &str, query: Option<&str>, offset: usize) -> String {
-    let mut ser = form_urlencoded::Serializer::new(String::new());
-    for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        if k != "offset" {
-            ser.append_pair(&k, &v);
-        }
-    }
-    ser.append_pair("offset", &offset.to_string());
-    format!("{path}?{}", ser.finish())
-}
 
 /// List runs.
 ///
@@ -59,73 +44,17 @@ pub async fn list_runs(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let Prepared {
-        domain,
-        params,
-        format,
-        snapshot,
-    } = prepare(&state, &domain, Question::List, query.as_deref(), &headers)?;
-    let table = snapshot.table(domain);
-    // The query and the filter hints are made on a miss only: a kept answer has its hints.
-    let encoded = cached(&state.cache, &snapshot, &uri, format, || {
-        let q = params.run_query(domain, table, state.limits.max_rows)?;
-        let path = uri.path();
-        let warnings = params.filter_warnings(domain, table);
-        let sel = table.select(&q)?;
-        let next = match q.limit {
-            Some(l) if q.offset.saturating_add(l) < sel.total => {
-                Some(page_link(path, query.as_deref(), q.offset + l))
-            }
-            _ => None,
-        };
-        let body = if format == Format::Json {
-            // The page from the cells' JSON text, written once per snapshot; no frame.
-            let cells = state.table_json.get(snapshot.generation, domain, table);
-            let mut out = Vec::with_capacity(sel.rows.len() * 64 * sel.columns.len() + 256);
-            out.extend_from_slice(b"{\"domain\":");
-            encode::json_str(&mut out, domain.as_str());
-            out.extend_from_slice(
-                format!(
-                    ",\"total\":{},\"offset\":{},\"limit\":",
-                    sel.total, q.offset
-                )
-                .as_bytes(),
-            );
-            match q.limit {
-                Some(l) => out.extend_from_slice(l.to_string().as_bytes()),
-                None => out.extend_from_slice(b"null"),
-            }
-            out.extend_from_slice(format!(",\"count\":{},\"next\":", sel.rows.len()).as_bytes());
-            match &next {
-                Some(n) => encode::json_str(&mut out, n),
-                None => out.extend_from_slice(b"null"),
-            }
-            encode::json_warnings(&mut out, &warnings);
-            out.extend_from_slice(b",\"runs\":");
-            cells.write_array(&mut out, &sel.rows, &sel.columns);
-            out.push(b'}');
-            out
-        } else {
-            let frame = table.frame_of(&sel);
-            // CSV, NDJSON, Arrow, Parquet (the closure writes JSON, not asked for here).
-            encode::encode_owned_frame(
-                frame,
-                format,
-                &|name| table.is_nullable(name),
-                encode::json_array,
-            )?
-        };
-        Ok(Encoded {
-            content_type: format.content_type(),
-            body: body.into(),
-            total: Some(sel.total),
-            next,
-            warnings,
-            variants: Default::default(),
-            sent: Default::default(),
-        })
-    })?;
-    Ok(respond(&encoded))
+    let q = query.as_deref();
+    ask(
+        &state,
+        Question::List,
+        &domain,
+        None,
+        uri.path(),
+        q,
+        &headers,
+    )
+    .await
 }
 
 /// One run by id, every field (or those named by `fields`), stable or not.
@@ -157,36 +86,15 @@ pub async fn get_run(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let Prepared {
-        domain,
-        params,
-        format,
-        snapshot,
-    } = prepare(&state, &domain, Question::One, query.as_deref(), &headers)?;
-    let table = snapshot.table(domain);
-    let fields = params.fields(table)?;
-    let row = table.row_of(&run_id).ok_or_else(|| AppError::UnknownRun {
-        domain: domain.as_str().into(),
-        run_id: run_id.clone(),
-    })?;
-    let encoded = cached(&state.cache, &snapshot, &uri, format, || {
-        let cols = table.projection(fields.as_deref())?;
-        let frame = table.frame.select(&[row], &cols);
-        let body = encode::encode_frame(
-            &frame,
-            format,
-            &|name| table.is_nullable(name),
-            |out, frame| encode::json_object(out, frame, 0),
-        )?;
-        Ok(Encoded {
-            content_type: format.content_type(),
-            body: body.into(),
-            total: None,
-            next: None,
-            warnings: Vec::new(),
-            variants: Default::default(),
-            sent: Default::default(),
-        })
-    })?;
-    Ok(respond(&encoded))
+    let q = query.as_deref();
+    ask(
+        &state,
+        Question::One,
+        &domain,
+        Some(run_id),
+        uri.path(),
+        q,
+        &headers,
+    )
+    .await
 }

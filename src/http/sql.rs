@@ -13,13 +13,13 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::answer::{Encoded, respond};
-use super::encode;
 use super::error::AppError;
 use super::models::ApiBytes;
 use super::negotiate::{Format, negotiate};
 use super::state::AppState;
 use crate::engine::Domain;
 use crate::engine::sql::{SqlAnswer, SqlError, frame_of};
+use crate::service::encode;
 use crate::service::sql::{SqlFailure, Surface};
 use crate::service::sql_tables::RawTableKind;
 

@@ -8,7 +8,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
 use serde::de::DeserializeOwned;
 
-use super::answer::{AnswerCache, answer_cache};
+use super::answer::AnswerCache;
 use super::error::AppError;
 use super::negotiate::{Format, negotiate};
 use crate::engine::Domain;
@@ -283,8 +283,9 @@ pub struct StateParts {
     /// Whole responses of the answer cache by entity tag, answered before routing further
     /// (`transport`).
     pub kept: super::answer::KeptResponses,
-    /// The JSON text of the current snapshot's cells, for pages of runs (`encode::table_json`).
-    pub table_json: super::encode::TableJsonCache,
+    /// The service's door: questions declared in `service::ask` are answered there, for every
+    /// front end, with the answer cache below.
+    pub door: Arc<crate::service::ask::Door>,
     /// Shared: every handler clones the state.
     pub http: Arc<HttpOptions>,
     /// What answers depend on besides the snapshot and the request: the server's version and
@@ -310,12 +311,17 @@ impl AppState {
             limits,
             service.leaderboard_date()
         );
+        let door = Arc::new(crate::service::ask::Door::new(
+            service.clone(),
+            cache_bytes,
+            limits.max_rows,
+        ));
         AppState(Arc::new(StateParts {
             service,
             limits,
-            cache: answer_cache(cache_bytes),
+            cache: door.cache().clone(),
+            door,
             kept: super::answer::KeptResponses::new(cache_bytes),
-            table_json: Default::default(),
             http: Arc::new(HttpOptions::default()),
             salt: salt.into(),
             draining: Default::default(),
@@ -397,4 +403,26 @@ pub fn prepare(
         format,
         snapshot: state.service.snapshot(),
     })
+}
+
+/// A question of the service's door asked over HTTP: the domain and parameters checked, the
+/// representation negotiated, and the door's answer sent. The answer's next page is linked at
+/// the request's path.
+pub async fn ask(
+    state: &AppState,
+    question: crate::service::ask::Question,
+    domain: &str,
+    run_id: Option<String>,
+    path: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<axum::response::Response, AppError> {
+    let domain = parse_domain(domain)?;
+    let mut req =
+        crate::service::ask::Request::parse(question, domain, run_id, query, path.to_string())?;
+    req.format = negotiate(
+        req.params.format()?,
+        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
+    )?;
+    Ok(super::answer::respond(&state.door.ask(&req).await?))
 }

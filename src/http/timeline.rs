@@ -8,7 +8,6 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::answer::{Encoded, cached, lookup, respond};
-use super::encode;
 use super::error::AppError;
 use super::state::{ApiPath, AppState, Prepared, prepare};
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
@@ -16,6 +15,7 @@ use crate::engine::{Dataset, Domain};
 use crate::rawfile::timeline::{DeviceTimeline, Metric, downsample, run_timeline};
 use crate::service::Snapshot;
 use crate::service::ask::{self as ask, Params};
+use crate::service::encode;
 
 /// `every=1s` / `500ms` / `2m`: the downsampling bucket in seconds, if asked for.
 fn every(p: &Prepared) -> Result<Option<f64>, AppError> {

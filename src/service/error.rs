@@ -37,6 +37,15 @@ pub enum ServiceError {
         field: String,
         allowed: Vec<String>,
     },
+    /// The engine's refusal of a query (a field it does not have, or not numeric).
+    #[error(transparent)]
+    Engine(std::sync::Arc<crate::engine::EngineError>),
     #[error("{0}")]
     Internal(String),
+}
+
+impl From<crate::engine::EngineError> for ServiceError {
+    fn from(e: crate::engine::EngineError) -> Self {
+        ServiceError::Engine(std::sync::Arc::new(e))
+    }
 }

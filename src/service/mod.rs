@@ -10,6 +10,7 @@
 pub mod ask;
 pub mod coding;
 pub mod derived;
+pub mod encode;
 pub mod error;
 pub mod fits;
 pub mod handle;

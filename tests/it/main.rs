@@ -10,6 +10,7 @@ mod catalog;
 mod charts;
 mod confine;
 mod connections;
+mod door;
 mod errors;
 mod explore;
 mod fleet;

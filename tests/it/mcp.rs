@@ -320,8 +320,11 @@ async fn off_means_no_route_and_calls_are_counted() {
     assert!(
         metrics.contains("mlenergy_mcp_tool_calls_total{tool=\"find_runs\",outcome=\"refused\"} 1")
     );
-    // The tool's REST request went through the router: counted as a request of its route.
-    assert!(metrics.contains("route=\"/v1/{domain}/runs\""), "{metrics}");
+    // The tool's question was asked at the service's door, counted there as a REST one is.
+    assert!(
+        metrics.contains("mlenergy_questions_total{question=\"list\"} 1"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]

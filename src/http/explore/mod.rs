@@ -650,7 +650,7 @@ fn explorer_of(
         energy_budget: None,
         per: vec!["model_id".to_string()],
     };
-    let rows = super::frontier::rows_in_file_order(
+    let rows = crate::service::ask::rows_in_file_order(
         table,
         &RunQuery {
             filters: q.filters.clone(),

@@ -15,9 +15,11 @@ use crate::service::ask::{self as ask, Question, ValueKind, parameter_specs};
 pub(super) enum Kind {
     /// The snapshot and both domains' fields (`/v1/datasets`, `/v1/{domain}/fields`).
     Describe,
-    /// `GET /v1/{domain}/{path}` with the arguments as the query.
-    Domain(&'static str),
-    /// `GET /v1/{domain}/runs/{run_id}`.
+    /// A question of the service's door, asked directly, of the domain's resource at `path`
+    /// (`/v1/{domain}/{path}`, the path its REST twin is at); an answer that is a bare list of
+    /// rows is wrapped under the last name.
+    Ask(Question, &'static str, &'static str),
+    /// One run: the door's `Question::One` (`GET /v1/{domain}/runs/{run_id}`).
     Run,
     /// `GET /v1/llm/runs/{run_id}/itl?summary=true`.
     ItlSummary,
@@ -168,7 +170,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
         name: "find_runs",
         title: "Find runs",
         description: "Measured runs matching filters (task, model, GPU, GPU count, batch size and ranges of them), sorted and paged, with the fields asked for: energy per token or image, throughput, latency percentiles, power, configuration. The same answer as GET /v1/{domain}/runs; `total` counts every match and `next` names the next page.".into(),
-        kind: Kind::Domain("runs"),
+        kind: Kind::Ask(Question::List, "runs", ""),
         args: find,
         own: vec![domain_arg()],
         required: &[],
@@ -193,7 +195,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
         name: "group_runs",
         title: "Group runs",
         description: "Runs grouped by fields with aggregates (count, min, max, mean, median, sum, argmin, argmax of numeric fields), e.g. the least energy per token of each model on a task. GET /v1/{domain}/groups.".into(),
-        kind: Kind::Domain("groups"),
+        kind: Kind::Ask(Question::Group, "groups", ""),
         args: domain_args(Question::Group),
         own: vec![domain_arg()],
         required: &[],
@@ -203,7 +205,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
         name: "best_configuration",
         title: "Energy-optimal configuration",
         description: "The configuration that uses the least energy (per token, or per image/video) among the runs that meet a latency deadline and an energy budget, one per group (`per`, default model_id). Without `deadline`, one task and the leaderboard's latency field use the leaderboard's deadline for the task. GET /v1/{domain}/best.".into(),
-        kind: Kind::Domain("best"),
+        kind: Kind::Ask(Question::Best, "best", ""),
         args: domain_args(Question::Best),
         own: vec![domain_arg()],
         required: &[],
@@ -213,7 +215,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
         name: "pareto_frontier",
         title: "Latency-energy Pareto frontier",
         description: "The runs no other run beats on both latency and energy (lower is better on both), optionally one frontier per value of `per`. GET /v1/{domain}/pareto.".into(),
-        kind: Kind::Domain("pareto"),
+        kind: Kind::Ask(Question::Pareto, "pareto", ""),
         args: domain_args(Question::Pareto),
         own: vec![domain_arg()],
         required: &[],
@@ -223,7 +225,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
         name: "fit_batch_sweep",
         title: "Fit batch-size sweeps",
         description: "Logistic fits of fields (power, latency, throughput, energy) against log2 of the batch size, per model, task, GPU model and GPU count, with predictions at batch sizes that were not measured (`predict`). The toolkit's LogisticModel. GET /v1/{domain}/fits/logistic.".into(),
-        kind: Kind::Domain("fits/logistic"),
+        kind: Kind::Ask(Question::Sweep, "fits/logistic", "fits"),
         args: domain_args(Question::Sweep),
         own: vec![domain_arg()],
         required: &[],

@@ -3,12 +3,13 @@
 //! Streamable HTTP transport, stateless (no session: any replica answers any request) and with
 //! plain JSON answers.
 //!
-//! A tool is a thin call of a REST operation: its arguments become that operation's query
-//! (`schema`, from the parameter catalog the parser and the OpenAPI document use, so the three
-//! cannot drift), the request is sent through the router in-process (`server::Dispatch`), so the
-//! guard's bounds, time limit and costly-route places, the answer cache and the request metrics
-//! apply as to any request, and the JSON answer is the tool's structured content, beside a short
-//! text table (`text`). A refusal is a tool error carrying the problem's slug, detail, parameter
+//! A tool is a thin call of a question: its arguments are that question's parameters as
+//! `service::ask` declares them (`schema`), read by the same grammar as a REST query. The
+//! questions the service's door answers (runs, one run, groups, the Pareto frontier, the best
+//! runs) are asked of the door directly, sharing its answer cache with REST; the others are
+//! still sent through the router in-process (`server::Dispatch`), so the guard's bounds, time
+//! limit and costly-route places apply to them as to any request. The JSON answer is the tool's
+//! structured content, beside a short text table (`text`). A refusal is a tool error carrying the problem's slug, detail, parameter
 //! and allowed values. Tool calls are also counted by tool name.
 //!
 //! Access: read-only always; a bearer token when `MLENERGY_MCP_TOKEN` is set (or the admin token,
@@ -70,10 +71,12 @@ pub fn routes(state: &AppState, options: &McpOptions, dispatch: Dispatch) -> Rou
     let tools = catalog::shared();
     let listed = std::sync::Arc::new(server::McpServer::listing(&tools));
     let metrics = state.metrics.clone();
+    let door = state.door.clone();
     let service = StreamableHttpService::new(
         move || {
             Ok(server::McpServer {
                 dispatch: dispatch.clone(),
+                door: door.clone(),
                 tools: tools.clone(),
                 listed: listed.clone(),
                 metrics: metrics.clone(),

@@ -24,7 +24,11 @@ use serde_json::{Map, Value, json};
 use super::catalog::{CHARTS, DEFAULT_ROWS, Kind, MAX_SQL_ROWS, ToolSpec};
 use super::schema;
 use super::text;
+use crate::engine::Domain;
+use crate::http::error::AppError;
 use crate::http::request_metrics::Metrics;
+use crate::service::ServiceError;
+use crate::service::ask::{self as ask, Door, Question};
 
 /// The router a tool's request is sent to: the whole service as built (`http::app`), bound
 /// once it exists (the MCP route is part of it).
@@ -135,6 +139,12 @@ impl Problem {
         Problem::new("internal", 500, detail, None, &[])
     }
 
+    /// The service's refusal, as the REST API words it.
+    fn service(e: ServiceError) -> Self {
+        let e = AppError::from(e);
+        Problem::from_answer(e.status(), json!(e.problem()))
+    }
+
     fn argument(e: schema::ArgError) -> Self {
         Problem::invalid(&e.detail, Some(&e.parameter), &e.allowed)
     }
@@ -179,6 +189,8 @@ impl Problem {
 #[derive(Clone)]
 pub(super) struct McpServer {
     pub(super) dispatch: Dispatch,
+    /// The service's door: the questions declared there are asked directly.
+    pub(super) door: Arc<Door>,
     pub(super) tools: Arc<Vec<ToolSpec>>,
     /// The tools as listed, built once (rmcp asks for a tool's schema on every call).
     pub(super) listed: Arc<Vec<Tool>>,
@@ -232,33 +244,24 @@ impl McpServer {
                 let text = describe_text(&v);
                 Ok(structured(v, text))
             }
-            Kind::Domain(path) => {
+            Kind::Ask(question, path, wrap) => {
                 let domain = domain(own(&mut given, "domain"))?;
-                if path == "runs" && !given.contains_key("limit") {
+                if question == Question::List && !given.contains_key("limit") {
                     given.insert("limit".into(), json!(DEFAULT_ROWS));
                 }
                 let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
                 let v = self
-                    .dispatch
-                    .get_json(&with_query(&format!("/v1/{domain}/{path}"), &q))
+                    .ask(question, domain, None, format!("/v1/{domain}/{path}"), &q)
                     .await?;
                 no_match(spec, &v)?;
-                Ok(rows_result(
-                    v,
-                    if path == "fits/logistic" { "fits" } else { "" },
-                ))
+                Ok(rows_result(v, wrap))
             }
             Kind::Run => {
                 let domain = domain(own(&mut given, "domain"))?;
                 let run = run_id(own(&mut given, "run_id"))?;
                 let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
-                let v = self
-                    .dispatch
-                    .get_json(&with_query(
-                        &format!("/v1/{domain}/runs/{}", segment(&run)),
-                        &q,
-                    ))
-                    .await?;
+                let path = format!("/v1/{domain}/runs/{}", segment(&run));
+                let v = self.ask(Question::One, domain, Some(run), path, &q).await?;
                 let text = text::fields(&v, &[]);
                 Ok(structured(v, text))
             }
@@ -406,6 +409,23 @@ impl McpServer {
         let mut r = CallToolResult::success(content);
         r.structured_content = Some(info);
         Ok(r)
+    }
+
+    /// The JSON answer of the service's door to `question`, asked with the query `q`.
+    async fn ask(
+        &self,
+        question: Question,
+        domain: &str,
+        run_id: Option<String>,
+        path: String,
+        q: &str,
+    ) -> Result<Value, Problem> {
+        let domain = Domain::parse(domain).ok_or_else(|| Problem::internal("domain"))?;
+        let req = ask::Request::parse(question, domain, run_id, Some(q), path)
+            .map_err(Problem::service)?;
+        let answer = self.door.ask(&req).await.map_err(Problem::service)?;
+        serde_json::from_slice(&answer.body)
+            .map_err(|e| Problem::internal(&format!("answer is not JSON: {e}")))
     }
 
     /// The snapshot, its datasets and both domains' fields.

@@ -1,11 +1,21 @@
-//! The service's one door for questions: what each question takes, declared once (`declare`),
-//! the grammar every front end's parameters are read with (`grammar`), and the representations
-//! an answer is written in (`format`).
+//! The service's one door for questions. What each question takes is declared once
+//! (`declare`); every front end's parameters are read with one grammar (`grammar`) into a
+//! [`Request`], which the [`Door`] answers (`door`: the answer cache, keyed on the canonical
+//! request) with an [`Answer`] (`answer`: rows and the envelope around them), written in one of
+//! the representations (`format`) by one writer. The questions answered at the door so far: the
+//! run table's (`runs`) and the sweeps' fits (`fits`).
 
+pub mod answer;
 pub mod declare;
+pub mod door;
+mod fits;
 pub mod format;
 pub mod grammar;
+mod runs;
 
+pub use self::answer::{Answer, Member, Rows, Shape};
 pub use self::declare::*;
+pub use self::door::{AnswerCache, Door, Encoded, Request, answer_cache};
 pub use self::format::Format;
 pub use self::grammar::*;
+pub use self::runs::rows_in_file_order;

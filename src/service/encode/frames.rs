@@ -11,7 +11,7 @@ use parquet::file::properties::WriterProperties;
 use crate::engine::EngineError;
 use crate::engine::arrow_conv::frame_to_batch;
 use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
-use crate::http::negotiate::Format;
+use crate::service::ask::Format;
 
 /// Append a JSON string literal.
 pub fn json_str(out: &mut Vec<u8>, s: &str) {

@@ -22,7 +22,7 @@ use super::frames::json_str;
 use crate::engine::EngineError;
 use crate::engine::RunTable;
 use crate::engine::frame::Value;
-use crate::http::negotiate::Format;
+use crate::service::ask::Format;
 
 /// The values of one run, or of one chunk of them (Arrow buffers: batches slice them without
 /// copying).

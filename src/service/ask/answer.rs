@@ -1,0 +1,236 @@
+//! What a question answers, before it is written: rows (of the run table, or a frame of their
+//! own), the envelope's members a JSON answer wraps them in, the total before paging, the next
+//! page and the warnings. [`Answer::encode`] is the one writer of every representation: JSON
+//! in its envelope, CSV, NDJSON, Arrow and Parquet with the rows alone.
+
+use bytes::Bytes;
+
+use crate::engine::frame::Frame;
+use crate::engine::{Domain, EngineError};
+use crate::service::Snapshot;
+use crate::service::encode::{self, TableJsonCache};
+
+use super::door::Encoded;
+use super::format::Format;
+
+/// A member of a JSON answer's envelope.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Member {
+    Text(String),
+    /// A text or null (`next`).
+    MaybeText(Option<String>),
+    Count(usize),
+    /// A count or null (`limit`).
+    MaybeCount(Option<usize>),
+    /// A number or null (`deadline`).
+    Number(Option<f64>),
+    /// Names, as an array of strings (`by`, `per`).
+    Names(Vec<String>),
+}
+
+/// An answer's rows.
+pub enum Rows {
+    /// Rows of the snapshot's run table of `domain`, with these columns (positions).
+    Table {
+        domain: Domain,
+        rows: Vec<usize>,
+        columns: Vec<usize>,
+    },
+    /// Rows of their own.
+    Frame(Frame),
+    /// Rows of their own, shared with a cache (a fit's).
+    Shared(std::sync::Arc<Frame>),
+    /// Groups: the first `by` columns of the frame are each group's key (JSON writes it as
+    /// `key`: the bare value for one field, an array for several or none).
+    Groups { frame: Frame, by: usize },
+}
+
+/// How a JSON answer wraps its rows.
+pub enum Shape {
+    /// `{members…, "warnings": […], "<key>": [rows]}`.
+    Envelope {
+        members: Vec<(&'static str, Member)>,
+        key: &'static str,
+    },
+    /// The one row as an object.
+    Object,
+    /// The rows alone, as an array.
+    Array,
+}
+
+/// A question's answer.
+pub struct Answer {
+    pub shape: Shape,
+    pub rows: Rows,
+    /// Columns Arrow and Parquet mark as never null (the others may be).
+    pub not_null: Vec<String>,
+    /// Matching rows before paging (`X-Total-Count`).
+    pub total: Option<usize>,
+    /// The next page, if one follows.
+    pub next: Option<String>,
+    /// Hints about the request (a filter value that matches no run).
+    pub warnings: Vec<String>,
+}
+
+impl Answer {
+    /// The answer in `format`: the one writer of every representation.
+    pub fn encode(
+        self,
+        format: Format,
+        snapshot: &Snapshot,
+        cells: &TableJsonCache,
+    ) -> Result<Encoded, EngineError> {
+        let body = match format {
+            Format::Json => self.json(snapshot, cells),
+            _ => {
+                let nullable = |name: &str| !self.not_null.iter().any(|n| n == name);
+                match &self.rows {
+                    Rows::Table {
+                        domain,
+                        rows,
+                        columns,
+                    } => {
+                        let frame = snapshot.table(*domain).frame.select(rows, columns);
+                        encode::encode_owned_frame(frame, format, &nullable, encode::json_array)?
+                    }
+                    Rows::Shared(frame) => {
+                        encode::encode_frame(frame, format, &nullable, encode::json_array)?
+                    }
+                    Rows::Frame(frame) | Rows::Groups { frame, .. } => {
+                        encode::encode_frame(frame, format, &nullable, encode::json_array)?
+                    }
+                }
+            }
+        };
+        Ok(Encoded {
+            content_type: format.content_type(),
+            body: Bytes::from(body),
+            total: self.total,
+            next: self.next,
+            warnings: self.warnings,
+            variants: Default::default(),
+            sent: Default::default(),
+        })
+    }
+
+    fn json(&self, snapshot: &Snapshot, cells: &TableJsonCache) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.estimated_json_bytes());
+        match &self.shape {
+            Shape::Object => self.json_rows(&mut out, snapshot, cells, true),
+            Shape::Array => self.json_rows(&mut out, snapshot, cells, false),
+            Shape::Envelope { members, key } => {
+                out.push(b'{');
+                for (i, (name, value)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    encode::json_str(&mut out, name);
+                    out.push(b':');
+                    json_member(&mut out, value);
+                }
+                encode::json_warnings(&mut out, &self.warnings);
+                out.push(b',');
+                encode::json_str(&mut out, key);
+                out.push(b':');
+                self.json_rows(&mut out, snapshot, cells, false);
+                out.push(b'}');
+            }
+        }
+        out
+    }
+
+    fn estimated_json_bytes(&self) -> usize {
+        let cells = match &self.rows {
+            Rows::Table { rows, columns, .. } => rows.len() * columns.len(),
+            Rows::Frame(f) | Rows::Groups { frame: f, .. } => f.num_rows() * f.columns.len(),
+            Rows::Shared(f) => f.num_rows() * f.columns.len(),
+        };
+        cells * 64 + 256
+    }
+
+    /// The rows as a JSON array, or the first as an object (`object`).
+    fn json_rows(
+        &self,
+        out: &mut Vec<u8>,
+        snapshot: &Snapshot,
+        cells: &TableJsonCache,
+        object: bool,
+    ) {
+        match &self.rows {
+            Rows::Table {
+                domain,
+                rows,
+                columns,
+            } if !object => {
+                let table = snapshot.table(*domain);
+                cells
+                    .get(snapshot.generation, *domain, table)
+                    .write_array(out, rows, columns);
+            }
+            Rows::Table {
+                domain,
+                rows,
+                columns,
+            } => {
+                let frame = snapshot.table(*domain).frame.select(rows, columns);
+                encode::json_object(out, &frame, 0);
+            }
+            Rows::Frame(frame) if object => encode::json_object(out, frame, 0),
+            Rows::Frame(frame) => encode::json_array(out, frame),
+            Rows::Shared(frame) if object => encode::json_object(out, frame, 0),
+            Rows::Shared(frame) => encode::json_array(out, frame),
+            Rows::Groups { frame, by } => json_groups(out, frame, *by),
+        }
+    }
+}
+
+fn json_member(out: &mut Vec<u8>, value: &Member) {
+    match value {
+        Member::Text(s) | Member::MaybeText(Some(s)) => encode::json_str(out, s),
+        Member::Count(n) | Member::MaybeCount(Some(n)) => {
+            out.extend_from_slice(n.to_string().as_bytes())
+        }
+        Member::Number(Some(x)) => encode::json_f64(out, *x),
+        Member::MaybeText(None) | Member::MaybeCount(None) | Member::Number(None) => {
+            out.extend_from_slice(b"null")
+        }
+        Member::Names(names) => {
+            out.push(b'[');
+            for (i, n) in names.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                encode::json_str(out, n);
+            }
+            out.push(b']');
+        }
+    }
+}
+
+/// Groups as the toolkit's group_by shapes them: each its `key` (the bare value for one field,
+/// an array for several, an empty array for none), then every column.
+fn json_groups(out: &mut Vec<u8>, frame: &Frame, by: usize) {
+    out.push(b'[');
+    for r in 0..frame.num_rows() {
+        if r > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"key\":");
+        if by == 1 {
+            encode::json_cell_of(out, &frame.columns[0], r);
+        } else {
+            out.push(b'[');
+            for i in 0..by {
+                if i > 0 {
+                    out.push(b',');
+                }
+                encode::json_cell_of(out, &frame.columns[i], r);
+            }
+            out.push(b']');
+        }
+        out.push(b',');
+        encode::json_members(out, frame, r);
+        out.push(b'}');
+    }
+    out.push(b']');
+}
