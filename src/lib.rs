@@ -6,6 +6,9 @@
 //! import only the ones below them (`tests/it/layers.rs` checks it):
 //!
 //! - `config` (with the binary's `main`): the command line and environment.
+//! - `server`: the front ends on one listener: HTTP's router with MCP mounted on it.
+//! - `mcp`: the Model Context Protocol for AI assistants, over HTTP's transport, asking the
+//!   service's door.
 //! - `http`: axum; extract the request, call the service, encode the answer. Beside it `pg`
 //!   (the PostgreSQL wire protocol) and `flight` (Arrow Flight SQL), over the service's SQL.
 //! - `service`: the snapshot being served, derived raw data (cache, single flight, persisting),
@@ -24,9 +27,12 @@ pub mod config;
 #[cfg(feature = "flight")]
 pub mod flight;
 pub mod http;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 #[cfg(feature = "pg")]
 pub mod pg;
 pub mod rawtree;
+pub mod server;
 pub mod service;
 pub mod store;
 

@@ -13,7 +13,7 @@ use super::log_out::BatchedStdout;
 use super::{BuildArgs, Cli, Command, HealthcheckArgs, ImportArgs, LogFormat, ServeArgs};
 #[cfg(feature = "flight")]
 use crate::flight;
-use crate::http::{self, AppState};
+use crate::http::AppState;
 use crate::peer::ImportSpec;
 #[cfg(feature = "pg")]
 use crate::pg;
@@ -137,7 +137,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         tracing::info!(addr = %bound, "Flight SQL listening");
     }
     let bind = args.http.bind;
-    http::serve(state, bind, |addr| {
+    crate::server::serve(state, bind, |addr| {
         tracing::info!(%addr, ready_ms = started.elapsed().as_millis() as u64, "listening");
     })
     .await

@@ -183,7 +183,7 @@ pub fn require_admin(state: &AppState, headers: &HeaderMap) -> Result<(), AppErr
 }
 
 /// Equal bytes, compared in time that does not depend on where they differ.
-pub(super) fn same(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

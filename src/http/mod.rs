@@ -20,8 +20,6 @@ pub mod groups;
 pub mod guard;
 pub mod info;
 pub mod leaderboard;
-#[cfg(feature = "mcp")]
-pub mod mcp;
 pub mod measurements;
 pub mod metrics;
 pub mod mirror;
@@ -144,8 +142,9 @@ async fn method_not_allowed() -> Response {
     AppError::MethodNotAllowed.into_response()
 }
 
-/// The whole service as a router.
-pub fn app(state: AppState) -> Router {
+/// The REST API, the documents and pages served beside it and the front ends `mounted` on the
+/// same listener (`crate::server` mounts MCP), under the service's layers.
+pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
     let (api, doc) = api(&state.http.guard);
     let body_limit = state.http.guard.max_body_bytes;
     let trace = TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
@@ -156,25 +155,11 @@ pub fn app(state: AppState) -> Router {
     let cors = cors(&state.http.cors_origins);
     let ui = ui::routes(state.http.leaderboard_ui.as_ref());
     let mirror = mirror::routes(state.http.mirror.is_some());
-    // The MCP route sends its tools' requests through the router it is part of, bound below.
-    #[cfg(feature = "mcp")]
-    let (mcp, dispatch) = match &state.http.mcp {
-        Some(options) => {
-            let dispatch = mcp::Dispatch::default();
-            (
-                mcp::routes(&state, options, dispatch.clone()),
-                Some(dispatch),
-            )
-        }
-        None => (Router::new(), None),
-    };
-    #[cfg(not(feature = "mcp"))]
-    let mcp = Router::new();
     let app = api
         .merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
         .merge(ui)
         .merge(mirror)
-        .merge(mcp)
+        .merge(mounted)
         .merge(explore::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -203,10 +188,6 @@ pub fn app(state: AppState) -> Router {
                 .layer(axum::extract::DefaultBodyLimit::max(body_limit)),
         )
         .with_state(state);
-    #[cfg(feature = "mcp")]
-    if let Some(dispatch) = dispatch {
-        dispatch.bind(app.clone());
-    }
     app
 }
 
@@ -242,9 +223,10 @@ fn cors(origins: &[String]) -> CorsLayer {
 /// How long a shutdown waits for background work (derived data being persisted) to finish.
 const BACKGROUND_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Serve `app(state)` on `addr` until Ctrl-C / SIGTERM.
+/// Serve `app` on `addr` until Ctrl-C / SIGTERM.
 pub async fn serve(
     state: AppState,
+    app: Router,
     addr: SocketAddr,
     on_bound: impl FnOnce(SocketAddr),
 ) -> std::io::Result<()> {
@@ -254,13 +236,14 @@ pub async fn serve(
     if let Some(every) = state.http.watch {
         watch_source(state.clone(), every);
     }
-    serve_until(state, listener, shutdown_signal()).await
+    serve_until(state, app, listener, shutdown_signal()).await
 }
 
-/// Serve `app(state)` on `listener` until `shutdown` completes and the requests in flight are
+/// Serve `app` on `listener` until `shutdown` completes and the requests in flight are
 /// answered, then let background work finish (for up to `BACKGROUND_GRACE`).
 pub async fn serve_until(
     state: AppState,
+    app: Router,
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
@@ -289,7 +272,7 @@ pub async fn serve_until(
     // Each request carries its peer's address, the client a rate limit counts (unless a proxy
     // header names it).
     let (options, stats) = (state.http.connections, state.connections.clone());
-    connections::serve(listener, app(state), options, stats, shutdown).await;
+    connections::serve(listener, app, options, stats, shutdown).await;
     let served = Ok(());
     stop.cancel();
     background.close();

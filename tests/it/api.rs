@@ -448,7 +448,7 @@ async fn a_shutdown_waits_for_background_work() {
         flag.store(true, Ordering::SeqCst);
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    mlenergy_server::http::serve_until(state, listener, async {})
+    mlenergy_server::server::serve_until(state, listener, async {})
         .await
         .unwrap();
     assert!(done.load(Ordering::SeqCst));
@@ -478,7 +478,7 @@ async fn readiness_flips_when_a_shutdown_starts() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(mlenergy_server::http::serve_until(
+    let server = tokio::spawn(mlenergy_server::server::serve_until(
         state,
         listener,
         async move {

@@ -45,7 +45,7 @@ async fn server(
     let addr = listener.local_addr().unwrap().to_string();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
-        mlenergy_server::http::serve_until(state, listener, async {
+        mlenergy_server::server::serve_until(state, listener, async {
             let _ = stopped.await;
         })
         .await

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use mlenergy_server::http::{AppState, Limits, app};
+use mlenergy_server::http::{AppState, Limits};
+use mlenergy_server::server::app;
 use mlenergy_server::service::Service;
 use mlenergy_server::service::open::{SourceOptions, open_dataset};
 

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use crate::common::hub::{COMMIT, FakeHub, Fault, REPO};
 use crate::common::{TestApp, sample_dir};
-use mlenergy_server::http::{AppState, Limits, app};
+use mlenergy_server::http::{AppState, Limits};
+use mlenergy_server::server::app;
 use mlenergy_server::service::Service;
 use mlenergy_server::service::open::{SourceOptions, open_dataset};
 use mlenergy_server::store::FetchOptions;

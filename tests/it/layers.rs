@@ -1,4 +1,5 @@
-//! The server crate's own layers import downward only. Top to bottom: `config` → `http` (axum:
+//! The server crate's own layers import downward only. Top to bottom: `config` → `server` (the
+//! front ends on one listener) → `mcp` (the Model Context Protocol) → `http` (axum:
 //! extract, call, encode) → `service` (the snapshot, derived data, jobs) → `rawtree` (raw tree →
 //! run rows → compiled directory) → `store` (sources, cache, catalog); `chart` (SVG drawing) is a
 //! leaf `http` uses; `pg` (the PostgreSQL wire protocol) and `flight` (Flight SQL) stand beside
@@ -18,9 +19,11 @@ const CRATES: &[&str] = &["engine", "peer", "rawfile", "pycompat"];
 fn allowed(layer: &str) -> Option<&'static [&'static str]> {
     Some(match layer {
         "config" => &[
-            "http", "pg", "flight", "service", "engine", "rawtree", "peer", "rawfile", "store",
-            "pycompat", "chart",
+            "server", "mcp", "http", "pg", "flight", "service", "engine", "rawtree", "peer",
+            "rawfile", "store", "pycompat", "chart",
         ],
+        "server" => &["mcp", "http", "service", "engine"],
+        "mcp" => &["http", "service", "engine", "rawfile"],
         "http" => &[
             "service", "engine", "rawtree", "peer", "rawfile", "store", "pycompat", "chart",
         ],

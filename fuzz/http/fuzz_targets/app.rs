@@ -14,7 +14,8 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use mlenergy_server::http::{AppState, Limits, app};
+use mlenergy_server::http::{AppState, Limits};
+use mlenergy_server::server::app;
 use mlenergy_server::service::Service;
 use tower::ServiceExt;
 

@@ -31,8 +31,8 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 pub use self::server::Dispatch;
-use super::error::AppError;
-use super::state::{AppState, McpOptions};
+use crate::http::error::AppError;
+use crate::http::state::{AppState, McpOptions};
 
 /// The path the protocol is served at.
 pub const PATH: &str = "/mcp";
@@ -110,7 +110,7 @@ async fn require_token(State(state): State<AppState>, req: Request, next: Next) 
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    if super::guard::same(given.as_bytes(), token.as_bytes()) {
+    if crate::http::guard::same(given.as_bytes(), token.as_bytes()) {
         return next.run(req).await;
     }
     let mut resp = AppError::Unauthorized(
