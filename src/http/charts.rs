@@ -484,8 +484,9 @@ pub async fn plan_chart(
     let params = Params::parse(Domain::Llm, ask::PLAN_CHART, query.as_deref())?;
     let snapshot = state.service.snapshot();
     let predictor = snapshot.predictor(Domain::Llm);
-    let candidates = super::predict::configurations(&params, Domain::Llm, &predictor, true)?;
-    let (workload, _, _) = super::predict::workload(&params)?;
+    let candidates =
+        crate::service::ask::predict::configurations(&params, Domain::Llm, &predictor, true)?;
+    let (workload, _, _) = crate::service::ask::predict::workload(&params)?;
     answer(&state, &snapshot, &uri, None, || {
         let (rows, reason) = plan(&predictor, &candidates, &workload);
         let mut series: Vec<Series> = Vec::new();

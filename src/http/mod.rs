@@ -1,11 +1,13 @@
-//! The HTTP front end (axum): extract, call, encode. Handlers parse the request (`params`,
-//! `negotiate`), call the service, and encode the answer (`encode`, `answer`); every refusal is a
-//! problem+json document (`error`). `app(state)` builds the router, apart from `serve()`, so tests
-//! can drive it in-process; every route is registered through utoipa, and the document is
-//! completed from the parameter catalog the parser uses (`openapi`).
+//! The HTTP front end (axum): extract, call, answer. A question of the service's door is one call
+//! (`state::ask`: the domain and parameters read by `service::ask`'s grammar, the representation
+//! negotiated, the door's encoded answer sent); the other handlers still parse (`prepare`), call
+//! the service and encode. Every refusal is a problem+json document (`error`). `router(state,
+//! mounted)` builds the router apart from `serve()`, so tests can drive it in-process; every route
+//! is registered through utoipa, and the document is completed from the questions' declarations
+//! (`openapi`).
 //!
-//! Layer: the top one below `main`/`config`; it may import `service` and everything below it.
-//! Nothing imports it but `main` and `config`.
+//! Layer: below `server` (which mounts MCP on its router), `mcp` and `config`; it may import
+//! `service` and everything below it.
 
 pub mod answer;
 pub mod charts;

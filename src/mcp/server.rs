@@ -1,6 +1,7 @@
 //! The MCP server's answers (rmcp's `ServerHandler`): tools, resources, prompts and completions.
-//! A tool call becomes a request to the REST router, sent in-process (`Dispatch`), and its
-//! answer the tool's result.
+//! A tool call is a question of the service's door, asked directly (`McpServer::ask`), or, for the
+//! tools whose questions the door does not answer yet, a request to the REST router sent
+//! in-process (`Dispatch`); its answer is the tool's result.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -30,7 +31,7 @@ use crate::http::request_metrics::Metrics;
 use crate::service::ServiceError;
 use crate::service::ask::{self as ask, Door, Question};
 
-/// The router a tool's request is sent to: the whole service as built (`http::app`), bound
+/// The router a tool's request is sent to: the whole service as built (`server::app`), bound
 /// once it exists (the MCP route is part of it).
 #[derive(Clone, Default)]
 pub struct Dispatch(Arc<OnceLock<Router>>);

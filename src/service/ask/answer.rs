@@ -56,6 +56,8 @@ pub enum Shape {
     Object,
     /// The rows alone, as an array.
     Array,
+    /// A document of the question's making (the rows inside it, as it puts them).
+    Document(serde_json::Value),
 }
 
 /// A question's answer.
@@ -118,6 +120,9 @@ impl Answer {
         match &self.shape {
             Shape::Object => self.json_rows(&mut out, snapshot, cells, true),
             Shape::Array => self.json_rows(&mut out, snapshot, cells, false),
+            Shape::Document(doc) => {
+                serde_json::to_writer(&mut out, doc).expect("a JSON value writes to memory")
+            }
             Shape::Envelope { members, key } => {
                 out.push(b'{');
                 for (i, (name, value)) in members.iter().enumerate() {

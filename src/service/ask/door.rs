@@ -133,12 +133,14 @@ impl Door {
     ) -> Result<Encoded, ServiceError> {
         let answer = match req.question {
             Question::Sweep => super::fits::sweep(&self.service, req, snapshot).await?,
-            _ => super::runs::answer(req, snapshot, self.max_rows).unwrap_or_else(|| {
-                Err(ServiceError::Internal(format!(
-                    "{:?} is not answered at the door",
-                    req.question
-                )))
-            })?,
+            _ => super::runs::answer(req, snapshot, self.max_rows)
+                .or_else(|| super::predict::answer(req, snapshot))
+                .unwrap_or_else(|| {
+                    Err(ServiceError::Internal(format!(
+                        "{:?} is not answered at the door",
+                        req.question
+                    )))
+                })?,
         };
         Ok(answer.encode(req.format, snapshot, &self.cells)?)
     }

@@ -3,7 +3,7 @@
 //! [`Request`], which the [`Door`] answers (`door`: the answer cache, keyed on the canonical
 //! request) with an [`Answer`] (`answer`: rows and the envelope around them), written in one of
 //! the representations (`format`) by one writer. The questions answered at the door so far: the
-//! run table's (`runs`) and the sweeps' fits (`fits`).
+//! run table's (`runs`), the sweeps' fits (`fits`) and the predictor's (`predict`).
 
 pub mod answer;
 pub mod declare;
@@ -11,6 +11,7 @@ pub mod door;
 mod fits;
 pub mod format;
 pub mod grammar;
+pub mod predict;
 mod runs;
 
 pub use self::answer::{Answer, Member, Rows, Shape};
