@@ -14,10 +14,10 @@ use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
 use super::error::AppError;
-use super::state::AppState;
+use super::state::{AppState, InFlight};
 
 /// A place taken in a count, given back when dropped.
-struct Taken<'a>(&'a AtomicUsize);
+pub struct Taken<'a>(&'a AtomicUsize);
 
 impl Drop for Taken<'_> {
     fn drop(&mut self) {
@@ -48,6 +48,26 @@ pub fn costly(path: &str) -> bool {
         || path.ends_with("/timeline")
         || path.ends_with("/timelines")
         || path.contains("/raw/")
+}
+
+/// A place among the costly requests in flight for a costly question that came by no costly
+/// route (an MCP tool's, asked at the service's door): the routes' bound and counts, and their
+/// refusal when no place is free.
+pub fn costly_place(in_flight: &InFlight, max: usize) -> Result<Taken<'_>, AppError> {
+    take(&in_flight.costly, max).ok_or_else(|| {
+        in_flight.shed_costly.fetch_add(1, Ordering::Relaxed);
+        AppError::Busy {
+            detail: costly_refusal(max),
+            retry_after: 1,
+        }
+    })
+}
+
+/// Why a costly request was shed.
+fn costly_refusal(max: usize) -> String {
+    format!(
+        "{max} requests for raw-derived data, SQL, fits or charts are in flight, the most this server takes at once; try again shortly"
+    )
 }
 
 /// The guard (see the module header), run by `metrics::record` inside its count (`front`); `next`
@@ -110,10 +130,7 @@ pub async fn guard<F: Future<Output = Response>>(
             Some(t) => Some(t),
             None => {
                 in_flight.shed_costly.fetch_add(1, Ordering::Relaxed);
-                return shed(format!(
-                    "{} requests for raw-derived data, SQL, fits or charts are in flight, the most this server takes at once; try again shortly",
-                    o.max_costly_in_flight
-                ));
+                return shed(costly_refusal(o.max_costly_in_flight));
             }
         }
     } else {

@@ -72,11 +72,15 @@ pub fn routes(state: &AppState, options: &McpOptions, dispatch: Dispatch) -> Rou
     let listed = std::sync::Arc::new(server::McpServer::listing(&tools));
     let metrics = state.metrics.clone();
     let door = state.door.clone();
+    let in_flight = state.in_flight.clone();
+    let max_costly = state.http.guard.max_costly_in_flight;
     let service = StreamableHttpService::new(
         move || {
             Ok(server::McpServer {
                 dispatch: dispatch.clone(),
                 door: door.clone(),
+                in_flight: in_flight.clone(),
+                max_costly,
                 tools: tools.clone(),
                 listed: listed.clone(),
                 metrics: metrics.clone(),

@@ -27,7 +27,9 @@ use super::schema;
 use super::text;
 use crate::engine::Domain;
 use crate::http::error::AppError;
+use crate::http::guard::{costly, costly_place};
 use crate::http::request_metrics::Metrics;
+use crate::http::state::InFlight;
 use crate::service::ServiceError;
 use crate::service::ask::{self as ask, Door, Question};
 
@@ -142,7 +144,11 @@ impl Problem {
 
     /// The service's refusal, as the REST API words it.
     fn service(e: ServiceError) -> Self {
-        let e = AppError::from(e);
+        Problem::app(AppError::from(e))
+    }
+
+    /// A refusal as the REST API words it.
+    fn app(e: AppError) -> Self {
         Problem::from_answer(e.status(), json!(e.problem()))
     }
 
@@ -192,6 +198,10 @@ pub(super) struct McpServer {
     pub(super) dispatch: Dispatch,
     /// The service's door: the questions declared there are asked directly.
     pub(super) door: Arc<Door>,
+    /// The requests in flight and the bound of the costly ones: a costly question asked at the
+    /// door takes a place as its REST route would.
+    pub(super) in_flight: Arc<InFlight>,
+    pub(super) max_costly: usize,
     pub(super) tools: Arc<Vec<ToolSpec>>,
     /// The tools as listed, built once (rmcp asks for a tool's schema on every call).
     pub(super) listed: Arc<Vec<Tool>>,
@@ -422,6 +432,11 @@ impl McpServer {
         q: &str,
     ) -> Result<Value, Problem> {
         let domain = Domain::parse(domain).ok_or_else(|| Problem::internal("domain"))?;
+        let _place = if costly(&path) {
+            Some(costly_place(&self.in_flight, self.max_costly).map_err(Problem::app)?)
+        } else {
+            None
+        };
         let req = ask::Request::parse(question, domain, run_id, Some(q), path)
             .map_err(Problem::service)?;
         let answer = self.door.ask(&req).await.map_err(Problem::service)?;

@@ -397,3 +397,31 @@ async fn a_repeated_call_is_answered_from_the_cache_with_its_own_id() {
         metrics.contains("mlenergy_mcp_tool_calls_total{tool=\"group_runs\",outcome=\"ok\"} 2")
     );
 }
+
+/// A costly question asked by a tool at the service's door takes a costly place as its REST
+/// route does: with none to take, the fit is refused as busy, as GET /fits/logistic is, and a
+/// cheap question is answered.
+#[tokio::test]
+async fn a_tools_costly_question_takes_a_costly_place() {
+    let mut http = HttpOptions {
+        mcp: Some(McpOptions::default()),
+        ..HttpOptions::default()
+    };
+    http.guard.max_costly_in_flight = 0;
+    let app = TestApp::with(
+        mlenergy_server::http::Limits {
+            max_rows: 100_000,
+            stream_bytes: mlenergy_server::http::Limits::STREAM_BYTES,
+        },
+        http,
+    )
+    .await;
+    let rest = app.get("/v1/llm/fits/logistic?task=gpqa").await;
+    rest.problem(503, "busy");
+    let r = call(&app, "fit_batch_sweep", json!({"task": "gpqa"})).await;
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["slug"], "busy");
+    assert_eq!(r["structuredContent"]["status"], 503);
+    let r = call(&app, "find_runs", json!({"task": "gpqa", "limit": 1})).await;
+    assert_eq!(r["isError"], false, "{r}");
+}
