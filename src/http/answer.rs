@@ -11,7 +11,8 @@ use bytes::Bytes;
 use super::error::AppError;
 use super::negotiate::Format;
 use crate::service::Snapshot;
-pub use crate::service::ask::door::{AnswerCache, AnswerKey, Encoded, answer_cache, keep};
+pub use crate::service::ask::Encoded;
+pub use crate::service::ask::door::{AnswerCache, AnswerKey, answer_cache, keep};
 
 /// Responses of the answer cache by entity-tag stem (`transport`): a GET whose answer was sent
 /// twice before is answered from the kept answer and the headers the layers inside

@@ -1,11 +1,14 @@
-//! The service layer: what a request is answered from, with no HTTP in it. It owns the snapshot
-//! being served ([`snapshot`], opened by [`open`]), each run's derived raw data with its memory
-//! cache, single flight and persisting ([`derived`], over [`raw_files`]), the prefetch jobs
-//! ([`prefetch`]), fitted models ([`fits`]), and the leaderboard's files ([`leaderboard`]) with
-//! their compressed forms ([`coding`]) and sealed files ([`sealed`]).
+//! The service layer: what a request is answered from, with no HTTP in it. Its door ([`ask`]) is
+//! where every front end asks its questions: each declared once, read by one grammar, answered
+//! into one `Answer` written by one encoder ([`encode`]) and kept in the answer cache. It owns
+//! the snapshot being served ([`snapshot`], opened by [`open`]), each run's derived raw data with
+//! its memory cache, single flight and persisting ([`derived`], over [`raw_files`]), the prefetch
+//! jobs ([`prefetch`]), fitted models ([`fits`]), and the leaderboard's files ([`leaderboard`])
+//! with their compressed forms ([`coding`]) and sealed files ([`sealed`]).
 //!
-//! Layer: below `http` (and `main`/`config`), above `engine`, `rawtree`, `rawfile` and `store`,
-//! which it uses; it imports nothing above it. This file only declares and re-exports.
+//! Layer: below the front ends (`http`, `mcp`, `pg`, `flight`) and `server`/`config`, above
+//! `engine`, `rawtree`, `rawfile` and `store`, which it uses; it imports nothing above it. This
+//! file only declares and re-exports.
 
 pub mod ask;
 pub mod coding;

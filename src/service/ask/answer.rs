@@ -10,8 +10,8 @@ use crate::engine::{Domain, EngineError};
 use crate::service::Snapshot;
 use crate::service::encode::{self, TableJsonCache};
 
-use super::door::Encoded;
 use super::format::Format;
+use crate::service::coding::Variants;
 
 /// A member of a JSON answer's envelope.
 #[derive(Debug, Clone, PartialEq)]
@@ -238,4 +238,23 @@ fn json_groups(out: &mut Vec<u8>, frame: &Frame, by: usize) {
         out.push(b'}');
     }
     out.push(b']');
+}
+
+/// An encoded answer with the paging facts that go into headers.
+#[derive(Debug)]
+pub struct Encoded {
+    pub content_type: &'static str,
+    pub body: Bytes,
+    /// Matching rows before paging (`X-Total-Count`).
+    pub total: Option<usize>,
+    /// The next page (`Link: <…>; rel="next"`).
+    pub next: Option<String>,
+    /// Hints about the request (a filter value that matches no run), one `Warning` header each.
+    pub warnings: Vec<String>,
+    /// The body compressed in each coding a client asked for, made once (`transport`).
+    pub variants: Variants,
+    /// Whether the answer was sent before: `transport` keeps its response the second time it is
+    /// sent (a fresh query's answer, most of a dashboard's, is seldom asked for again, and keeping
+    /// each one cost an insertion in a second cache).
+    pub sent: std::sync::atomic::AtomicBool,
 }

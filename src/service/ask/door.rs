@@ -8,64 +8,29 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::engine::Domain;
-use crate::service::coding::Variants;
 use crate::service::encode::TableJsonCache;
 use crate::service::{Service, ServiceError, Snapshot};
 
+use super::answer::Encoded;
 use super::declare::{QUERIES, Question};
-use super::format::Format;
-use super::grammar::Params;
+use super::request::Request;
 
-/// One question asked.
-pub struct Request {
-    pub question: Question,
-    pub domain: Domain,
-    /// The run a question of one run is of.
-    pub run_id: Option<String>,
-    pub params: Params,
-    pub format: Format,
-    /// The path the question is asked at: a next page's link is this path with the parameters.
-    pub path: String,
-}
-
-impl Request {
-    /// `question` of `domain` (and `run_id`) with the parameters of `query` (a URL query string's
-    /// form), asked at `path`; answered in JSON unless `format` is set otherwise.
-    pub fn parse(
-        question: Question,
-        domain: Domain,
-        run_id: Option<String>,
-        query: Option<&str>,
-        path: String,
-    ) -> Result<Request, ServiceError> {
-        Ok(Request {
-            question,
-            domain,
-            run_id,
-            params: Params::parse(domain, question, query)?,
-            format: Format::Json,
-            path,
-        })
-    }
-
-    /// The request's answer key for the snapshot numbered `generation`: what it asks, in its
-    /// canonical form.
-    fn key(&self, generation: u64) -> AnswerKey {
-        let mut params = Vec::new();
-        self.params.canonical(&mut params);
-        AnswerKey::of(&[
-            &generation.to_le_bytes(),
-            b"ask",
-            format!("{:?}", self.question).as_bytes(),
-            self.domain.as_str().as_bytes(),
-            self.run_id.as_deref().unwrap_or("").as_bytes(),
-            &[u8::from(self.run_id.is_some())],
-            self.format.name().as_bytes(),
-            self.path.as_bytes(),
-            &params,
-        ])
-    }
+/// The answer key of `req` for the snapshot numbered `generation`: what it asks, in its
+/// canonical form.
+fn key(req: &Request, generation: u64) -> AnswerKey {
+    let mut params = Vec::new();
+    req.params.canonical(&mut params);
+    AnswerKey::of(&[
+        &generation.to_le_bytes(),
+        b"ask",
+        format!("{:?}", req.question).as_bytes(),
+        req.domain.as_str().as_bytes(),
+        req.run_id.as_deref().unwrap_or("").as_bytes(),
+        &[u8::from(req.run_id.is_some())],
+        req.format.name().as_bytes(),
+        req.path.as_bytes(),
+        &params,
+    ])
 }
 
 /// What every front end asks: the service, the answers kept, and the bounds of every answer.
@@ -118,7 +83,7 @@ impl Door {
             self.asked[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         let snapshot = self.service.snapshot();
-        let key = req.key(snapshot.generation);
+        let key = key(req, snapshot.generation);
         if let Some(hit) = self.cache.get(&key) {
             return Ok(hit);
         }
@@ -304,25 +269,6 @@ pub fn answer_cache(bytes: u64) -> AnswerCache {
         counts: Default::default(),
         enabled: bytes > 0,
     }
-}
-
-/// An encoded answer with the paging facts that go into headers.
-#[derive(Debug)]
-pub struct Encoded {
-    pub content_type: &'static str,
-    pub body: Bytes,
-    /// Matching rows before paging (`X-Total-Count`).
-    pub total: Option<usize>,
-    /// The next page (`Link: <…>; rel="next"`).
-    pub next: Option<String>,
-    /// Hints about the request (a filter value that matches no run), one `Warning` header each.
-    pub warnings: Vec<String>,
-    /// The body compressed in each coding a client asked for, made once (`transport`).
-    pub variants: Variants,
-    /// Whether the answer was sent before: `transport` keeps its response the second time it is
-    /// sent (a fresh query's answer, most of a dashboard's, is seldom asked for again, and keeping
-    /// each one cost an insertion in a second cache).
-    pub sent: std::sync::atomic::AtomicBool,
 }
 
 /// Keep an answer computed after a lookup missed (no second lookup), and answer with it.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::service::{Service, ServiceError, Snapshot};
 
 use super::answer::{Answer, Rows, Shape};
-use super::door::Request;
+use super::request::Request;
 
 /// Logistic fits of the batch sweeps of the filtered runs: one row per (group, field).
 pub(super) async fn sweep(

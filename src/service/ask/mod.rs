@@ -12,11 +12,13 @@ mod fits;
 pub mod format;
 pub mod grammar;
 pub mod predict;
+pub mod request;
 mod runs;
 
-pub use self::answer::{Answer, Member, Rows, Shape};
+pub use self::answer::{Answer, Encoded, Member, Rows, Shape};
 pub use self::declare::*;
-pub use self::door::{AnswerCache, Door, Encoded, Request, answer_cache};
+pub use self::door::{AnswerCache, Door, answer_cache};
 pub use self::format::Format;
 pub use self::grammar::*;
+pub use self::request::Request;
 pub use self::runs::rows_in_file_order;

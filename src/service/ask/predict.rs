@@ -16,9 +16,9 @@ use crate::service::{ServiceError, Snapshot};
 
 use super::answer::{Answer, Rows, Shape};
 use super::declare::Question;
-use super::door::Request;
 use super::format::Format;
 use super::grammar::{Params, suggestion};
+use super::request::Request;
 
 /// The answer to a question of the predictor; `None` when the question is of something else.
 pub(super) fn answer(req: &Request, snapshot: &Snapshot) -> Option<Result<Answer, ServiceError>> {

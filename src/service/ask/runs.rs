@@ -9,7 +9,7 @@ use crate::service::{ServiceError, Snapshot};
 
 use super::answer::{Answer, Member, Rows, Shape};
 use super::declare::Question;
-use super::door::Request;
+use super::request::Request;
 
 /// The answer to a question of the run table; `None` when the question is of something else.
 pub(super) fn answer(
