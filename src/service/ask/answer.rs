@@ -45,6 +45,44 @@ pub enum Rows {
     Groups { frame: Frame, by: usize },
 }
 
+/// Which of an answer's columns may hold nulls, decided when Arrow or Parquet asks.
+pub enum Nullable {
+    /// Every column.
+    All,
+    /// As the run table of the domain says of its fields.
+    Table(Domain),
+    /// Groups: `count` never, the grouping fields as the run table says, the aggregates may.
+    Groups { domain: Domain, by: Vec<String> },
+}
+
+impl Nullable {
+    fn of(&self, snapshot: &Snapshot, name: &str) -> bool {
+        match self {
+            Nullable::All => true,
+            Nullable::Table(domain) => snapshot.table(*domain).is_nullable(name),
+            Nullable::Groups { domain, by } => match name {
+                "count" => false,
+                _ if by.iter().any(|b| b == name) => snapshot.table(*domain).is_nullable(name),
+                _ => true,
+            },
+        }
+    }
+}
+
+impl Rows {
+    /// The selected rows and columns of a run table, as a frame.
+    fn table_frame(&self, snapshot: &Snapshot) -> Option<Frame> {
+        match self {
+            Rows::Table {
+                domain,
+                rows,
+                columns,
+            } => Some(snapshot.table(*domain).frame.select(rows, columns)),
+            _ => None,
+        }
+    }
+}
+
 /// How a JSON answer wraps its rows.
 pub enum Shape {
     /// `{members…, "warnings": […], "<key>": [rows]}`.
@@ -64,8 +102,8 @@ pub enum Shape {
 pub struct Answer {
     pub shape: Shape,
     pub rows: Rows,
-    /// Columns Arrow and Parquet mark as never null (the others may be).
-    pub not_null: Vec<String>,
+    /// Which columns Arrow and Parquet may mark as holding nulls (read only for those two).
+    pub nullable: Nullable,
     /// Matching rows before paging (`X-Total-Count`).
     pub total: Option<usize>,
     /// The next page, if one follows.
@@ -85,14 +123,10 @@ impl Answer {
         let body = match format {
             Format::Json => self.json(snapshot, cells),
             _ => {
-                let nullable = |name: &str| !self.not_null.iter().any(|n| n == name);
+                let nullable = |name: &str| self.nullable.of(snapshot, name);
                 match &self.rows {
-                    Rows::Table {
-                        domain,
-                        rows,
-                        columns,
-                    } => {
-                        let frame = snapshot.table(*domain).frame.select(rows, columns);
+                    rows @ Rows::Table { .. } => {
+                        let frame = rows.table_frame(snapshot).expect("rows of a table");
                         encode::encode_owned_frame(frame, format, &nullable, encode::json_array)?
                     }
                     Rows::Shared(frame) => {
@@ -172,12 +206,8 @@ impl Answer {
                     .get(snapshot.generation, *domain, table)
                     .write_array(out, rows, columns);
             }
-            Rows::Table {
-                domain,
-                rows,
-                columns,
-            } => {
-                let frame = snapshot.table(*domain).frame.select(rows, columns);
+            rows @ Rows::Table { .. } => {
+                let frame = rows.table_frame(snapshot).expect("rows of a table");
                 encode::json_object(out, &frame, 0);
             }
             Rows::Frame(frame) if object => encode::json_object(out, frame, 0),

@@ -17,13 +17,13 @@ use super::request::Request;
 
 /// The answer key of `req` for the snapshot numbered `generation`: what it asks, in its
 /// canonical form.
-fn key(req: &Request, generation: u64) -> AnswerKey {
+fn key(req: &Request, question: Option<usize>, generation: u64) -> AnswerKey {
     let mut params = Vec::new();
     req.params.canonical(&mut params);
     AnswerKey::of(&[
         &generation.to_le_bytes(),
         b"ask",
-        format!("{:?}", req.question).as_bytes(),
+        &question.map_or(u64::MAX, |i| i as u64).to_le_bytes(),
         req.domain.as_str().as_bytes(),
         req.run_id.as_deref().unwrap_or("").as_bytes(),
         &[u8::from(req.run_id.is_some())],
@@ -79,11 +79,13 @@ impl Door {
 
     /// The answer to `req`, from the cache or computed and kept. Refusals are not kept.
     pub async fn ask(&self, req: &Request) -> Result<Arc<Encoded>, ServiceError> {
-        if let Some(i) = QUERIES.iter().position(|(_, q)| *q == req.question) {
+        // The question's place in `QUERIES`: what it is counted under, and its part of the key.
+        let question = QUERIES.iter().position(|(_, q)| *q == req.question);
+        if let Some(i) = question {
             self.asked[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         let snapshot = self.service.snapshot();
-        let key = key(req, snapshot.generation);
+        let key = key(req, question, snapshot.generation);
         if let Some(hit) = self.cache.get(&key) {
             return Ok(hit);
         }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::service::{Service, ServiceError, Snapshot};
 
-use super::answer::{Answer, Rows, Shape};
+use super::answer::{Answer, Nullable, Rows, Shape};
 use super::request::Request;
 
 /// Logistic fits of the batch sweeps of the filtered runs: one row per (group, field).
@@ -30,7 +30,7 @@ pub(super) async fn sweep(
         .await?;
     Ok(Answer {
         shape: Shape::Array,
-        not_null: Vec::new(),
+        nullable: Nullable::All,
         total: Some(frame.num_rows()),
         next: None,
         warnings,

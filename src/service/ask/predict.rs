@@ -14,7 +14,7 @@ use crate::engine::{Domain, RunTable};
 use crate::service::encode;
 use crate::service::{ServiceError, Snapshot};
 
-use super::answer::{Answer, Rows, Shape};
+use super::answer::{Answer, Nullable, Rows, Shape};
 use super::declare::Question;
 use super::format::Format;
 use super::grammar::{Params, suggestion};
@@ -37,7 +37,7 @@ pub(super) fn answer(req: &Request, snapshot: &Snapshot) -> Option<Result<Answer
 fn rows(frame: Frame) -> Answer {
     Answer {
         shape: Shape::Array,
-        not_null: Vec::new(),
+        nullable: Nullable::All,
         total: Some(frame.num_rows()),
         next: None,
         warnings: Vec::new(),

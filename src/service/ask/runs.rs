@@ -7,7 +7,7 @@ use crate::engine::{RunQuery, RunTable};
 use crate::service::leaderboard::files::in_file_order;
 use crate::service::{ServiceError, Snapshot};
 
-use super::answer::{Answer, Member, Rows, Shape};
+use super::answer::{Answer, Member, Nullable, Rows, Shape};
 use super::declare::Question;
 use super::request::Request;
 
@@ -26,15 +26,6 @@ pub(super) fn answer(
         Question::Best => best(req, table),
         _ => return None,
     })
-}
-
-/// Every column of `table` but those a run's nulls never reach.
-fn not_null(table: &RunTable, columns: &[usize]) -> Vec<String> {
-    columns
-        .iter()
-        .map(|&c| table.fields[c].name.to_string())
-        .filter(|name| !table.is_nullable(name))
-        .collect()
 }
 
 fn list(req: &Request, table: &RunTable, max_rows: usize) -> Result<Answer, ServiceError> {
@@ -59,7 +50,7 @@ fn list(req: &Request, table: &RunTable, max_rows: usize) -> Result<Answer, Serv
             ],
             key: "runs",
         },
-        not_null: not_null(table, &sel.columns),
+        nullable: Nullable::Table(req.domain),
         total: Some(sel.total),
         next,
         warnings,
@@ -83,7 +74,7 @@ fn one(req: &Request, table: &RunTable) -> Result<Answer, ServiceError> {
     let columns = table.projection(fields.as_deref())?;
     Ok(Answer {
         shape: Shape::Object,
-        not_null: not_null(table, &columns),
+        nullable: Nullable::Table(req.domain),
         total: None,
         next: None,
         warnings: Vec::new(),
@@ -99,8 +90,6 @@ fn group(req: &Request, table: &RunTable) -> Result<Answer, ServiceError> {
     let q = req.params.group_query(req.domain, table)?;
     let warnings = req.params.filter_warnings(req.domain, table);
     let g = table.group(&q)?;
-    let mut not_null = vec!["count".to_string()];
-    not_null.extend(q.by.iter().filter(|b| !table.is_nullable(b)).cloned());
     Ok(Answer {
         shape: Shape::Envelope {
             members: vec![
@@ -110,7 +99,10 @@ fn group(req: &Request, table: &RunTable) -> Result<Answer, ServiceError> {
             ],
             key: "groups",
         },
-        not_null,
+        nullable: Nullable::Groups {
+            domain: req.domain,
+            by: q.by,
+        },
         total: Some(g.frame.num_rows()),
         next: None,
         warnings,
@@ -147,7 +139,7 @@ fn chosen(
             members: all,
             key: "runs",
         },
-        not_null: not_null(table, &columns),
+        nullable: Nullable::Table(req.domain),
         total: Some(chosen.rows.len()),
         next: None,
         warnings,
