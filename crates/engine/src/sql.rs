@@ -72,9 +72,9 @@ pub enum SqlError {
 /// How deeply a statement may nest (sqlparser's recursion limit, for every parse of a client's
 /// text: DataFusion's, the plan cache's, the PostgreSQL and Flight SQL front ends'; DataFusion's
 /// default is 50). The parser of sqlparser 0.62 backtracks exponentially on some shapes: a chain
-/// of n dotted names ending in `[` takes 2^n steps (past any time limit at 40, pinning a thread:
-/// found by the query_strings fuzz target), and each name is one level deeper, so the limit
-/// bounds n. 24 still parses ten nested subqueries, 21 nested parentheses or function calls.
+/// of n dotted names ending in `[` takes 2^n steps (a long one runs past any time limit, pinning
+/// a thread: found by the query_strings fuzz target), and each name is one level deeper, so the
+/// limit bounds n. 24 still parses ten nested subqueries, 21 nested parentheses or function calls.
 pub const SQL_RECURSION_LIMIT: usize = 24;
 
 /// How long a chain of operators one statement may hold. The parser builds `a OR b OR c ...`,
