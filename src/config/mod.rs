@@ -152,6 +152,10 @@ pub struct HttpArgs {
     /// while they are encoded, and not cached.
     #[arg(long, env = "MLENERGY_STREAM_ANSWER_BYTES", default_value_t = crate::http::Limits::STREAM_BYTES)]
     pub stream_answer_bytes: usize,
+    /// Pieces of speed machinery to switch off, each answering through the plain path instead
+    /// (for the differential tests and bench/machinery_bench.py); the answers do not change.
+    #[arg(long, env = "MLENERGY_PLAIN", value_enum, value_delimiter = ',')]
+    pub plain: Vec<crate::service::machinery::Piece>,
     /// On shutdown (SIGTERM, Ctrl-C), how long to keep answering after /readyz turns 503, so a
     /// load balancer stops sending before the listener closes.
     #[arg(long, env = "MLENERGY_DRAIN_DELAY", default_value = "0s", value_parser = humantime::parse_duration)]
@@ -587,6 +591,7 @@ impl ServeArgs {
         let (l, http) = (&self.limits, &self.http);
         crate::http::HttpOptions {
             max_age: http.cache_max_age,
+            plain: crate::service::machinery::Plain::of(&http.plain),
             cors_origins: http.cors_origins.clone(),
             leaderboard_ui,
             drain_delay: http.drain_delay,

@@ -57,6 +57,8 @@ pub struct HttpOptions {
     pub mcp: Option<McpOptions>,
     /// The addresses of the other front ends, for the home page to name.
     pub front_ends: FrontEnds,
+    /// Pieces of speed machinery switched off (`--plain`).
+    pub plain: crate::service::machinery::Plain,
 }
 
 /// Where the SQL front ends beside HTTP listen (`--pg-bind`, `--flight-bind`); none: off.
@@ -79,6 +81,7 @@ impl Default for HttpOptions {
             mirror: None,
             mcp: None,
             front_ends: FrontEnds::default(),
+            plain: Default::default(),
         }
     }
 }

@@ -15,16 +15,22 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+use super::direct;
+use super::server::McpServer;
 
 use crate::http::error::AppError;
 use crate::http::state::AppState;
+use crate::service::machinery::Piece;
 
-/// What the layer needs: the state (cache, snapshot, metrics, bounds) and the allowed hosts.
+/// What the layer needs: the state (cache, snapshot, metrics, bounds), the allowed hosts, and
+/// the tools' server for the calls answered directly (`direct`).
 #[derive(Clone)]
 pub(super) struct Keep {
     pub(super) state: AppState,
     pub(super) hosts: std::sync::Arc<Vec<String>>,
+    pub(super) server: McpServer,
 }
 
 /// The start of every JSON-RPC answer rmcp writes, up to the id.
@@ -45,23 +51,37 @@ pub(super) async fn layer(State(keep): State<Keep>, req: Request, next: Next) ->
     let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
         return AppError::PayloadTooLarge { limit }.into_response();
     };
+    let plain = keep.state.http.plain;
     let call = tool_call(
         &parts.headers,
         &bytes,
         keep.state.service.snapshot().generation,
     );
-    if let Some(call) = &call
-        && let Some(tail) = keep.state.cache.get_keyed(&call.key)
-    {
-        keep.state
-            .metrics
-            .tool_call(&call.tool, "ok", started.elapsed());
-        return answer(&call.id, &tail);
+    let kept = plain.on(Piece::McpCache);
+    if let Some(call) = &call {
+        if kept && let Some(tail) = keep.state.cache.get_keyed(&call.key) {
+            keep.state
+                .metrics
+                .tool_call(&call.tool, "ok", started.elapsed());
+            return answer(&call.id, &tail);
+        }
+        if plain.on(Piece::McpDirect)
+            && let Some(tail) = keep.server.direct(&call.tool, call.arguments.clone()).await
+        {
+            if kept {
+                keep.state
+                    .cache
+                    .put_keyed(call.key.clone(), "application/json", tail.clone());
+            }
+            return answer(&call.id, &tail);
+        }
     }
     let resp = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
-    let Some(call) = call else { return resp };
+    let Some(call) = call.filter(|_| kept) else {
+        return resp;
+    };
     let json = resp
         .headers()
         .get(header::CONTENT_TYPE)
@@ -83,29 +103,34 @@ pub(super) async fn layer(State(keep): State<Keep>, req: Request, next: Next) ->
     Response::from_parts(parts, Body::from(bytes))
 }
 
-/// A `tools/call` request: its id as JSON, the tool's name, and the key of its answer.
+/// A plain `tools/call` request (`direct::plain`): its id as JSON, the tool's name and
+/// arguments, and the key of its answer.
 struct ToolCall {
     id: String,
     tool: String,
+    arguments: Map<String, Value>,
     key: String,
 }
 
 fn tool_call(headers: &HeaderMap, body: &[u8], generation: u64) -> Option<ToolCall> {
     let v: Value = serde_json::from_slice(body).ok()?;
     let m = v.as_object()?;
-    if m.get("jsonrpc")?.as_str()? != "2.0" || m.get("method")?.as_str()? != "tools/call" {
+    if !direct::plain(headers, m) {
         return None;
     }
-    let id = m.get("id").filter(|id| id.is_string() || id.is_number())?;
     let params = m.get("params")?;
-    let tool = params.get("name")?.as_str()?.to_string();
     let version = headers
         .get("mcp-protocol-version")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     Some(ToolCall {
-        id: id.to_string(),
-        tool,
+        id: m.get("id")?.to_string(),
+        tool: params.get("name")?.as_str()?.to_string(),
+        arguments: params
+            .get("arguments")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
         key: format!("{generation}|mcp|{version}|{params}"),
     })
 }

@@ -18,6 +18,7 @@
 
 mod cache;
 mod catalog;
+mod direct;
 mod schema;
 mod server;
 mod text;
@@ -70,28 +71,25 @@ pub fn routes(state: &AppState, options: &McpOptions, dispatch: Dispatch) -> Rou
     config.allowed_origins = origins;
     let tools = catalog::shared();
     let listed = std::sync::Arc::new(server::McpServer::listing(&tools));
-    let metrics = state.metrics.clone();
-    let door = state.door.clone();
-    let in_flight = state.in_flight.clone();
-    let max_costly = state.http.guard.max_costly_in_flight;
+    let server = server::McpServer {
+        dispatch,
+        door: state.door.clone(),
+        in_flight: state.in_flight.clone(),
+        max_costly: state.http.guard.max_costly_in_flight,
+        tools: tools.clone(),
+        listed,
+        metrics: state.metrics.clone(),
+    };
+    let each = server.clone();
     let service = StreamableHttpService::new(
-        move || {
-            Ok(server::McpServer {
-                dispatch: dispatch.clone(),
-                door: door.clone(),
-                in_flight: in_flight.clone(),
-                max_costly,
-                tools: tools.clone(),
-                listed: listed.clone(),
-                metrics: metrics.clone(),
-            })
-        },
+        move || Ok(each.clone()),
         std::sync::Arc::new(NeverSessionManager::default()),
         config,
     );
     let keep = cache::Keep {
         state: state.clone(),
         hosts: std::sync::Arc::new(hosts_for_cache),
+        server,
     };
     // Inside out: rmcp; tool answers kept (after the Host and Origin check); the token.
     Router::new()

@@ -31,7 +31,7 @@ use crate::http::guard::{costly, costly_place};
 use crate::http::request_metrics::Metrics;
 use crate::http::state::InFlight;
 use crate::service::ServiceError;
-use crate::service::ask::{self as ask, Door, Question};
+use crate::service::ask::{self as ask, Door, Encoded, Question};
 
 /// The router a tool's request is sent to: the whole service as built (`server::app`), bound
 /// once it exists (the MCP route is part of it).
@@ -256,14 +256,9 @@ impl McpServer {
                 Ok(structured(v, text))
             }
             Kind::Ask(question, path, wrap) => {
-                let domain = domain(own(&mut given, "domain"))?;
-                if question == Question::List && !given.contains_key("limit") {
-                    given.insert("limit".into(), json!(DEFAULT_ROWS));
-                }
-                let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
-                let v = self
-                    .ask(question, domain, None, format!("/v1/{domain}/{path}"), &q)
-                    .await?;
+                let answer = self.ask_tool(spec, question, path, given).await?;
+                let v = serde_json::from_slice(&answer.body)
+                    .map_err(|e| Problem::internal(&format!("answer is not JSON: {e}")))?;
                 no_match(spec, &v)?;
                 Ok(rows_result(v, wrap))
             }
@@ -272,7 +267,9 @@ impl McpServer {
                 let run = run_id(own(&mut given, "run_id"))?;
                 let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
                 let path = format!("/v1/{domain}/runs/{}", segment(&run));
-                let v = self.ask(Question::One, domain, Some(run), path, &q).await?;
+                let answer = self.ask(Question::One, domain, Some(run), path, &q).await?;
+                let v: Value = serde_json::from_slice(&answer.body)
+                    .map_err(|e| Problem::internal(&format!("answer is not JSON: {e}")))?;
                 let text = text::fields(&v, &[]);
                 Ok(structured(v, text))
             }
@@ -422,6 +419,24 @@ impl McpServer {
         Ok(r)
     }
 
+    /// The door's answer to the question of a `Kind::Ask` tool, asked with the tool's arguments
+    /// (the domain among them).
+    pub(super) async fn ask_tool(
+        &self,
+        spec: &ToolSpec,
+        question: Question,
+        path: &str,
+        mut given: Map<String, Value>,
+    ) -> Result<Arc<Encoded>, Problem> {
+        let domain = domain(given.remove("domain"))?;
+        if question == Question::List && !given.contains_key("limit") {
+            given.insert("limit".into(), json!(DEFAULT_ROWS));
+        }
+        let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
+        self.ask(question, domain, None, format!("/v1/{domain}/{path}"), &q)
+            .await
+    }
+
     /// The JSON answer of the service's door to `question`, asked with the query `q`.
     async fn ask(
         &self,
@@ -430,7 +445,7 @@ impl McpServer {
         run_id: Option<String>,
         path: String,
         q: &str,
-    ) -> Result<Value, Problem> {
+    ) -> Result<Arc<Encoded>, Problem> {
         let domain = Domain::parse(domain).ok_or_else(|| Problem::internal("domain"))?;
         let _place = if costly(&path) {
             Some(costly_place(&self.in_flight, self.max_costly).map_err(Problem::app)?)
@@ -439,9 +454,7 @@ impl McpServer {
         };
         let req = ask::Request::parse(question, domain, run_id, Some(q), path)
             .map_err(Problem::service)?;
-        let answer = self.door.ask(&req).await.map_err(Problem::service)?;
-        serde_json::from_slice(&answer.body)
-            .map_err(|e| Problem::internal(&format!("answer is not JSON: {e}")))
+        self.door.ask(&req).await.map_err(Problem::service)
     }
 
     /// The snapshot, its datasets and both domains' fields.

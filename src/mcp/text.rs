@@ -35,6 +35,13 @@ pub(super) fn number(v: &Value) -> String {
 /// Up to `TABLE_ROWS` rows of objects as a pipe table over their first columns, with a line
 /// saying how many rows there are in all and where the rest is.
 pub(super) fn table(rows: &[Value], total: Option<u64>) -> String {
+    table_of(&rows[..rows.len().min(TABLE_ROWS)], rows.len(), total)
+}
+
+/// `table` of a list of `len` rows given its first rows, `head` (at least `TABLE_ROWS` of them,
+/// or all).
+pub(super) fn table_of(head: &[Value], len: usize, total: Option<u64>) -> String {
+    let rows = head;
     let Some(Value::Object(first)) = rows.first() else {
         return match total {
             Some(n) if n > 0 => format!("No rows in this page ({n} in all).\n"),
@@ -64,8 +71,8 @@ pub(super) fn table(rows: &[Value], total: Option<u64>) -> String {
             .collect();
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
-    let shown = rows.len().min(TABLE_ROWS);
-    let all = total.unwrap_or(rows.len() as u64);
+    let shown = len.min(TABLE_ROWS);
+    let all = total.unwrap_or(len as u64);
     if (shown as u64) < all || columns.len() < first.len() {
         out.push_str(&format!(
             "({shown} of {all} rows shown{}; every row and field is in the structured content)\n",

@@ -18,6 +18,7 @@ pub mod error;
 pub mod fits;
 pub mod handle;
 pub mod leaderboard;
+pub mod machinery;
 pub mod measurements;
 pub mod mirror;
 pub mod open;

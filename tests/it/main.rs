@@ -24,6 +24,8 @@ mod layers;
 mod leaderboard;
 mod load;
 #[cfg(feature = "mcp")]
+mod machinery;
+#[cfg(feature = "mcp")]
 mod mcp;
 mod measurements;
 mod metrics;
