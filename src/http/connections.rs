@@ -49,6 +49,9 @@ pub struct ConnectionOptions {
     /// Time a worker thread runs without a pause before it gives its core up after an answer;
     /// zero (the default): never. It helps only where clients share the server's cores.
     pub cpu_turn: Duration,
+    /// Send a body offered from a sealed file with `sendfile(2)` (`sendfile`); off with
+    /// `--plain sendfile`, every body is written from the heap.
+    pub sendfile: bool,
 }
 
 impl Default for ConnectionOptions {
@@ -58,6 +61,7 @@ impl Default for ConnectionOptions {
             keep_alive_timeout: Duration::from_secs(30),
             max_connections: default_max_connections(),
             cpu_turn: Duration::ZERO,
+            sendfile: true,
         }
     }
 }
@@ -349,7 +353,9 @@ pub async fn serve(
                         Ok(r) => r,
                         Err(never) => match never {},
                     };
-                    if let Some(SendFrom(sealed)) = resp.extensions_mut().remove::<SendFrom>() {
+                    if let Some(SendFrom(sealed)) = resp.extensions_mut().remove::<SendFrom>()
+                        && opts.sendfile
+                    {
                         offered.offer(sealed);
                     }
                     // The request stays under way until its body is sent (or dropped).
@@ -440,6 +446,7 @@ mod tests {
             keep_alive_timeout: Duration::from_millis(1000),
             max_connections: 1,
             cpu_turn: Duration::ZERO,
+            sendfile: true,
         };
         let a = Arc::new(Activity::new());
         // Open and silent: the keep-alive bound from the opening.

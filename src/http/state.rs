@@ -337,9 +337,15 @@ impl AppState {
 
     /// The state with these HTTP options: set once, before the state is shared.
     pub fn with_http(mut self, http: HttpOptions) -> Self {
-        Arc::get_mut(&mut self.0)
-            .expect("HTTP options are set before the state is shared")
-            .http = Arc::new(http);
+        let parts =
+            Arc::get_mut(&mut self.0).expect("HTTP options are set before the state is shared");
+        Arc::get_mut(&mut parts.door)
+            .expect("the door is shared once the state is")
+            .set_plain(http.plain);
+        if !http.plain.on(crate::service::machinery::Piece::Kept) {
+            parts.kept = super::answer::KeptResponses::new(0);
+        }
+        parts.http = Arc::new(http);
         self
     }
 }

@@ -9,6 +9,7 @@
 //! that serves the same data, so a revalidation is answered before any work is done. Files with a
 //! tag of their own (the leaderboard's: a digest of their bytes) are checked against it.
 
+use crate::service::machinery::Piece;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -241,10 +242,11 @@ pub async fn transport<F: Future<Output = Response>>(
     next: impl FnOnce(Request) -> F,
 ) -> Response {
     let coding = choose_coding(req.headers());
+    let keep_coded = state.http.plain.on(Piece::Precompressed);
     // Every answer made inside: an answer of the answer cache put in its compressed form.
     let next = async |req| {
         let mut resp = next(req).await;
-        precompressed(&mut resp, coding).await;
+        precompressed(&mut resp, coding, keep_coded).await;
         resp
     };
     if req.method() != Method::GET && req.method() != Method::HEAD {
@@ -286,7 +288,7 @@ pub async fn transport<F: Future<Output = Response>>(
     let get = req.method() == Method::GET;
     if get && let Some(kept) = state.kept.get(&stem) {
         state.cache.count_hit();
-        return from_kept(&kept, coding, &stem).await;
+        return from_kept(&kept, coding, &stem, keep_coded).await;
     }
     // Taken off the request (nothing inside reads them) for an answer that has a tag of its own.
     let mut validators = Vec::new();
@@ -355,8 +357,17 @@ pub async fn transport<F: Future<Output = Response>>(
     resp
 }
 
-/// An answer's body in `coding`: its kept compressed form, made off the runtime the first time.
-async fn compressed(e: &Arc<super::answer::Encoded>, coding: Coding) -> bytes::Bytes {
+/// An answer's body in `coding`: its kept compressed form, made off the runtime the first time
+/// (made anew each time, as the kept form was made, when `keep` is off: `--plain precompressed`).
+async fn compressed(e: &Arc<super::answer::Encoded>, coding: Coding, keep: bool) -> bytes::Bytes {
+    if !keep {
+        let e = Arc::clone(e);
+        return tokio::task::spawn_blocking(move || {
+            crate::service::coding::compress(&e.body, coding, Effort::Quick)
+        })
+        .await
+        .expect("compression does not panic");
+    }
     match e.variants.made(coding) {
         Some(b) => b,
         None => {
@@ -370,12 +381,12 @@ async fn compressed(e: &Arc<super::answer::Encoded>, coding: Coding) -> bytes::B
 
 /// A kept response in `coding`: the answer's body in that coding (made once, as
 /// `precompressed` makes it) with the kept headers and the coding's.
-async fn from_kept(kept: &Kept, coding: Coding, stem: &str) -> Response {
+async fn from_kept(kept: &Kept, coding: Coding, stem: &str, keep: bool) -> Response {
     let e = &kept.answer;
     let (body, sent) = if coding == Coding::Identity || e.body.len() < MIN_COMPRESS {
         (e.body.clone(), Coding::Identity)
     } else {
-        (compressed(e, coding).await, coding)
+        (compressed(e, coding, keep).await, coding)
     };
     let len = body.len();
     let mut resp = Response::new(Body::from(body));
@@ -400,7 +411,7 @@ const MIN_COMPRESS: usize = 256;
 
 /// An answer of the answer cache in `coding`, from its kept compressed form (made on the first
 /// request for that coding); tower-http's compression, inside `transport`, passes these by.
-async fn precompressed(resp: &mut Response, coding: Coding) {
+async fn precompressed(resp: &mut Response, coding: Coding, keep: bool) {
     if coding == Coding::Identity || resp.headers().contains_key(header::CONTENT_ENCODING) {
         return;
     }
@@ -411,7 +422,7 @@ async fn precompressed(resp: &mut Response, coding: Coding) {
     if e.body.len() < MIN_COMPRESS {
         return;
     }
-    let body = compressed(&e, coding).await;
+    let body = compressed(&e, coding, keep).await;
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_ENCODING,

@@ -65,11 +65,14 @@ pub(super) fn plain(headers: &HeaderMap, call: &Map<String, Value>) -> bool {
         && call
             .get("id")
             .is_some_and(|id| id.is_string() || id.is_i64());
-    let params = call.get("params").and_then(Value::as_object).is_some_and(|p| {
-        p.keys().all(|k| k == "name" || k == "arguments")
-            && p.get("name").is_some_and(Value::is_string)
-            && p.get("arguments").is_none_or(Value::is_object)
-    });
+    let params = call
+        .get("params")
+        .and_then(Value::as_object)
+        .is_some_and(|p| {
+            p.keys().all(|k| k == "name" || k == "arguments")
+                && p.get("name").is_some_and(Value::is_string)
+                && p.get("arguments").is_none_or(Value::is_object)
+        });
     accepts("application/json")
         && accepts("text/event-stream")
         && sends_json
@@ -90,8 +93,7 @@ impl McpServer {
         let started = Instant::now();
         let answer = self.ask_tool(spec, question, path, arguments).await.ok()?;
         let tail = result(answer.body.trim_ascii(), wrap)?;
-        self.metrics
-            .tool_call(spec.name, "ok", started.elapsed());
+        self.metrics.tool_call(spec.name, "ok", started.elapsed());
         Some(tail)
     }
 }

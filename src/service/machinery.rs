@@ -12,6 +12,18 @@ pub enum Piece {
     McpDirect,
     /// MCP tool results kept and answered again without the tool (`mcp::cache`).
     McpCache,
+    /// Pages of runs written from the JSON text of every cell of the run table, made once per
+    /// snapshot (`service::encode::table_json`), instead of from each page's frame.
+    Cells,
+    /// An answer of the answer cache sent in a compressed coding from its compressed form, made
+    /// once and kept beside it (`http::transport`), instead of compressed for each request.
+    Precompressed,
+    /// Whole responses of the answer cache answered by entity-tag stem before routing
+    /// (`http::answer::KeptResponses`), instead of through the handler and the answer cache.
+    Kept,
+    /// Bodies sent again and again sent from sealed memory files with `sendfile(2)`
+    /// (`http::sendfile`), instead of written from the heap.
+    Sendfile,
 }
 
 impl Piece {

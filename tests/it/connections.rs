@@ -126,6 +126,7 @@ async fn half_open_connections_are_closed_and_refused_past_the_bound() {
         keep_alive_timeout: Duration::from_millis(2500),
         max_connections: 4,
         cpu_turn: Duration::from_micros(100),
+        sendfile: true,
     })
     .await;
     // Four connections send a request line and one header, then nothing.
@@ -376,4 +377,55 @@ async fn a_thread_gives_its_core_up_after_an_answer_once_its_turn_is_over() {
     let page: serde_json::Value = serde_json::from_str(&bodies[0]).unwrap();
     assert_eq!(page["count"].as_u64(), Some(3));
     assert_eq!(bodies[0], bodies[1]);
+}
+
+/// `--plain sendfile`: the same answers, asked for again, are written from the heap, byte for
+/// byte what the sealed files send, and nothing is counted as sent from a file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_sendfile_off_the_same_answers_are_written_from_the_heap() {
+    let uri = "/v1/llm/runs?task=gpqa&gpu_model=B200&sort=energy_per_token_joules&limit=50";
+    let lb = "/leaderboard/data/tasks/gpqa.json";
+    let mut seen = Vec::new();
+    for sendfile in [true, false] {
+        let (addr, stop, task) = server(ConnectionOptions {
+            sendfile,
+            ..ConnectionOptions::default()
+        })
+        .await;
+        let mut one = Answers {
+            stream: TcpStream::connect(&addr).await.unwrap(),
+            buf: Vec::new(),
+        };
+        let mut bodies = Vec::new();
+        for path in [uri, uri, uri, uri, lb, lb] {
+            one.stream
+                .write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+                .await
+                .unwrap();
+            let (status, _, body) = one.next(false).await;
+            assert_eq!(status, 200);
+            bodies.push(body);
+        }
+        one.stream
+            .write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let metrics = String::from_utf8(one.next(false).await.2).unwrap();
+        let from_file =
+            crate::common::counter(&metrics, "mlenergy_http_sent_from_file_bytes_total");
+        assert_eq!(from_file > 0, sendfile, "{from_file}");
+        seen.push(bodies);
+        drop(one);
+        let _ = stop.send(());
+        tokio::time::timeout(Duration::from_secs(30), task)
+            .await
+            .expect("the server stops")
+            .unwrap();
+    }
+    assert!(seen[0][0].len() > 32 * 1024);
+    assert!(seen[0][3] == seen[0][0] && seen[0][5] == seen[0][4]);
+    assert!(
+        seen[0] == seen[1],
+        "the same bytes with sendfile on and off"
+    );
 }

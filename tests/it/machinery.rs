@@ -56,7 +56,10 @@ fn calls() -> Vec<(&'static str, Value)> {
         ),
         ("group_runs", json!({"by": ["task"], "task": "gpqq"})),
         ("best_configuration", json!({"task": "gpqa"})),
-        ("pareto_frontier", json!({"task": "gpqa", "per": "gpu_model"})),
+        (
+            "pareto_frontier",
+            json!({"task": "gpqa", "per": "gpu_model"}),
+        ),
         (
             "fit_batch_sweep",
             json!({"task": "gpqa", "model_id": "Qwen/Qwen3-14B"}),
@@ -92,8 +95,7 @@ async fn mcp_tool_calls_answer_the_same_with_and_without_the_mcp_pieces() {
                 let (g, w): (Value, Value) = (got.json(), want.json());
                 assert_eq!(g, w, "{what}");
                 assert_eq!(g["id"], id, "{what}");
-                if g["result"]["isError"] == false && g["result"]["structuredContent"].is_object()
-                {
+                if g["result"]["isError"] == false && g["result"]["structuredContent"].is_object() {
                     direct += 1;
                 }
             }
@@ -125,7 +127,69 @@ async fn the_direct_path_s_structured_content_is_the_rest_answer() {
     let v = mcp.json();
     assert_eq!(v["result"]["structuredContent"]["total"], 106);
     assert_eq!(
-        v["result"]["structuredContent"]["runs"].as_array().unwrap().len(),
+        v["result"]["structuredContent"]["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
         50
     );
+}
+
+/// The HTTP pieces (the cells of the run table, kept compressed forms, kept whole responses),
+/// each switched off and all of them: every request, asked three times (computed, kept, answered
+/// from what was kept) in each coding, answers the same status, headers and bytes, compressed
+/// bytes included.
+#[tokio::test]
+async fn http_answers_are_the_same_bytes_with_and_without_each_piece() {
+    const URIS: &[&str] = &[
+        "/v1/llm/runs?task=gpqa&gpu_model=B200&sort=energy_per_token_joules&limit=50",
+        "/v1/llm/runs?fields=run_id,energy_per_token_joules&limit=20&offset=3",
+        "/v1/diffusion/runs?format=csv",
+        "/v1/llm/runs/gpqa~openai--gpt-oss-20b~B200~g1~b4096~r21",
+        "/v1/llm/groups?by=task&agg=count",
+        "/v1/llm/pareto?task=gpqa",
+        "/leaderboard/data/tasks/gpqa.json",
+    ];
+    let machinery = app(&[]).await;
+    let mut plains = Vec::new();
+    for piece in [Piece::Cells, Piece::Precompressed, Piece::Kept] {
+        plains.push((format!("{piece:?}"), app(&[piece]).await));
+    }
+    plains.push((
+        "all".into(),
+        app(&[Piece::Cells, Piece::Precompressed, Piece::Kept]).await,
+    ));
+    for uri in URIS {
+        for coding in ["identity", "gzip", "br", "zstd"] {
+            let headers = [("accept-encoding", coding)];
+            let mut want = Vec::new();
+            for _ in 0..3 {
+                want.push(
+                    machinery
+                        .send("GET", uri, &headers, axum::body::Body::empty())
+                        .await,
+                );
+            }
+            assert_eq!(want[0].status, 200, "{uri}");
+            for (name, plain) in &plains {
+                for w in &want {
+                    let got = plain
+                        .send("GET", uri, &headers, axum::body::Body::empty())
+                        .await;
+                    let what = format!("{uri} ({coding}) without {name}");
+                    assert_eq!(got.status, w.status, "{what}");
+                    assert!(got.body == w.body, "{what}: the bytes differ");
+                    for h in [
+                        "content-type",
+                        "content-encoding",
+                        "etag",
+                        "x-total-count",
+                        "link",
+                    ] {
+                        assert_eq!(got.headers.get(h), w.headers.get(h), "{what}: {h}");
+                    }
+                }
+            }
+        }
+    }
 }

@@ -118,7 +118,7 @@ impl Answer {
         self,
         format: Format,
         snapshot: &Snapshot,
-        cells: &TableJsonCache,
+        cells: Option<&TableJsonCache>,
     ) -> Result<Encoded, EngineError> {
         let body = match format {
             Format::Json => self.json(snapshot, cells),
@@ -149,7 +149,7 @@ impl Answer {
         })
     }
 
-    fn json(&self, snapshot: &Snapshot, cells: &TableJsonCache) -> Vec<u8> {
+    fn json(&self, snapshot: &Snapshot, cells: Option<&TableJsonCache>) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.estimated_json_bytes());
         match &self.shape {
             Shape::Object => self.json_rows(&mut out, snapshot, cells, true),
@@ -192,7 +192,7 @@ impl Answer {
         &self,
         out: &mut Vec<u8>,
         snapshot: &Snapshot,
-        cells: &TableJsonCache,
+        cells: Option<&TableJsonCache>,
         object: bool,
     ) {
         match &self.rows {
@@ -200,7 +200,7 @@ impl Answer {
                 domain,
                 rows,
                 columns,
-            } if !object => {
+            } if !object && let Some(cells) = cells => {
                 let table = snapshot.table(*domain);
                 cells
                     .get(snapshot.generation, *domain, table)
@@ -208,7 +208,11 @@ impl Answer {
             }
             rows @ Rows::Table { .. } => {
                 let frame = rows.table_frame(snapshot).expect("rows of a table");
-                encode::json_object(out, &frame, 0);
+                if object {
+                    encode::json_object(out, &frame, 0);
+                } else {
+                    encode::json_array(out, &frame);
+                }
             }
             Rows::Frame(frame) if object => encode::json_object(out, frame, 0),
             Rows::Frame(frame) => encode::json_array(out, frame),

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::service::encode::TableJsonCache;
+use crate::service::machinery::{Piece, Plain};
 use crate::service::{Service, ServiceError, Snapshot};
 
 use super::answer::Encoded;
@@ -37,8 +38,9 @@ fn key(req: &Request, question: Option<usize>, generation: u64) -> AnswerKey {
 pub struct Door {
     service: Arc<Service>,
     cache: AnswerCache,
-    /// The JSON text of the current snapshot's cells, for pages of runs.
-    cells: TableJsonCache,
+    /// The JSON text of the current snapshot's cells, for pages of runs; none with
+    /// `--plain cells`, every page then written from its frame.
+    cells: Option<TableJsonCache>,
     /// Largest `limit` a run list accepts.
     max_rows: usize,
     /// Questions answered here (from the cache or computed), by their place in `QUERIES`.
@@ -52,9 +54,16 @@ impl Door {
         Door {
             service,
             cache: answer_cache(cache_bytes),
-            cells: TableJsonCache::default(),
+            cells: Some(TableJsonCache::default()),
             max_rows,
             asked: Default::default(),
+        }
+    }
+
+    /// The door with the pieces of speed machinery of `plain` switched off.
+    pub fn set_plain(&mut self, plain: Plain) {
+        if !plain.on(Piece::Cells) {
+            self.cells = None;
         }
     }
 
@@ -109,7 +118,7 @@ impl Door {
                     )))
                 })?,
         };
-        Ok(answer.encode(req.format, snapshot, &self.cells)?)
+        Ok(answer.encode(req.format, snapshot, self.cells.as_ref())?)
     }
 }
 
