@@ -322,13 +322,9 @@ pub fn frame_rows<F: std::borrow::Borrow<crate::engine::frame::Frame>>(
             crate::service::encode::json_array,
         )?;
         Ok(Encoded {
-            content_type: format.content_type(),
-            body: body.into(),
             total: Some(frame.num_rows()),
-            next: None,
             warnings,
-            variants: Default::default(),
-            sent: Default::default(),
+            ..Encoded::new(format.content_type(), body)
         })
     })?;
     Ok(respond(&e))

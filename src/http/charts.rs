@@ -79,13 +79,8 @@ fn answer(
         }
         let body = crate::chart::svg(&chart).map_err(|e| AppError::Internal(e.to_string()))?;
         Ok(Encoded {
-            content_type: SVG,
-            body: body.into(),
-            total: None,
-            next: None,
             warnings: warning.into_iter().collect(),
-            variants: Default::default(),
-            sent: Default::default(),
+            ..Encoded::new(SVG, body)
         })
     })?;
     Ok(respond(&encoded))
@@ -566,15 +561,7 @@ pub async fn rating_badge(
     let encoded = cached_as(&state.cache, &snapshot, &uri, "svg", || {
         let table = snapshot.table(domain);
         let rating = crate::engine::rating::ratings(domain, &table.frame).swap_remove(row);
-        Ok(Encoded {
-            content_type: SVG,
-            body: badge(domain, rating.as_ref()).into(),
-            total: None,
-            next: None,
-            warnings: Vec::new(),
-            variants: Default::default(),
-            sent: Default::default(),
-        })
+        Ok(Encoded::new(SVG, badge(domain, rating.as_ref())))
     })?;
     Ok(respond(&encoded))
 }

@@ -140,13 +140,9 @@ async fn itl_summary(
             encode::json_array,
         )?;
         Ok(Encoded {
-            content_type: format.content_type(),
-            body: body.into(),
             total: Some(frame.num_rows()),
-            next: None,
             warnings: warnings.clone(),
-            variants: Default::default(),
-            sent: Default::default(),
+            ..Encoded::new(format.content_type(), body)
         })
     })?;
     Ok(respond(&encoded))
@@ -246,13 +242,9 @@ async fn answer(
             "encoded"
         );
         Ok(Encoded {
-            content_type: format.content_type(),
-            body: body.into(),
             total: Some(total),
-            next: None,
             warnings: warnings.clone(),
-            variants: Default::default(),
-            sent: Default::default(),
+            ..Encoded::new(format.content_type(), body)
         })
     })?;
     Ok(respond(&encoded))

@@ -294,13 +294,9 @@ fn list(
             buf.push(b'}');
         })?;
         Ok(Encoded {
-            content_type: format.content_type(),
-            body: body.into(),
             total: Some(total),
             next,
-            warnings: Vec::new(),
-            variants: Default::default(),
-            sent: Default::default(),
+            ..Encoded::new(format.content_type(), body)
         })
     })?;
     Ok(respond(&encoded))
@@ -399,15 +395,7 @@ pub async fn get_run(
         let body = encode::encode_frame(&out, format, &|_| true, |buf, f| {
             encode::json_object(buf, f, 0)
         })?;
-        Ok(Encoded {
-            content_type: format.content_type(),
-            body: body.into(),
-            total: None,
-            next: None,
-            warnings: Vec::new(),
-            variants: Default::default(),
-            sent: Default::default(),
-        })
+        Ok(Encoded::new(format.content_type(), body))
     })?;
     Ok(respond(&encoded))
 }
@@ -657,13 +645,8 @@ pub async fn repeat_stats(
             buf.extend_from_slice(doc.to_string().as_bytes());
         })?;
         Ok(Encoded {
-            content_type: format.content_type(),
-            body: body.into(),
             total: Some(groups.len()),
-            next: None,
-            warnings: Vec::new(),
-            variants: Default::default(),
-            sent: Default::default(),
+            ..Encoded::new(format.content_type(), body)
         })
     })?;
     Ok(respond(&encoded))

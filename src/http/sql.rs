@@ -244,13 +244,8 @@ async fn answer(
             .sql(&Surface::PLAIN, &snapshot, sql, params.into(), None)
             .await?;
         Ok::<_, AppError>(Encoded {
-            content_type: format.content_type(),
-            body: encode_answer(&a, format)?.into(),
             total: Some(a.rows),
-            next: None,
-            warnings: Vec::new(),
-            variants: Default::default(),
-            sent: Default::default(),
+            ..Encoded::new(format.content_type(), encode_answer(&a, format)?)
         })
     };
     match uri {

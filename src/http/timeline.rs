@@ -217,13 +217,9 @@ fn encoded(
         let rows = frame.num_rows();
         let body = encode::encode_owned_frame(frame, format, &nullable, encode::json_array)?;
         Ok(Encoded {
-            content_type: format.content_type(),
-            body: body.into(),
             total: Some(rows),
-            next: None,
             warnings: warnings.clone(),
-            variants: Default::default(),
-            sent: Default::default(),
+            ..Encoded::new(format.content_type(), body)
         })
     })?;
     Ok(respond(&e))

@@ -1,7 +1,8 @@
 //! A `tools/call` of a door question (`Kind::Ask`) answered without rmcp: the result is written
 //! straight from the door's JSON answer, which is the structured content as it stands, beside the
-//! text table made from the first rows alone. Through rmcp the same answer is parsed into a
-//! `serde_json::Value`, turned into a table and written out again, for every call.
+//! text table made from the head of its list of rows (`Encoded::head`, the first rows the door
+//! wrote beside the body). Through rmcp the same answer is parsed into a `serde_json::Value`,
+//! turned into a table and written out again, for every call.
 //!
 //! Only a plain call is taken (`plain`): the headers and body rmcp takes without further checks
 //! for the protocol versions before the standard headers, a tool of the door's, and an answer
@@ -14,13 +15,12 @@ use std::time::Instant;
 
 use axum::http::{HeaderMap, header};
 use bytes::Bytes;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::catalog::Kind;
 use super::server::McpServer;
-use super::text::{self, TABLE_ROWS};
+use super::text;
+use crate::service::ask::Encoded;
 
 /// Protocol versions whose `tools/call` rmcp takes with no check beyond the header naming a known
 /// version. Later versions carry standard headers (`Mcp-Method`, `Mcp-Name`) that rmcp checks
@@ -92,88 +92,43 @@ impl McpServer {
         };
         let started = Instant::now();
         let answer = self.ask_tool(spec, question, path, arguments).await.ok()?;
-        let tail = result(answer.body.trim_ascii(), wrap)?;
+        let tail = result(&answer, wrap)?;
         self.metrics.tool_call(spec.name, "ok", started.elapsed());
         Some(tail)
     }
 }
 
-/// A page of rows as the door writes it: the first list of rows of `runs`, `groups`, `fits` and
-/// `rows`, the total and the warnings; other members are skipped unread.
-#[derive(Deserialize)]
-struct Page<'a> {
-    #[serde(borrow, default)]
-    runs: Option<Vec<&'a RawValue>>,
-    #[serde(borrow, default)]
-    groups: Option<Vec<&'a RawValue>>,
-    #[serde(borrow, default)]
-    fits: Option<Vec<&'a RawValue>>,
-    #[serde(borrow, default)]
-    rows: Option<Vec<&'a RawValue>>,
-    #[serde(default)]
-    total: Option<Value>,
-    #[serde(default)]
-    warnings: Option<Vec<Value>>,
-}
-
-/// The tool result of the door's JSON answer `body`: a list wrapped under `wrap` with its count,
-/// or an object with a list of rows. Its text is the one `server::rows_result` makes.
-fn result(body: &[u8], wrap: &str) -> Option<Bytes> {
-    let (page, structured) = if body.first() == Some(&b'[') {
-        let rows: Vec<&RawValue> = serde_json::from_slice(body).ok()?;
-        let mut structured = serde_json::to_vec(wrap).ok()?;
-        structured.insert(0, b'{');
-        structured.push(b':');
-        structured.extend_from_slice(body);
-        structured.extend_from_slice(format!(",\"count\":{}}}", rows.len()).as_bytes());
-        let mut page = Page {
-            runs: None,
-            groups: None,
-            fits: None,
-            rows: None,
-            total: None,
-            warnings: None,
-        };
-        match wrap {
-            "runs" => page.runs = Some(rows),
-            "groups" => page.groups = Some(rows),
-            "fits" => page.fits = Some(rows),
-            "rows" => page.rows = Some(rows),
-            _ => return None,
+/// The tool result of the door's JSON answer: a bare list wrapped under `wrap` with its count,
+/// or an envelope with a list of rows, as the structured content; the text `server::rows_result`
+/// makes, from the head of the list (`Encoded::head`) rather than from the body.
+fn result(answer: &Encoded, wrap: &str) -> Option<Bytes> {
+    let head = answer.head.as_ref()?;
+    let body = answer.body.trim_ascii();
+    let (list, structured, warnings) = match head.key {
+        None => {
+            let mut s = b"{".to_vec();
+            serde_json::to_writer(&mut s, wrap).ok()?;
+            s.push(b':');
+            s.extend_from_slice(body);
+            s.extend_from_slice(format!(",\"count\":{}}}", head.rows).as_bytes());
+            (wrap, s, &[][..])
         }
-        (page, structured)
-    } else {
-        (serde_json::from_slice(body).ok()?, body.to_vec())
+        Some(key) => (key, body.to_vec(), answer.warnings.as_slice()),
     };
-    // A list found empty because a filter matched nothing is a refusal, `server::no_match`'s.
-    let warnings: Vec<&str> = page
-        .warnings
-        .iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    let empty = |l: &Option<Vec<&RawValue>>| l.as_ref().is_some_and(Vec::is_empty);
-    if !warnings.is_empty() && (empty(&page.runs) || empty(&page.groups)) {
+    if !matches!(list, "runs" | "groups" | "fits" | "rows") {
         return None;
     }
-    let named = page.runs.is_some() || page.groups.is_some();
-    let rows = [&page.runs, &page.groups, &page.fits, &page.rows]
-        .into_iter()
-        .find_map(Option::as_ref)
-        .map_or(&[][..], Vec::as_slice);
-    if rows.is_empty() && !named {
+    // An empty list because a filter matched nothing is a refusal (`server::no_match`); an empty
+    // list of another name is shown as fields, not as a table.
+    let named = matches!(list, "runs" | "groups");
+    if head.rows == 0 && (!named || !warnings.is_empty()) {
         return None;
     }
-    let head: Vec<Value> = rows
-        .iter()
-        .take(TABLE_ROWS)
-        .map(|r| serde_json::from_str(r.get()))
-        .collect::<Result<_, _>>()
-        .ok()?;
-    let total = page.total.as_ref().and_then(Value::as_u64);
-    let mut t = text::table_of(&head, rows.len(), total);
-    for w in page.warnings.iter().flatten() {
-        t.push_str(&format!("warning: {}\n", w.as_str().unwrap_or("")));
+    let first: Vec<Value> = serde_json::from_slice(&head.first).ok()?;
+    let total = head.total.map(|n| n as u64);
+    let mut t = text::table_of(&first, head.rows, total);
+    for w in warnings {
+        t.push_str(&format!("warning: {w}\n"));
     }
     let mut out = Vec::with_capacity(structured.len() + t.len() + 96);
     out.extend_from_slice(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");

@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-/// Rows shown in a text table.
-pub(super) const TABLE_ROWS: usize = 10;
+/// Rows shown in a text table: those the door writes at the head of a list (`Encoded::head`).
+pub(super) const TABLE_ROWS: usize = crate::service::ask::HEAD_ROWS;
 /// Columns shown in a text table.
 const TABLE_COLUMNS: usize = 8;
 

@@ -235,15 +235,7 @@ pub async fn home(
 }
 
 fn encoded(content_type: &'static str, body: Vec<u8>) -> Encoded {
-    Encoded {
-        content_type,
-        body: body.into(),
-        total: None,
-        next: None,
-        warnings: Vec::new(),
-        variants: Default::default(),
-        sent: Default::default(),
-    }
+    Encoded::new(content_type, body)
 }
 
 /// A page of the snapshot: rendered once per (snapshot, URI, origin), cached, sent with the

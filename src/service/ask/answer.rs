@@ -138,22 +138,51 @@ impl Answer {
                 }
             }
         };
+        let head = (format == Format::Json)
+            .then(|| self.head(snapshot, cells))
+            .flatten();
         Ok(Encoded {
-            content_type: format.content_type(),
-            body: Bytes::from(body),
             total: self.total,
             next: self.next,
             warnings: self.warnings,
-            variants: Default::default(),
-            sent: Default::default(),
+            head,
+            ..Encoded::new(format.content_type(), Bytes::from(body))
+        })
+    }
+
+    /// The head of the answer's list of rows, when its JSON is a list or an envelope of one.
+    fn head(&self, snapshot: &Snapshot, cells: Option<&TableJsonCache>) -> Option<Head> {
+        let (key, total) = match &self.shape {
+            Shape::Array => (None, None),
+            Shape::Envelope { members, key } => {
+                let total = members.iter().find_map(|(name, m)| match m {
+                    Member::Count(n) | Member::MaybeCount(Some(n)) if *name == "total" => Some(*n),
+                    _ => None,
+                });
+                (Some(*key), total)
+            }
+            Shape::Object | Shape::Document(_) => return None,
+        };
+        let rows = match &self.rows {
+            Rows::Table { rows, .. } => rows.len(),
+            Rows::Frame(f) | Rows::Groups { frame: f, .. } => f.num_rows(),
+            Rows::Shared(f) => f.num_rows(),
+        };
+        let mut first = Vec::new();
+        self.json_rows(&mut first, snapshot, cells, false, HEAD_ROWS);
+        Some(Head {
+            key,
+            rows,
+            first,
+            total,
         })
     }
 
     fn json(&self, snapshot: &Snapshot, cells: Option<&TableJsonCache>) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.estimated_json_bytes());
         match &self.shape {
-            Shape::Object => self.json_rows(&mut out, snapshot, cells, true),
-            Shape::Array => self.json_rows(&mut out, snapshot, cells, false),
+            Shape::Object => self.json_rows(&mut out, snapshot, cells, true, usize::MAX),
+            Shape::Array => self.json_rows(&mut out, snapshot, cells, false, usize::MAX),
             Shape::Document(doc) => {
                 serde_json::to_writer(&mut out, doc).expect("a JSON value writes to memory")
             }
@@ -171,7 +200,7 @@ impl Answer {
                 out.push(b',');
                 encode::json_str(&mut out, key);
                 out.push(b':');
-                self.json_rows(&mut out, snapshot, cells, false);
+                self.json_rows(&mut out, snapshot, cells, false, usize::MAX);
                 out.push(b'}');
             }
         }
@@ -187,39 +216,56 @@ impl Answer {
         cells * 64 + 256
     }
 
-    /// The rows as a JSON array, or the first as an object (`object`).
+    /// The rows as a JSON array (the first `limit` of them), or the first as an object
+    /// (`object`).
     fn json_rows(
         &self,
         out: &mut Vec<u8>,
         snapshot: &Snapshot,
         cells: Option<&TableJsonCache>,
         object: bool,
+        limit: usize,
     ) {
         match &self.rows {
             Rows::Table {
                 domain,
                 rows,
                 columns,
-            } if !object && let Some(cells) = cells => {
+            } => {
+                let rows = &rows[..rows.len().min(limit)];
                 let table = snapshot.table(*domain);
-                cells
-                    .get(snapshot.generation, *domain, table)
-                    .write_array(out, rows, columns);
-            }
-            rows @ Rows::Table { .. } => {
-                let frame = rows.table_frame(snapshot).expect("rows of a table");
-                if object {
-                    encode::json_object(out, &frame, 0);
-                } else {
-                    encode::json_array(out, &frame);
+                match cells {
+                    Some(cells) if !object => cells
+                        .get(snapshot.generation, *domain, table)
+                        .write_array(out, rows, columns),
+                    _ => {
+                        let frame = table.frame.select(rows, columns);
+                        json_list(out, &frame, object, limit);
+                    }
                 }
             }
-            Rows::Frame(frame) if object => encode::json_object(out, frame, 0),
-            Rows::Frame(frame) => encode::json_array(out, frame),
-            Rows::Shared(frame) if object => encode::json_object(out, frame, 0),
-            Rows::Shared(frame) => encode::json_array(out, frame),
-            Rows::Groups { frame, by } => json_groups(out, frame, *by),
+            Rows::Frame(frame) => json_list(out, frame, object, limit),
+            Rows::Shared(frame) => json_list(out, frame, object, limit),
+            Rows::Groups { frame, by } => json_groups(out, frame, *by, limit),
         }
+    }
+}
+
+/// The first `limit` rows of `frame` as a JSON array, or the first as an object (`object`).
+fn json_list(out: &mut Vec<u8>, frame: &Frame, object: bool, limit: usize) {
+    if object {
+        encode::json_object(out, frame, 0);
+    } else if limit >= frame.num_rows() {
+        encode::json_array(out, frame);
+    } else {
+        out.push(b'[');
+        for r in 0..limit {
+            if r > 0 {
+                out.push(b',');
+            }
+            encode::json_object(out, frame, r);
+        }
+        out.push(b']');
     }
 }
 
@@ -246,11 +292,11 @@ fn json_member(out: &mut Vec<u8>, value: &Member) {
     }
 }
 
-/// Groups as the toolkit's group_by shapes them: each its `key` (the bare value for one field,
-/// an array for several, an empty array for none), then every column.
-fn json_groups(out: &mut Vec<u8>, frame: &Frame, by: usize) {
+/// Groups (the first `limit`) as the toolkit's group_by shapes them: each its `key` (the bare
+/// value for one field, an array for several, an empty array for none), then every column.
+fn json_groups(out: &mut Vec<u8>, frame: &Frame, by: usize, limit: usize) {
     out.push(b'[');
-    for r in 0..frame.num_rows() {
+    for r in 0..frame.num_rows().min(limit) {
         if r > 0 {
             out.push(b',');
         }
@@ -291,4 +337,40 @@ pub struct Encoded {
     /// sent (a fresh query's answer, most of a dashboard's, is seldom asked for again, and keeping
     /// each one cost an insertion in a second cache).
     pub sent: std::sync::atomic::AtomicBool,
+    /// A JSON answer's list of rows in short, for a front end that shows a few rows without
+    /// reading the body (MCP's text table).
+    pub head: Option<Head>,
 }
+
+impl Encoded {
+    /// `body` of `content_type`, with no paging facts, warnings or head.
+    pub fn new(content_type: &'static str, body: impl Into<Bytes>) -> Encoded {
+        Encoded {
+            content_type,
+            body: body.into(),
+            total: None,
+            next: None,
+            warnings: Vec::new(),
+            variants: Default::default(),
+            sent: Default::default(),
+            head: None,
+        }
+    }
+}
+
+/// The list of rows of a JSON answer in short: where it is, how many rows it has, its first
+/// rows, and the envelope's `total`.
+#[derive(Debug)]
+pub struct Head {
+    /// The envelope's member holding the list; none when the answer is the bare list.
+    pub key: Option<&'static str>,
+    /// Rows of the list.
+    pub rows: usize,
+    /// The first `HEAD_ROWS` rows (or all), as a JSON array written as the body writes them.
+    pub first: Vec<u8>,
+    /// The envelope's `total` member, if it has one and it is a count.
+    pub total: Option<usize>,
+}
+
+/// Rows of a [`Head`].
+pub const HEAD_ROWS: usize = 10;

@@ -240,15 +240,7 @@ impl AnswerCache {
         }
         self.entries.insert(
             AnswerKey::of_text(&key),
-            Arc::new(Encoded {
-                content_type,
-                body,
-                total: None,
-                next: None,
-                warnings: Vec::new(),
-                variants: Default::default(),
-                sent: Default::default(),
-            }),
+            Arc::new(Encoded::new(content_type, body)),
         );
     }
 
@@ -271,7 +263,8 @@ pub fn answer_cache(bytes: u64) -> AnswerCache {
         // The compressed forms are made after the entry is weighed: counted at half the body
         // (three codings of JSON, each much smaller than it).
         .weigher(|_: &AnswerKey, v: &Arc<Encoded>| {
-            u32::try_from(16 + v.body.len() * 3 / 2 + v.next.as_ref().map_or(0, String::len))
+            let head = v.head.as_ref().map_or(0, |h| h.first.len());
+            u32::try_from(16 + v.body.len() * 3 / 2 + head + v.next.as_ref().map_or(0, String::len))
                 .unwrap_or(u32::MAX)
         })
         .build_with_hasher(KeyBits);
@@ -326,15 +319,7 @@ mod tests {
     /// counts each answer computed.
     #[test]
     fn a_cache_of_no_bytes_keeps_nothing() {
-        let encoded = || Encoded {
-            content_type: "application/json",
-            body: Bytes::from_static(b"[1]"),
-            total: None,
-            next: None,
-            warnings: Vec::new(),
-            variants: Default::default(),
-            sent: Default::default(),
-        };
+        let encoded = || Encoded::new("application/json", Bytes::from_static(b"[1]"));
         let key = AnswerKey::of(&[b"test"]);
         let some = answer_cache(1 << 20);
         keep(&some, key, encoded());

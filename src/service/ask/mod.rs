@@ -15,7 +15,7 @@ pub mod predict;
 pub mod request;
 mod runs;
 
-pub use self::answer::{Answer, Encoded, Member, Nullable, Rows, Shape};
+pub use self::answer::{Answer, Encoded, HEAD_ROWS, Head, Member, Nullable, Rows, Shape};
 pub use self::declare::*;
 pub use self::door::{AnswerCache, Door, answer_cache};
 pub use self::format::Format;
