@@ -385,14 +385,26 @@ impl Sql {
                     self.waiting.fetch_sub(1, Ordering::AcqRel);
                     return Err(busy(self));
                 }
+                // Its place is given back however the wait ends: a turn, the time limit, or the
+                // caller gone (its client closed the connection and the wait was dropped).
+                let place = Place(&self.waiting);
                 let got = tokio::time::timeout(limit, self.permits.clone().acquire_owned()).await;
-                self.waiting.fetch_sub(1, Ordering::AcqRel);
+                drop(place);
                 match got {
                     Ok(Ok(p)) => Ok(p),
                     _ => Err(busy(self)),
                 }
             }
         }
+    }
+}
+
+/// A place in the queue of queries waiting for a turn, given back when dropped.
+struct Place<'a>(&'a AtomicUsize);
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -488,5 +500,50 @@ impl Query {
             Err(PreparedError::Failed(e)) => Some(Err(e)),
             Err(PreparedError::Unbound) => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wait for a turn whose caller is gone gives its place in the queue back: queries whose
+    /// clients left while they waited do not fill the queue for good.
+    #[tokio::test]
+    async fn a_wait_given_up_gives_its_place_back() {
+        let sql = Sql::new(SqlLimits::default(), 1, 1);
+        let running = sql.turn(Duration::from_secs(5)).await.unwrap();
+        for _ in 0..3 {
+            let wait = sql.turn(Duration::from_secs(5));
+            // The wait takes the one place, then its caller gives it up.
+            assert!(
+                tokio::time::timeout(Duration::from_millis(20), wait)
+                    .await
+                    .is_err()
+            );
+            assert_eq!(sql.waiting.load(Ordering::Relaxed), 0);
+        }
+        let next = tokio::spawn(async move {
+            let waited = sql.turn(Duration::from_secs(5)).await.is_ok();
+            (waited, sql)
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        drop(running);
+        let (waited, sql) = next.await.unwrap();
+        assert!(waited, "the next query waits for its turn and gets it");
+        assert_eq!(sql.waiting.load(Ordering::Relaxed), 0);
+        // A query past the one place is refused at once.
+        let _running = sql.turn(Duration::from_secs(5)).await.unwrap();
+        let waiting = sql.turn(Duration::from_secs(5));
+        tokio::pin!(waiting);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), &mut waiting)
+                .await
+                .is_err()
+        );
+        assert!(matches!(
+            sql.turn(Duration::from_secs(5)).await,
+            Err(SqlFailure::Busy { .. })
+        ));
     }
 }
