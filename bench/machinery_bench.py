@@ -3,12 +3,12 @@
 
 Issue 63: a piece earns its place with a paired gain of at least 1.2x on the workload it serves;
 under that it goes, simpler code winning a tie. For each piece this starts the release binary on
-data/sample with the piece on and with it off, the two interleaved, three runs each (one run here
-moves by up to a third), drives the piece's request with wrk (2 threads, 16 connections, one
-machine for server and load) and prints the median req/s of each and their ratio, and the
-non-2xx answers (any is a failure of the run). Before timing, each variant's answer to the
-request is fetched and the two compared (JSON-equal), so a figure is never of two different
-answers. It measures; it asserts nothing about speed.
+data/sample twice, the piece on in one and off in the other, waits until both have compressed the
+leaderboard's files (work that would compete), checks the two answer the piece's request alike
+(JSON-equal), then drives them in turn with wrk (2 threads, 16 connections, one machine for server
+and load), three runs each (one run here moves by up to a third), and prints the median req/s of
+each, their ratio, and the non-2xx answers of each (any is a failure of the run). It measures; it
+asserts nothing about speed.
 
     python3 bench/machinery_bench.py [--skip-build] [--duration 5] [--runs 3] [--piece NAME ...]
 """
@@ -34,25 +34,23 @@ FIND_RUNS = json.dumps({
     "params": {"name": "find_runs", "arguments": {
         "task": "gpqa", "gpu_model": "B200", "sort": ["energy_per_token_joules"], "limit": 50}},
 })
-SQL = json.dumps({"sql": "SELECT task, gpu_model, avg(energy_per_token_joules) AS e FROM llm "
+SQL = json.dumps({"sql": "SELECT task, gpu_model, avg(energy_per_token_joules) AS e FROM llm_runs "
                          "WHERE num_gpus >= 1 GROUP BY task, gpu_model ORDER BY e"})
 NO_ANSWER_CACHE = ["--response-cache-bytes", "0"]
 
-# name: (workload, request (path, body, headers), arguments of both variants, arguments of "off")
-PIECES = {
-    "answer-cache": ("REST run query, repeated", (QUERY, None, {}), [], NO_ANSWER_CACHE),
-    "mcp-cache": ("MCP find_runs, repeated", ("/mcp", FIND_RUNS, MCP_HEADERS), [],
-                  ["--plain", "mcp-cache"]),
-    "mcp-direct": ("MCP find_runs, nothing kept", ("/mcp", FIND_RUNS, MCP_HEADERS), NO_ANSWER_CACHE,
-                   ["--plain", "mcp-direct"]),
-    "cells": ("REST run query, nothing kept", (QUERY, None, {}), NO_ANSWER_CACHE, ["--plain", "cells"]),
-    "kept": ("REST run query, repeated", (QUERY, None, {}), [], ["--plain", "kept"]),
-    "sendfile": ("REST run query, repeated", (QUERY, None, {}), [], ["--plain", "sendfile"]),
-    "precompressed": ("REST run query in br, repeated", (QUERY, None, {"accept-encoding": "br"}), [],
-                      ["--plain", "precompressed"]),
-    "sql-plans": ("SQL aggregate, nothing kept", ("/v1/sql", SQL, {"content-type": "application/json"}),
-                  NO_ANSWER_CACHE + ["--max-costly-in-flight", "64"], ["--sql-plans", "0"]),
-}
+# (piece, workload, request (path, body, headers), arguments of both servers, arguments of "off")
+PIECES = [
+    ("answer-cache", "REST run query, repeated", (QUERY, None, {}), [], NO_ANSWER_CACHE),
+    ("mcp-cache", "MCP find_runs, repeated", ("/mcp", FIND_RUNS, MCP_HEADERS), [], ["--plain", "mcp-cache"]),
+    ("mcp-direct", "MCP find_runs, nothing kept", ("/mcp", FIND_RUNS, MCP_HEADERS), NO_ANSWER_CACHE,
+     ["--plain", "mcp-direct"]),
+    ("cells", "REST run query, nothing kept", (QUERY, None, {}), NO_ANSWER_CACHE, ["--plain", "cells"]),
+    ("kept", "REST run query, repeated", (QUERY, None, {}), [], ["--plain", "kept"]),
+    ("precompressed", "REST run query in br, repeated", (QUERY, None, {"accept-encoding": "br"}), [],
+     ["--plain", "precompressed"]),
+    ("sql-plans", "SQL aggregate, nothing kept", ("/v1/sql", SQL, {"content-type": "application/json"}),
+     NO_ANSWER_CACHE + ["--max-costly-in-flight", "64"], ["--sql-plans", "0"]),
+]
 
 
 def answer(base, path, body, headers):
@@ -66,27 +64,28 @@ def answer(base, path, body, headers):
     return v
 
 
-def measure(name, args):
-    workload, (path, body, headers), both, off = PIECES[name]
+def measure(piece, args):
+    name, workload, (path, body, headers), both, off = piece
     rates = {"on": [], "off": []}
     failures = {"on": 0, "off": 0}
-    answers = {}
-    for _ in range(args.runs):
-        for variant, extra in (("on", both), ("off", both + off)):
-            procs = []
-            try:
-                base = start_ours(procs, *extra)
-                wait_compressed(base)  # the leaderboard's files, compressed at start, would compete
-                answers[variant] = answer(base, path, body, headers)
-                run_wrk(base + path, body, headers, 1, args.connections)  # warm-up
+    procs = []
+    try:
+        bases = {variant: start_ours(procs, *extra) for variant, extra in (("on", both), ("off", both + off))}
+        for base in bases.values():
+            wait_compressed(base)  # the leaderboard's files, compressed at start, would compete
+        answers = {variant: answer(base, path, body, headers) for variant, base in bases.items()}
+        assert answers["on"] == answers["off"], f"{name}: the answers differ with the piece on and off"
+        for base in bases.values():
+            run_wrk(base + path, body, headers, 1, args.connections)  # warm-up
+        for _ in range(args.runs):
+            for variant, base in bases.items():
                 s = run_wrk(base + path, body, headers, args.duration, args.connections)
                 rates[variant].append(s["rps"])
                 failures[variant] += s["non_2xx"] + s["socket_errors"]
-            finally:
-                for p in procs:
-                    p.terminate()
-                    p.wait(timeout=40)
-    assert answers["on"] == answers["off"], f"{name}: the answers differ with the piece on and off"
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(timeout=40)
     on, off_rate = statistics.median(rates["on"]), statistics.median(rates["off"])
     print(f"{name:14} {workload:32} {on:9.0f} {off_rate:9.0f} {on / off_rate:7.2f} "
           f"{failures['on']:5d} {failures['off']:5d}", flush=True)
@@ -97,7 +96,7 @@ def main():
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--connections", type=int, default=16)
-    ap.add_argument("--piece", action="append", choices=sorted(PIECES), help="only these pieces")
+    ap.add_argument("--piece", action="append", choices=sorted({p[0] for p in PIECES}), help="only these pieces")
     args = ap.parse_args()
     if not shutil.which("wrk"):
         sh("apt-get", "install", "-y", "-qq", "wrk")
@@ -105,8 +104,9 @@ def main():
     print(f"\nwrk -t2 -c{args.connections} -d{args.duration}s, median of {args.runs} interleaved runs "
           "each, req/s; one machine for server and load\n")
     print(f"{'piece':14} {'workload':32} {'on':>9} {'off':>9} {'on/off':>7} {'fail':>5} {'fail':>5}")
-    for name in args.piece or PIECES:
-        measure(name, args)
+    for piece in PIECES:
+        if not args.piece or piece[0] in args.piece:
+            measure(piece, args)
 
 
 if __name__ == "__main__":

@@ -648,8 +648,6 @@ impl ServeArgs {
                         n as usize
                     }),
                 cpu_turn: l.cpu_turn,
-                sendfile: crate::service::machinery::Plain::of(&http.plain)
-                    .on(crate::service::machinery::Piece::Sendfile),
             },
         }
     }

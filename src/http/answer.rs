@@ -23,12 +23,10 @@ pub use crate::service::ask::door::{AnswerCache, AnswerKey, answer_cache, keep};
 pub struct KeptResponses(moka::sync::Cache<String, Arc<Kept>>);
 
 /// A kept response: the answer, and its headers but the coding's (`Content-Encoding`,
-/// `Content-Length`, `ETag`), and its body sealed in a memory file to be sent from (`sendfile`),
-/// when it is large enough.
+/// `Content-Length`, `ETag`).
 pub struct Kept {
     pub(crate) answer: Arc<Encoded>,
     pub(crate) headers: axum::http::HeaderMap,
-    pub(crate) sealed: Option<Arc<super::sendfile::Sealed>>,
 }
 
 impl KeptResponses {
@@ -38,8 +36,7 @@ impl KeptResponses {
             moka::sync::Cache::builder()
                 .max_capacity(bytes)
                 .weigher(|k: &String, v: &Arc<Kept>| {
-                    let sealed = v.sealed.as_ref().map_or(0, |s| s.bytes());
-                    u32::try_from(k.len() + v.answer.body.len() + sealed + 64 * v.headers.len())
+                    u32::try_from(k.len() + v.answer.body.len() + 64 * v.headers.len())
                         .unwrap_or(u32::MAX)
                 })
                 .build(),

@@ -35,8 +35,6 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 
-use super::sendfile::{self, Offered, SendFrom};
-
 /// The bounds of the listener's connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionOptions {
@@ -49,9 +47,6 @@ pub struct ConnectionOptions {
     /// Time a worker thread runs without a pause before it gives its core up after an answer;
     /// zero (the default): never. It helps only where clients share the server's cores.
     pub cpu_turn: Duration,
-    /// Send a body offered from a sealed file with `sendfile(2)` (`sendfile`); off with
-    /// `--plain sendfile`, every body is written from the heap.
-    pub sendfile: bool,
 }
 
 impl Default for ConnectionOptions {
@@ -61,7 +56,6 @@ impl Default for ConnectionOptions {
             keep_alive_timeout: Duration::from_secs(30),
             max_connections: default_max_connections(),
             cpu_turn: Duration::ZERO,
-            sendfile: true,
         }
     }
 }
@@ -89,8 +83,6 @@ pub struct ConnectionStats {
     pub header_timeouts: AtomicU64,
     /// Closed because no request came within the keep-alive timeout.
     pub idle_closed: AtomicU64,
-    /// Bytes of answers sent from their sealed files (`sendfile`) rather than copied.
-    pub sent_from_file: AtomicU64,
     /// Times a worker thread gave its core up after an answer (`cpu_turn`).
     pub cpu_turns_ended: AtomicU64,
 }
@@ -187,12 +179,10 @@ async fn watchdog(activity: &Activity, opts: &ConnectionOptions) -> Closed {
     }
 }
 
-/// A TCP stream that tells its connection's activity when bytes arrive, and sends the body its
-/// service offered from that body's sealed file (`sendfile`).
+/// A TCP stream that tells its connection's activity when bytes arrive.
 struct Watched {
     stream: TcpStream,
     activity: Arc<Activity>,
-    offered: Arc<Offered>,
     stats: Arc<ConnectionStats>,
     cpu_turn: Duration,
 }
@@ -226,14 +216,6 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        let sending = sendfile::Sending {
-            stream: &self.stream,
-            offered: &self.offered,
-            from_file: &self.stats.sent_from_file,
-        };
-        if let Some(sent) = sending.poll_send(cx, bufs) {
-            return sent;
-        }
         Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
     }
 
@@ -334,11 +316,9 @@ pub async fn serve(
         stats.open.fetch_add(1, Relaxed);
         let _ = stream.set_nodelay(true);
         let activity = Arc::new(Activity::new());
-        let offered = Arc::new(Offered::default());
         let io = TokioIo::new(Watched {
             stream,
             activity: activity.clone(),
-            offered: offered.clone(),
             stats: stats.clone(),
             cpu_turn: opts.cpu_turn,
         });
@@ -347,17 +327,12 @@ pub async fn serve(
             hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
                 let busy = activity.begin();
                 req.extensions_mut().insert(ConnectInfo(peer));
-                let (router, offered) = (router.clone(), offered.clone());
+                let router = router.clone();
                 async move {
-                    let mut resp = match router.oneshot(req.map(Body::new)).await {
+                    let resp = match router.oneshot(req.map(Body::new)).await {
                         Ok(r) => r,
                         Err(never) => match never {},
                     };
-                    if let Some(SendFrom(sealed)) = resp.extensions_mut().remove::<SendFrom>()
-                        && opts.sendfile
-                    {
-                        offered.offer(sealed);
-                    }
                     // The request stays under way until its body is sent (or dropped).
                     Ok::<_, Infallible>(resp.map(|b| {
                         Body::new(b.map_frame(move |f| {
@@ -446,7 +421,6 @@ mod tests {
             keep_alive_timeout: Duration::from_millis(1000),
             max_connections: 1,
             cpu_turn: Duration::ZERO,
-            sendfile: true,
         };
         let a = Arc::new(Activity::new());
         // Open and silent: the keep-alive bound from the opening.

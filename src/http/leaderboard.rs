@@ -13,24 +13,21 @@ use super::answer::with_warnings;
 use super::error::AppError;
 use super::state::{ApiPath, AppState};
 use super::transport::{Chosen, joined};
-use crate::service::coding::{Coding, Precompressed};
+use crate::service::coding::Coding;
 use crate::service::leaderboard::SiteFile;
 
 /// A file's bytes in `coding` as a 200: its type, coding, and its entity tag (`etag`, quoted,
 /// of the identity bytes) with the coding's suffix, and `-q` when the bytes are a quick form sent
 /// until the final ones are made (other bytes, so another strong tag; a revalidation of it gets
-/// the final bytes once they are made). Sent from `data`'s sealed file when it goes uncompressed.
-/// The leaderboard's files and the frontend's.
+/// the final bytes once they are made). The leaderboard's files and the frontend's.
 pub fn file_response(
     body: Bytes,
     coding: Coding,
     done: bool,
-    data: &Precompressed,
     content_type: Option<HeaderValue>,
     etag: &str,
 ) -> Response {
     let mut resp = (StatusCode::OK, body).into_response();
-    super::sendfile::from_file(&mut resp, coding, || data.sealed());
     let h = resp.headers_mut();
     if let Some(v) = content_type {
         h.insert(header::CONTENT_TYPE, v);
@@ -54,7 +51,7 @@ pub fn file_response(
 pub fn site_file_response(file: &SiteFile, coding: Coding, content_type: &'static str) -> Response {
     let content_type = Some(HeaderValue::from_static(content_type));
     let (body, done) = file.data.get(coding);
-    let resp = file_response(body, coding, done, &file.data, content_type, &file.etag);
+    let resp = file_response(body, coding, done, content_type, &file.etag);
     match &file.warning {
         Some(w) => with_warnings(resp, std::slice::from_ref(w)),
         None => resp,

@@ -117,21 +117,9 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
     );
 
     r.register(
-        "mlenergy_http_sent_from_file_bytes",
-        "Bytes of answers sent again from a sealed memory file (sendfile) rather than copied",
-        ConstCounter::new(conns.sent_from_file.load(Relaxed)),
-    );
-    r.register(
         "mlenergy_http_cpu_turns_ended",
         "Times a worker thread gave its core up (sched_yield) after sending an answer, its --cpu-turn over",
         ConstCounter::new(conns.cpu_turns_ended.load(Relaxed)),
-    );
-    let sealed = Gauge::<i64>::default();
-    sealed.set(i64::try_from(super::sendfile::Sealed::open()).unwrap_or(i64::MAX));
-    r.register(
-        "mlenergy_http_sealed_answers",
-        "Bodies kept in sealed memory files to be sent from (answers asked for again, the leaderboard's and frontend's files), each holding a descriptor",
-        sealed,
     );
 
     let questions = Family::<QuestionLabel, Counter>::default();

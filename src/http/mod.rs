@@ -35,7 +35,6 @@ pub mod raw_file;
 pub mod request_id;
 pub mod request_metrics;
 pub mod runs;
-pub mod sendfile;
 pub mod sql;
 pub mod state;
 pub mod timeline;

@@ -19,7 +19,6 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
 use super::answer::{CachedAnswer, Kept};
-use super::sendfile::Sealed;
 use super::state::AppState;
 use crate::service::coding::{Coding, Effort};
 
@@ -340,7 +339,6 @@ pub async fn transport<F: Future<Output = Response>>(
             Kept {
                 answer: answer.clone(),
                 headers,
-                sealed: Sealed::of(&answer.body),
             },
         );
     }
@@ -402,7 +400,6 @@ async fn from_kept(kept: &Kept, coding: Coding, stem: &str, keep: bool) -> Respo
     if let Some(v) = answer_etag(stem, sent) {
         h.insert(header::ETAG, v);
     }
-    super::sendfile::from_file(&mut resp, sent, || kept.sealed.clone());
     resp
 }
 

@@ -69,7 +69,7 @@ fn respond(state: &AppState, f: &StaticFile, coding: Coding) -> Response {
     let (body, coding, done) = f.body(coding);
     // A type the site's reader made from a file's name; one it could not send is left out.
     let content_type = HeaderValue::from_str(&f.content_type).ok();
-    let mut resp = file_response(body, coding, done, &f.data, content_type, &f.etag);
+    let mut resp = file_response(body, coding, done, content_type, &f.etag);
     let h = resp.headers_mut();
     let cache = match f.freshness {
         Freshness::Immutable => IMMUTABLE,

@@ -11,10 +11,13 @@
 //! one rmcp writes; `--plain mcp-direct` switches this path off (`tests/it/machinery.rs` checks
 //! both answer the same).
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use axum::http::{HeaderMap, header};
 use bytes::Bytes;
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::catalog::Kind;
@@ -124,9 +127,9 @@ fn result(answer: &Encoded, wrap: &str) -> Option<Bytes> {
     if head.rows == 0 && (!named || !warnings.is_empty()) {
         return None;
     }
-    let first: Vec<Value> = serde_json::from_slice(&head.first).ok()?;
+    let shown = shown(&head.first)?;
     let total = head.total.map(|n| n as u64);
-    let mut t = text::table_of(&first, head.rows, total);
+    let mut t = text::table_of(shown.as_ref(), head.rows, total);
     for w in warnings {
         t.push_str(&format!("warning: {w}\n"));
     }
@@ -137,4 +140,82 @@ fn result(answer: &Encoded, wrap: &str) -> Option<Bytes> {
     out.extend_from_slice(&structured);
     out.extend_from_slice(b",\"isError\":false}}");
     Some(out.into())
+}
+
+/// The first rows (a JSON array of objects) as the text table shows them, each row's members read
+/// in order with their values unread but for the few shown; none when a row is not an object.
+fn shown(first: &[u8]) -> Option<Option<text::Shown>> {
+    let rows: Vec<Members> = serde_json::from_slice(first).ok()?;
+    let Some(head) = rows.first() else {
+        return Some(None);
+    };
+    let columns: Vec<&str> = head
+        .0
+        .iter()
+        .filter(|(_, v)| !v.get().starts_with(['{', '[']))
+        .map(|(k, _)| k.as_ref())
+        .take(text::TABLE_COLUMNS)
+        .collect();
+    let mut cells = Vec::with_capacity(rows.len());
+    for row in rows.iter().take(text::TABLE_ROWS) {
+        let mut values = Vec::with_capacity(columns.len());
+        for c in &columns {
+            values.push(match row.0.iter().rev().find(|(k, _)| k == c) {
+                Some((_, v)) => serde_json::from_str(v.get()).ok()?,
+                None => Value::Null,
+            });
+        }
+        cells.push(values);
+    }
+    Some(Some(text::Shown {
+        fields: head.0.len(),
+        columns: columns.into_iter().map(str::to_string).collect(),
+        cells,
+    }))
+}
+
+/// A JSON object's members in order, each value left unread; a name is borrowed from the text
+/// when it has no escapes.
+struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Object;
+        impl<'de> Visitor<'de> for Object {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut members = Vec::new();
+                while let Some((Name(name), value)) = map.next_entry::<Name, &RawValue>()? {
+                    members.push((name, value));
+                }
+                Ok(Members(members))
+            }
+        }
+        d.deserialize_map(Object)
+    }
+}
+
+/// A member's name, borrowed when it can be.
+struct Name<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Name<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = Name<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a name")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Name<'de>, E> {
+                Ok(Name(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Name<'de>, E> {
+                Ok(Name(Cow::Owned(s.to_string())))
+            }
+        }
+        d.deserialize_str(Text)
+    }
 }

@@ -239,22 +239,10 @@ impl McpServer {
     async fn run(
         &self,
         spec: &ToolSpec,
-        mut given: Map<String, Value>,
+        given: Map<String, Value>,
     ) -> Result<CallToolResult, Problem> {
-        let own = |given: &mut Map<String, Value>, name: &str| given.remove(name);
         match spec.kind {
-            Kind::Describe => {
-                if let Some((k, _)) = given.iter().next() {
-                    return Err(Problem::argument(schema::ArgError {
-                        parameter: k.clone(),
-                        detail: format!("unknown argument '{k}'; this tool takes none"),
-                        allowed: Vec::new(),
-                    }));
-                }
-                let v = self.describe().await?;
-                let text = describe_text(&v);
-                Ok(structured(v, text))
-            }
+            Kind::Describe => self.describe_tool(given).await,
             Kind::Ask(question, path, wrap) => {
                 let answer = self.ask_tool(spec, question, path, given).await?;
                 let v = serde_json::from_slice(&answer.body)
@@ -262,93 +250,10 @@ impl McpServer {
                 no_match(spec, &v)?;
                 Ok(rows_result(v, wrap))
             }
-            Kind::Run => {
-                let domain = domain(own(&mut given, "domain"))?;
-                let run = run_id(own(&mut given, "run_id"))?;
-                let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
-                let path = format!("/v1/{domain}/runs/{}", segment(&run));
-                let answer = self.ask(Question::One, domain, Some(run), path, &q).await?;
-                let v: Value = serde_json::from_slice(&answer.body)
-                    .map_err(|e| Problem::internal(&format!("answer is not JSON: {e}")))?;
-                let text = text::fields(&v, &[]);
-                Ok(structured(v, text))
-            }
-            Kind::ItlSummary => {
-                let run = run_id(own(&mut given, "run_id"))?;
-                schema::query(&spec.args, &given).map_err(Problem::argument)?;
-                let full = format!("/v1/llm/runs/{}/itl", segment(&run));
-                let v = self
-                    .dispatch
-                    .get_json(&format!("{full}?summary=true"))
-                    .await?;
-                let mut row = v
-                    .as_array()
-                    .and_then(|a| a.first())
-                    .cloned()
-                    .unwrap_or(json!({}));
-                row["full_data"] = json!(full);
-                let text = format!(
-                    "{}samples: {full}\n",
-                    text::fields(
-                        &row,
-                        &[
-                            "run_id", "count", "mean_s", "p50_s", "p90_s", "p95_s", "p99_s",
-                            "max_s"
-                        ]
-                    )
-                );
-                Ok(structured(row, text))
-            }
-            Kind::TimelineSummary => {
-                let domain = domain(own(&mut given, "domain"))?;
-                let run = run_id(own(&mut given, "run_id"))?;
-                let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
-                let full = with_query(&format!("/v1/{domain}/runs/{}/timeline", segment(&run)), &q);
-                let v = self.dispatch.get_json(&full).await?;
-                let metric = given
-                    .get("metric")
-                    .and_then(|m| m.as_str())
-                    .unwrap_or("power.device_instant");
-                let s = timeline_summary(&run, metric, &v, &full);
-                let text = text::fields(&s, &[]);
-                Ok(structured(s, text))
-            }
-            Kind::Sql => {
-                let sql = own(&mut given, "sql");
-                let params = own(&mut given, "params").unwrap_or(json!([]));
-                let max_rows = match own(&mut given, "max_rows") {
-                    None | Some(Value::Null) => DEFAULT_ROWS,
-                    Some(v) => v
-                        .as_u64()
-                        .filter(|n| (1..=MAX_SQL_ROWS).contains(n))
-                        .ok_or_else(|| {
-                            Problem::invalid(
-                                &format!(
-                                    "max_rows must be an integer from 1 to {MAX_SQL_ROWS}, not {v}"
-                                ),
-                                Some("max_rows"),
-                                &[],
-                            )
-                        })?,
-                };
-                schema::query(&spec.args, &given).map_err(Problem::argument)?;
-                let Some(Value::String(sql)) = sql else {
-                    return Err(Problem::invalid(
-                        "sql (a string) is required",
-                        Some("sql"),
-                        &[],
-                    ));
-                };
-                let v = self
-                    .dispatch
-                    .json(
-                        Method::POST,
-                        "/v1/sql",
-                        Some(json!({"sql": sql, "params": params})),
-                    )
-                    .await?;
-                Ok(sql_result(v, max_rows as usize))
-            }
+            Kind::Run => self.run_tool(spec, given).await,
+            Kind::ItlSummary => self.itl_summary(spec, given).await,
+            Kind::TimelineSummary => self.timeline_summary(spec, given).await,
+            Kind::Sql => self.sql(spec, given).await,
             Kind::Measurements(path) => {
                 let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
                 let v = self
@@ -359,6 +264,128 @@ impl McpServer {
             }
             Kind::Chart => self.chart(spec, given).await,
         }
+    }
+
+    /// `describe_dataset`: the snapshot, its datasets and both domains' fields.
+    async fn describe_tool(&self, given: Map<String, Value>) -> Result<CallToolResult, Problem> {
+        if let Some((k, _)) = given.iter().next() {
+            return Err(Problem::argument(schema::ArgError {
+                parameter: k.clone(),
+                detail: format!("unknown argument '{k}'; this tool takes none"),
+                allowed: Vec::new(),
+            }));
+        }
+        let v = self.describe().await?;
+        let text = describe_text(&v);
+        Ok(structured(v, text))
+    }
+
+    /// `get_run`: one run's fields, asked of the door.
+    async fn run_tool(
+        &self,
+        spec: &ToolSpec,
+        mut given: Map<String, Value>,
+    ) -> Result<CallToolResult, Problem> {
+        let domain = domain(given.remove("domain"))?;
+        let run = run_id(given.remove("run_id"))?;
+        let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
+        let path = format!("/v1/{domain}/runs/{}", segment(&run));
+        let answer = self.ask(Question::One, domain, Some(run), path, &q).await?;
+        let v: Value = serde_json::from_slice(&answer.body)
+            .map_err(|e| Problem::internal(&format!("answer is not JSON: {e}")))?;
+        let text = text::fields(&v, &[]);
+        Ok(structured(v, text))
+    }
+
+    /// `run_itl_summary`: a run's inter-token latency percentiles, with where the samples are.
+    async fn itl_summary(
+        &self,
+        spec: &ToolSpec,
+        mut given: Map<String, Value>,
+    ) -> Result<CallToolResult, Problem> {
+        let run = run_id(given.remove("run_id"))?;
+        schema::query(&spec.args, &given).map_err(Problem::argument)?;
+        let full = format!("/v1/llm/runs/{}/itl", segment(&run));
+        let v = self
+            .dispatch
+            .get_json(&format!("{full}?summary=true"))
+            .await?;
+        let mut row = v
+            .as_array()
+            .and_then(|a| a.first())
+            .cloned()
+            .unwrap_or(json!({}));
+        row["full_data"] = json!(full);
+        let text = format!(
+            "{}samples: {full}\n",
+            text::fields(
+                &row,
+                &[
+                    "run_id", "count", "mean_s", "p50_s", "p90_s", "p95_s", "p99_s", "max_s"
+                ]
+            )
+        );
+        Ok(structured(row, text))
+    }
+
+    /// `run_timeline_summary`: a run's timeline of one metric in short, with where it is whole.
+    async fn timeline_summary(
+        &self,
+        spec: &ToolSpec,
+        mut given: Map<String, Value>,
+    ) -> Result<CallToolResult, Problem> {
+        let domain = domain(given.remove("domain"))?;
+        let run = run_id(given.remove("run_id"))?;
+        let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
+        let full = with_query(&format!("/v1/{domain}/runs/{}/timeline", segment(&run)), &q);
+        let v = self.dispatch.get_json(&full).await?;
+        let metric = given
+            .get("metric")
+            .and_then(|m| m.as_str())
+            .unwrap_or("power.device_instant");
+        let s = timeline_summary(&run, metric, &v, &full);
+        let text = text::fields(&s, &[]);
+        Ok(structured(s, text))
+    }
+
+    /// `query_sql`: the SQL answer, cut to `max_rows` rows.
+    async fn sql(
+        &self,
+        spec: &ToolSpec,
+        mut given: Map<String, Value>,
+    ) -> Result<CallToolResult, Problem> {
+        let sql = given.remove("sql");
+        let params = given.remove("params").unwrap_or(json!([]));
+        let max_rows = match given.remove("max_rows") {
+            None | Some(Value::Null) => DEFAULT_ROWS,
+            Some(v) => v
+                .as_u64()
+                .filter(|n| (1..=MAX_SQL_ROWS).contains(n))
+                .ok_or_else(|| {
+                    Problem::invalid(
+                        &format!("max_rows must be an integer from 1 to {MAX_SQL_ROWS}, not {v}"),
+                        Some("max_rows"),
+                        &[],
+                    )
+                })?,
+        };
+        schema::query(&spec.args, &given).map_err(Problem::argument)?;
+        let Some(Value::String(sql)) = sql else {
+            return Err(Problem::invalid(
+                "sql (a string) is required",
+                Some("sql"),
+                &[],
+            ));
+        };
+        let v = self
+            .dispatch
+            .json(
+                Method::POST,
+                "/v1/sql",
+                Some(json!({"sql": sql, "params": params})),
+            )
+            .await?;
+        Ok(sql_result(v, max_rows as usize))
     }
 
     async fn chart(

@@ -7,7 +7,7 @@ use serde_json::Value;
 /// Rows shown in a text table: those the door writes at the head of a list (`Encoded::head`).
 pub(super) const TABLE_ROWS: usize = crate::service::ask::HEAD_ROWS;
 /// Columns shown in a text table.
-const TABLE_COLUMNS: usize = 8;
+pub(super) const TABLE_COLUMNS: usize = 8;
 
 /// A number as a table shows it: integers whole, others to six significant digits.
 pub(super) fn number(v: &Value) -> String {
@@ -32,52 +32,78 @@ pub(super) fn number(v: &Value) -> String {
     }
 }
 
+/// Rows as a text table shows them: how many fields the first has, the names of its first
+/// `TABLE_COLUMNS` fields that hold no object or array, and those fields' values in each of the
+/// first `TABLE_ROWS` rows.
+pub(super) struct Shown {
+    pub(super) fields: usize,
+    pub(super) columns: Vec<String>,
+    pub(super) cells: Vec<Vec<Value>>,
+}
+
 /// Up to `TABLE_ROWS` rows of objects as a pipe table over their first columns, with a line
 /// saying how many rows there are in all and where the rest is.
 pub(super) fn table(rows: &[Value], total: Option<u64>) -> String {
-    table_of(&rows[..rows.len().min(TABLE_ROWS)], rows.len(), total)
+    let shown = match rows.first() {
+        Some(Value::Object(first)) => {
+            let columns: Vec<String> = first
+                .iter()
+                .filter(|(_, v)| !v.is_object() && !v.is_array())
+                .map(|(k, _)| k.clone())
+                .take(TABLE_COLUMNS)
+                .collect();
+            let cells = rows
+                .iter()
+                .take(TABLE_ROWS)
+                .map(|row| {
+                    columns
+                        .iter()
+                        .map(|c| row.get(c.as_str()).cloned().unwrap_or(Value::Null))
+                        .collect()
+                })
+                .collect();
+            Some(Shown {
+                fields: first.len(),
+                columns,
+                cells,
+            })
+        }
+        _ => None,
+    };
+    table_of(shown.as_ref(), rows.len(), total)
 }
 
-/// `table` of a list of `len` rows given its first rows, `head` (at least `TABLE_ROWS` of them,
-/// or all).
-pub(super) fn table_of(head: &[Value], len: usize, total: Option<u64>) -> String {
-    let rows = head;
-    let Some(Value::Object(first)) = rows.first() else {
+/// `table` of a list of `len` rows shown as `shown` (none: the list is empty, or its first row
+/// is not an object).
+pub(super) fn table_of(shown: Option<&Shown>, len: usize, total: Option<u64>) -> String {
+    let Some(Shown {
+        fields,
+        columns,
+        cells,
+    }) = shown
+    else {
         return match total {
             Some(n) if n > 0 => format!("No rows in this page ({n} in all).\n"),
             _ => "No rows.\n".to_string(),
         };
     };
-    let columns: Vec<&String> = first
-        .iter()
-        .filter(|(_, v)| !v.is_object() && !v.is_array())
-        .map(|(k, _)| k)
-        .take(TABLE_COLUMNS)
-        .collect();
     let mut out = String::new();
     out.push_str(&format!(
         "| {} |\n|{}\n",
-        columns
-            .iter()
-            .map(|c| c.as_str())
-            .collect::<Vec<_>>()
-            .join(" | "),
+        columns.join(" | "),
         " --- |".repeat(columns.len())
     ));
-    for row in rows.iter().take(TABLE_ROWS) {
-        let cells: Vec<String> = columns
-            .iter()
-            .map(|c| number(row.get(c.as_str()).unwrap_or(&Value::Null)))
-            .collect();
+    for row in cells {
+        let cells: Vec<String> = row.iter().map(number).collect();
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     let shown = len.min(TABLE_ROWS);
     let all = total.unwrap_or(len as u64);
-    if (shown as u64) < all || columns.len() < first.len() {
+    if (shown as u64) < all || columns.len() < *fields {
         out.push_str(&format!(
             "({shown} of {all} rows shown{}; every row and field is in the structured content)\n",
-            if columns.len() < first.len() {
-                format!(", {} of {} fields", columns.len(), first.len())
+            if columns.len() < *fields {
+                format!(", {} of {} fields", columns.len(), fields)
             } else {
                 String::new()
             }

@@ -5,11 +5,9 @@
 //! by a thread that yields to requests ([`refine_later`]).
 
 use std::io::Write;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use bytes::Bytes;
-
-use super::sealed::Sealed;
 
 /// A content coding the service sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -157,8 +155,6 @@ pub struct Precompressed {
     variants: Variants,
     /// Quick forms sent until the final ones are made (`Effort::Most` only): br, zstd, gzip.
     interim: [std::sync::Mutex<Option<Bytes>>; 3],
-    /// The body in a sealed memory file, made the first time it is asked for.
-    sealed: OnceLock<Option<Arc<Sealed>>>,
 }
 
 impl Precompressed {
@@ -168,19 +164,12 @@ impl Precompressed {
             effort,
             variants: Variants::default(),
             interim: Default::default(),
-            sealed: OnceLock::new(),
         }
     }
 
     /// The identity body.
     pub fn body(&self) -> &Bytes {
         &self.body
-    }
-
-    /// The identity body in a sealed memory file to be sent from, if it is large enough to be
-    /// worth one and a descriptor was to spare the first time it was asked for.
-    pub fn sealed(&self) -> Option<Arc<Sealed>> {
-        self.sealed.get_or_init(|| Sealed::of(&self.body)).clone()
     }
 
     fn interim(&self, coding: Coding) -> Option<&std::sync::Mutex<Option<Bytes>>> {
@@ -227,7 +216,7 @@ impl Precompressed {
             .all(|c| self.variants.made(*c).is_some())
     }
 
-    /// Memory held, compressed forms and the sealed file included.
+    /// Memory held, compressed forms included.
     pub fn weight(&self) -> usize {
         let interim: usize = self
             .interim
@@ -239,12 +228,7 @@ impl Precompressed {
                     .map_or(0, Bytes::len)
             })
             .sum();
-        let sealed = self
-            .sealed
-            .get()
-            .and_then(Option::as_ref)
-            .map_or(0, |s| s.bytes());
-        self.body.len() + self.variants.held() + interim + sealed
+        self.body.len() + self.variants.held() + interim
     }
 }
 

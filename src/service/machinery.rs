@@ -21,9 +21,6 @@ pub enum Piece {
     /// Whole responses of the answer cache answered by entity-tag stem before routing
     /// (`http::answer::KeptResponses`), instead of through the handler and the answer cache.
     Kept,
-    /// Bodies sent again and again sent from sealed memory files with `sendfile(2)`
-    /// (`http::sendfile`), instead of written from the heap.
-    Sendfile,
 }
 
 impl Piece {

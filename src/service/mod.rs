@@ -4,7 +4,7 @@
 //! the snapshot being served ([`snapshot`], opened by [`open`]), each run's derived raw data with
 //! its memory cache, single flight and persisting ([`derived`], over [`raw_files`]), the prefetch
 //! jobs ([`prefetch`]), fitted models ([`fits`]), and the leaderboard's files ([`leaderboard`])
-//! with their compressed forms ([`coding`]) and sealed files ([`sealed`]).
+//! with their compressed forms ([`coding`]).
 //!
 //! Layer: below the front ends (`http`, `mcp`, `pg`, `flight`) and `server`/`config`, above
 //! `engine`, `rawtree`, `rawfile` and `store`, which it uses; it imports nothing above it. This
@@ -25,7 +25,6 @@ pub mod open;
 pub mod prefetch;
 pub mod raw_files;
 pub mod reload;
-pub mod sealed;
 pub mod snapshot;
 pub mod sql;
 pub mod sql_tables;

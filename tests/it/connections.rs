@@ -126,7 +126,6 @@ async fn half_open_connections_are_closed_and_refused_past_the_bound() {
         keep_alive_timeout: Duration::from_millis(2500),
         max_connections: 4,
         cpu_turn: Duration::from_micros(100),
-        sendfile: true,
     })
     .await;
     // Four connections send a request line and one header, then nothing.
@@ -208,12 +207,11 @@ impl Answers {
     }
 }
 
-/// A large answer asked for again is sent from its sealed file (`http::sendfile`): the same bytes
-/// as when it was computed and copied, on one connection and pipelined, with HEAD requests
-/// among them, through a client that reads late, and after a client that left mid-answer; so is
-/// a leaderboard file; the bytes sent from the files are counted in /metrics.
+/// A large answer asked for again (computed, then kept, then answered from what was kept) is the
+/// same bytes each time, on one connection and pipelined, with HEAD requests among them, through a
+/// client that reads late, and after a client that left mid-answer; so is a leaderboard file.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn answers_asked_for_again_are_sent_whole_from_their_sealed_files() {
+async fn answers_asked_for_again_are_sent_whole() {
     let (addr, stop, task) = server(ConnectionOptions::default()).await;
     let uri = "/v1/llm/runs?task=gpqa&gpu_model=B200&sort=energy_per_token_joules&limit=50";
     let get = format!("GET {uri} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
@@ -291,7 +289,7 @@ async fn answers_asked_for_again_are_sent_whole_from_their_sealed_files() {
         assert!(body == first, "the same bytes, read late");
     }
 
-    // A leaderboard file is sent from its file from the first time.
+    // A leaderboard file, twice.
     let lb = format!("GET /leaderboard/data/tasks/gpqa.json HTTP/1.1\r\nHost: {addr}\r\n\r\n");
     one.stream
         .write_all(format!("{lb}{lb}").as_bytes())
@@ -304,22 +302,6 @@ async fn answers_asked_for_again_are_sent_whole_from_their_sealed_files() {
     assert!(file.len() > 32 * 1024, "{}", file.len());
     assert!(one.next(false).await.2 == file, "the same bytes");
 
-    // The third and later answers of the first connection (four) and the late client's two were
-    // sent from the file, and the one that left all or part of its answer; and the leaderboard
-    // file twice.
-    one.stream
-        .write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let (_, _, metrics) = one.next(false).await;
-    let metrics = String::from_utf8(metrics).unwrap();
-    let from_file = crate::common::counter(&metrics, "mlenergy_http_sent_from_file_bytes_total");
-    let (len, lb_len) = (first.len() as u64, file.len() as u64);
-    assert!(
-        (6 * len + 2 * lb_len..=7 * len + 2 * lb_len).contains(&from_file),
-        "{from_file} of {len} and {lb_len}"
-    );
-    assert!(crate::common::counter(&metrics, "mlenergy_http_sealed_answers") >= 1);
     drop(one);
     let _ = stop.send(());
     tokio::time::timeout(Duration::from_secs(30), task)
@@ -377,55 +359,4 @@ async fn a_thread_gives_its_core_up_after_an_answer_once_its_turn_is_over() {
     let page: serde_json::Value = serde_json::from_str(&bodies[0]).unwrap();
     assert_eq!(page["count"].as_u64(), Some(3));
     assert_eq!(bodies[0], bodies[1]);
-}
-
-/// `--plain sendfile`: the same answers, asked for again, are written from the heap, byte for
-/// byte what the sealed files send, and nothing is counted as sent from a file.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_sendfile_off_the_same_answers_are_written_from_the_heap() {
-    let uri = "/v1/llm/runs?task=gpqa&gpu_model=B200&sort=energy_per_token_joules&limit=50";
-    let lb = "/leaderboard/data/tasks/gpqa.json";
-    let mut seen = Vec::new();
-    for sendfile in [true, false] {
-        let (addr, stop, task) = server(ConnectionOptions {
-            sendfile,
-            ..ConnectionOptions::default()
-        })
-        .await;
-        let mut one = Answers {
-            stream: TcpStream::connect(&addr).await.unwrap(),
-            buf: Vec::new(),
-        };
-        let mut bodies = Vec::new();
-        for path in [uri, uri, uri, uri, lb, lb] {
-            one.stream
-                .write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
-                .await
-                .unwrap();
-            let (status, _, body) = one.next(false).await;
-            assert_eq!(status, 200);
-            bodies.push(body);
-        }
-        one.stream
-            .write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
-            .await
-            .unwrap();
-        let metrics = String::from_utf8(one.next(false).await.2).unwrap();
-        let from_file =
-            crate::common::counter(&metrics, "mlenergy_http_sent_from_file_bytes_total");
-        assert_eq!(from_file > 0, sendfile, "{from_file}");
-        seen.push(bodies);
-        drop(one);
-        let _ = stop.send(());
-        tokio::time::timeout(Duration::from_secs(30), task)
-            .await
-            .expect("the server stops")
-            .unwrap();
-    }
-    assert!(seen[0][0].len() > 32 * 1024);
-    assert!(seen[0][3] == seen[0][0] && seen[0][5] == seen[0][4]);
-    assert!(
-        seen[0] == seen[1],
-        "the same bytes with sendfile on and off"
-    );
 }
