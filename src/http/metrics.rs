@@ -63,6 +63,26 @@ pub async fn record<F: Future<Output = Response>>(
 pub async fn metrics(State(state): State<AppState>) -> Response {
     let mut r = Registry::default();
     state.metrics.register_into(&mut r);
+    guard(&mut r, &state);
+    connections(&mut r, &state);
+    answers(&mut r, &state);
+    derived(&mut r, &state);
+    snapshot(&mut r, &state);
+    sql(&mut r, &state);
+    let mut text = String::new();
+    if prometheus_client::encoding::text::encode(&mut text, &r).is_err() {
+        return super::error::AppError::Internal("encoding the metrics".into()).into_response();
+    }
+    let mut resp = text.into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    resp
+}
+
+/// Requests shed by the guard's bounds and refused by the rate limit.
+fn guard(r: &mut Registry, state: &AppState) {
     let shed = state.in_flight.shed_counts();
     r.register(
         "mlenergy_http_requests_shed_all",
@@ -84,7 +104,10 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
                 .load(std::sync::atomic::Ordering::Relaxed),
         ),
     );
+}
 
+/// The listener's connections: open, accepted, closed and why; CPU turns given up.
+fn connections(r: &mut Registry, state: &AppState) {
     let conns = &state.connections;
     let open = Gauge::<i64>::default();
     open.set(i64::try_from(conns.open.load(Relaxed)).unwrap_or(i64::MAX));
@@ -121,7 +144,10 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         "Times a worker thread gave its core up (sched_yield) after sending an answer, its --cpu-turn over",
         ConstCounter::new(conns.cpu_turns_ended.load(Relaxed)),
     );
+}
 
+/// Questions answered at the door, and answers given from the answer cache or computed.
+fn answers(r: &mut Registry, state: &AppState) {
     let questions = Family::<QuestionLabel, Counter>::default();
     for (name, n) in state.door.asked() {
         questions
@@ -150,7 +176,10 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         "Encoded answers given from the response cache, or computed (streamed ones are not counted)",
         answers,
     );
+}
 
+/// Runs' derived data written to the derived store and loaded into memory.
+fn derived(r: &mut Registry, state: &AppState) {
     let persisted = state.service.persist_stats();
     r.register(
         "mlenergy_derived_persisted",
@@ -180,7 +209,10 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         "Runs' derived data loaded into memory: from the persisted copy (this replica's or another's) or read from the raw file",
         loads,
     );
+}
 
+/// The snapshot served, its runs, and its remote source's raw cache.
+fn snapshot(r: &mut Registry, state: &AppState) {
     let snapshot = state.service.snapshot();
     r.register(
         "mlenergy_snapshot",
@@ -255,7 +287,10 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
             ConstCounter::new(remote.bound().evictions()),
         );
     }
+}
 
+/// SQL queries, those not answered and why, and the prepared statements kept.
+fn sql(r: &mut Registry, state: &AppState) {
     let sql = state.service.sql_stats();
     r.register(
         "mlenergy_sql_queries",
@@ -295,15 +330,4 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         "Prepared SQL statements: queries whose statement was planned before (hit) or for them (miss), and statements dropped to stay in the cache's bound (eviction)",
         plans,
     );
-
-    let mut text = String::new();
-    if prometheus_client::encoding::text::encode(&mut text, &r).is_err() {
-        return super::error::AppError::Internal("encoding the metrics".into()).into_response();
-    }
-    let mut resp = text.into_response();
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-    );
-    resp
 }
