@@ -244,9 +244,7 @@ impl McpServer {
         match spec.kind {
             Kind::Describe => self.describe_tool(given).await,
             Kind::Ask(question, path, wrap) => {
-                let answer = self.ask_tool(spec, question, path, given).await?;
-                let v = serde_json::from_slice(&answer.body)
-                    .map_err(|e| Problem::internal(&format!("answer is not JSON: {e}")))?;
+                let v = json(&*self.ask_tool(spec, question, path, given).await?)?;
                 no_match(spec, &v)?;
                 Ok(rows_result(v, wrap))
             }
@@ -286,13 +284,9 @@ impl McpServer {
         spec: &ToolSpec,
         mut given: Map<String, Value>,
     ) -> Result<CallToolResult, Problem> {
-        let domain = domain(given.remove("domain"))?;
-        let run = run_id(given.remove("run_id"))?;
-        let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
+        let (domain, run, q) = of_run(spec, &mut given)?;
         let path = format!("/v1/{domain}/runs/{}", segment(&run));
-        let answer = self.ask(Question::One, domain, Some(run), path, &q).await?;
-        let v: Value = serde_json::from_slice(&answer.body)
-            .map_err(|e| Problem::internal(&format!("answer is not JSON: {e}")))?;
+        let v = json(&*self.ask(Question::One, domain, Some(run), path, &q).await?)?;
         let text = text::fields(&v, &[]);
         Ok(structured(v, text))
     }
@@ -334,9 +328,7 @@ impl McpServer {
         spec: &ToolSpec,
         mut given: Map<String, Value>,
     ) -> Result<CallToolResult, Problem> {
-        let domain = domain(given.remove("domain"))?;
-        let run = run_id(given.remove("run_id"))?;
-        let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
+        let (domain, run, q) = of_run(spec, &mut given)?;
         let full = with_query(&format!("/v1/{domain}/runs/{}/timeline", segment(&run)), &q);
         let v = self.dispatch.get_json(&full).await?;
         let metric = given
@@ -667,6 +659,23 @@ fn describe_text(v: &Value) -> String {
         t.push_str(&format!("{domain} fields: {}\n", names.join(", ")));
     }
     t
+}
+
+/// A door's answer as JSON.
+fn json(answer: &Encoded) -> Result<Value, Problem> {
+    serde_json::from_slice(&answer.body)
+        .map_err(|e| Problem::internal(&format!("answer is not JSON: {e}")))
+}
+
+/// The domain and the run of a tool about one run, and its other arguments as a query.
+fn of_run(
+    spec: &ToolSpec,
+    given: &mut Map<String, Value>,
+) -> Result<(&'static str, String, String), Problem> {
+    let domain = domain(given.remove("domain"))?;
+    let run = run_id(given.remove("run_id"))?;
+    let q = schema::query(&spec.args, given).map_err(Problem::argument)?;
+    Ok((domain, run, q))
 }
 
 /// `domain`: llm (the default) or diffusion.
