@@ -9,7 +9,9 @@ use super::error::AppError;
 use super::state::{ApiPath, AppState, parse_domain};
 use crate::engine::Domain;
 use crate::engine::fields::FieldType;
+use crate::service::Snapshot;
 use crate::service::ask::{Question, allowed_parameters, filtered_field};
+use crate::service::reload::ReloadOutcome;
 
 /// One field of a run table.
 #[derive(Debug, Serialize, ToSchema)]
@@ -140,52 +142,61 @@ pub fn snapshot_id(content_id: &str) -> &str {
 /// What is loaded.
 #[utoipa::path(get, path = "/v1/datasets", tag = "catalog", responses((status = 200, body = DatasetList)))]
 pub async fn datasets(State(state): State<AppState>) -> Json<DatasetList> {
-    let snapshot = state.service.snapshot();
-    let loaded_at = humantime::format_rfc3339_millis(snapshot.loaded_at).to_string();
-    Json(DatasetList {
-        datasets: Domain::ALL
-            .iter()
-            .map(|&d| {
-                let t = snapshot.table(d);
-                let (stable_rows, unstable_rows) = t.stability_counts();
-                DatasetInfo {
-                    domain: d,
-                    source: snapshot.source.location.clone(),
-                    revision: snapshot.source.revision.clone(),
-                    rows: t.len(),
-                    stable_rows,
-                    unstable_rows,
-                    loaded_at: loaded_at.clone(),
-                }
-            })
-            .collect(),
-        skipped: snapshot
-            .source
-            .skipped
-            .iter()
-            .map(|(path, reason)| SkippedFile {
-                path: path.clone(),
-                reason: reason.clone(),
-            })
-            .collect(),
-        refused_paths: snapshot
-            .refused
-            .iter()
-            .map(|r| RefusedRawPath {
-                domain: r.domain,
-                run_id: r.run_id.clone(),
-                field: r.field,
-                path: r.path.clone(),
-                reason: r.reason.clone(),
-            })
-            .collect(),
-        snapshot: snapshot_id(&snapshot.content_id).to_string(),
-        last_reload: state.service.last_reload().map(|r| LastReload {
-            at: humantime::format_rfc3339_millis(r.at).to_string(),
-            snapshot: snapshot_id(&r.content_id).to_string(),
-            error: r.error,
-        }),
-    })
+    Json(DatasetList::of(
+        &state.service.snapshot(),
+        state.service.last_reload(),
+    ))
+}
+
+impl DatasetList {
+    /// What `snapshot` holds, and the last reload.
+    fn of(snapshot: &Snapshot, last_reload: Option<ReloadOutcome>) -> DatasetList {
+        let loaded_at = humantime::format_rfc3339_millis(snapshot.loaded_at).to_string();
+        DatasetList {
+            datasets: Domain::ALL
+                .iter()
+                .map(|&d| {
+                    let t = snapshot.table(d);
+                    let (stable_rows, unstable_rows) = t.stability_counts();
+                    DatasetInfo {
+                        domain: d,
+                        source: snapshot.source.location.clone(),
+                        revision: snapshot.source.revision.clone(),
+                        rows: t.len(),
+                        stable_rows,
+                        unstable_rows,
+                        loaded_at: loaded_at.clone(),
+                    }
+                })
+                .collect(),
+            skipped: snapshot
+                .source
+                .skipped
+                .iter()
+                .map(|(path, reason)| SkippedFile {
+                    path: path.clone(),
+                    reason: reason.clone(),
+                })
+                .collect(),
+            refused_paths: snapshot
+                .refused
+                .iter()
+                .map(|r| RefusedRawPath {
+                    domain: r.domain,
+                    run_id: r.run_id.clone(),
+                    field: r.field,
+                    path: r.path.clone(),
+                    reason: r.reason.clone(),
+                })
+                .collect(),
+            snapshot: snapshot_id(&snapshot.content_id).to_string(),
+            last_reload: last_reload.map(|r| LastReload {
+                at: humantime::format_rfc3339_millis(r.at).to_string(),
+                snapshot: snapshot_id(&r.content_id).to_string(),
+                error: r.error,
+            }),
+        }
+    }
 }
 
 /// The answer to a reload: the snapshot now served.
@@ -256,6 +267,22 @@ pub struct CacheInfo {
     pub lease_waits: u64,
 }
 
+/// Where a snapshot's raw files are read from, in words.
+fn raw_files(snapshot: &Snapshot) -> String {
+    match (&snapshot.source.remote, &snapshot.source.root) {
+        (Some(r), _) => format!(
+            "fetched from {} on first use into the raw cache at {}",
+            snapshot.source.location,
+            r.cache_location()
+        ),
+        (None, Some(root)) => format!(
+            "read in place from {} (a local dataset needs no raw cache)",
+            root.display()
+        ),
+        (None, None) => "none: this dataset has no raw files".to_string(),
+    }
+}
+
 /// The cache's size and counters.
 #[utoipa::path(get, path = "/v1/cache", tag = "catalog", responses((status = 200, body = CacheInfo)))]
 pub async fn cache(State(state): State<AppState>) -> Result<Json<CacheInfo>, AppError> {
@@ -273,18 +300,7 @@ pub async fn cache(State(state): State<AppState>) -> Result<Json<CacheInfo>, App
     Ok(Json(CacheInfo {
         enabled: remote.is_some(),
         location: remote.map(|r| r.cache_location().to_string()),
-        raw_files: match (remote, &snapshot.source.root) {
-            (Some(r), _) => format!(
-                "fetched from {} on first use into the raw cache at {}",
-                snapshot.source.location,
-                r.cache_location()
-            ),
-            (None, Some(root)) => format!(
-                "read in place from {} (a local dataset needs no raw cache)",
-                root.display()
-            ),
-            (None, None) => "none: this dataset has no raw files".to_string(),
-        },
+        raw_files: raw_files(&snapshot),
         derived_location: snapshot.source.derived.as_ref().and_then(|d| d.location()),
         catalog: catalog.to_string(),
         replica: replica.to_string(),

@@ -381,11 +381,18 @@ pub async fn sql_post(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("text/plain")
         .to_ascii_lowercase();
-    let text = std::str::from_utf8(&body).map_err(|_| AppError::InvalidBody {
+    let (sql, params) = sql_body(&ct, &body)?;
+    answer(&state, None, &sql, params, format).await
+}
+
+/// The SQL text and its parameters of a body of content type `ct` (lower case): SQL as text, or
+/// JSON `{"sql": "...", "params": [...]}`.
+fn sql_body(ct: &str, body: &[u8]) -> Result<(String, Vec<ScalarValue>), AppError> {
+    let text = std::str::from_utf8(body).map_err(|_| AppError::InvalidBody {
         field: None,
         detail: "the body is not UTF-8".into(),
     })?;
-    let (sql, params) = if ct.starts_with("application/json") {
+    if ct.starts_with("application/json") {
         let b: SqlBody = serde_json::from_str(text).map_err(|e| AppError::InvalidBody {
             field: None,
             detail: format!("the body is not {{\"sql\": \"...\", \"params\": [...]}}: {e}"),
@@ -396,18 +403,17 @@ pub async fn sql_post(
             .enumerate()
             .map(|(i, v)| scalar(i, v))
             .collect::<Result<Vec<_>, _>>()?;
-        (b.sql, params)
+        Ok((b.sql, params))
     } else if ct.starts_with("text/plain") || ct.starts_with("application/sql") {
-        (text.to_string(), Vec::new())
+        Ok((text.to_string(), Vec::new()))
     } else {
-        return Err(AppError::InvalidBody {
+        Err(AppError::InvalidBody {
             field: Some("content-type".into()),
             detail: format!(
                 "content type '{ct}' is not text/plain (SQL) or application/json ({{\"sql\", \"params\"}})"
             ),
-        });
-    };
-    answer(&state, None, &sql, params, format).await
+        })
+    }
 }
 
 /// A query's answer in JSON.
