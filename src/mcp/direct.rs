@@ -107,16 +107,10 @@ impl McpServer {
 fn result(answer: &Encoded, wrap: &str) -> Option<Bytes> {
     let head = answer.head.as_ref()?;
     let body = answer.body.trim_ascii();
-    let (list, structured, warnings) = match head.key {
-        None => {
-            let mut s = b"{".to_vec();
-            serde_json::to_writer(&mut s, wrap).ok()?;
-            s.push(b':');
-            s.extend_from_slice(body);
-            s.extend_from_slice(format!(",\"count\":{}}}", head.rows).as_bytes());
-            (wrap, s, &[][..])
-        }
-        Some(key) => (key, body.to_vec(), answer.warnings.as_slice()),
+    // A bare list is wrapped under `wrap`, with its count; an envelope is the content as it is.
+    let (list, warnings) = match head.key {
+        None => (wrap, &[][..]),
+        Some(key) => (key, answer.warnings.as_slice()),
     };
     if !matches!(list, "runs" | "groups" | "fits" | "rows") {
         return None;
@@ -133,11 +127,19 @@ fn result(answer: &Encoded, wrap: &str) -> Option<Bytes> {
     for w in warnings {
         t.push_str(&format!("warning: {w}\n"));
     }
-    let mut out = Vec::with_capacity(structured.len() + t.len() + 96);
+    let mut out = Vec::with_capacity(body.len() + wrap.len() + t.len() + 128);
     out.extend_from_slice(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
     serde_json::to_writer(&mut out, &t).ok()?;
     out.extend_from_slice(b"}],\"structuredContent\":");
-    out.extend_from_slice(&structured);
+    if head.key.is_none() {
+        out.push(b'{');
+        serde_json::to_writer(&mut out, wrap).ok()?;
+        out.push(b':');
+        out.extend_from_slice(body);
+        out.extend_from_slice(format!(",\"count\":{}}}", head.rows).as_bytes());
+    } else {
+        out.extend_from_slice(body);
+    }
     out.extend_from_slice(b",\"isError\":false}}");
     Some(out.into())
 }
