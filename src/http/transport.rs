@@ -9,7 +9,6 @@
 //! that serves the same data, so a revalidation is answered before any work is done. Files with a
 //! tag of their own (the leaderboard's: a digest of their bytes) are checked against it.
 
-use crate::service::machinery::Piece;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -21,6 +20,7 @@ use sha2::{Digest, Sha256};
 use super::answer::{CachedAnswer, Kept};
 use super::state::AppState;
 use crate::service::coding::{Coding, Effort};
+use crate::service::machinery::Piece;
 
 /// The id of the snapshot an answer is from (`/v1/datasets`' `snapshot`).
 pub const SNAPSHOT_ID: axum::http::HeaderName =

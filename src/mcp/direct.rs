@@ -34,20 +34,18 @@ const VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-2
 /// JSON and event streams accepted, a version of `VERSIONS` named, an integer or text id, and
 /// nothing in the message or its parameters but the tool's name and arguments.
 pub(super) fn plain(headers: &HeaderMap, call: &Map<String, Value>) -> bool {
-    let header = |name| {
+    let accepts = |media: &str| {
         headers
-            .get_all(name)
+            .get_all(header::ACCEPT)
             .iter()
             .filter_map(|v| v.to_str().ok())
-            .collect::<Vec<_>>()
-            .join(",")
+            .flat_map(|v| v.split(','))
+            .any(|m| {
+                m.split(';')
+                    .next()
+                    .is_some_and(|e| e.trim().eq_ignore_ascii_case(media))
+            })
     };
-    let accepted = header(header::ACCEPT);
-    let media: Vec<&str> = accepted
-        .split(',')
-        .map(|m| m.split(';').next().unwrap_or("").trim())
-        .collect();
-    let accepts = |m: &str| media.iter().any(|x| x.eq_ignore_ascii_case(m));
     let sends_json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

@@ -14,14 +14,7 @@ async fn app(plain: &[Piece]) -> TestApp {
         plain: Plain::of(plain),
         ..HttpOptions::default()
     };
-    TestApp::with(
-        mlenergy_server::http::Limits {
-            max_rows: 100_000,
-            stream_bytes: mlenergy_server::http::Limits::STREAM_BYTES,
-        },
-        http,
-    )
-    .await
+    TestApp::with_http(http).await
 }
 
 /// A `tools/call` of `tool` with `arguments` and the id `id`, protocol `version`.

@@ -17,14 +17,7 @@ async fn app(options: McpOptions) -> TestApp {
         mcp: Some(options),
         ..HttpOptions::default()
     };
-    TestApp::with(
-        mlenergy_server::http::Limits {
-            max_rows: 100_000,
-            stream_bytes: mlenergy_server::http::Limits::STREAM_BYTES,
-        },
-        http,
-    )
-    .await
+    TestApp::with_http(http).await
 }
 
 /// One JSON-RPC request to /mcp (protocol 2025-11-25, stateless) with `headers`.
@@ -408,14 +401,7 @@ async fn a_tools_costly_question_takes_a_costly_place() {
         ..HttpOptions::default()
     };
     http.guard.max_costly_in_flight = 0;
-    let app = TestApp::with(
-        mlenergy_server::http::Limits {
-            max_rows: 100_000,
-            stream_bytes: mlenergy_server::http::Limits::STREAM_BYTES,
-        },
-        http,
-    )
-    .await;
+    let app = TestApp::with_http(http).await;
     let rest = app.get("/v1/llm/fits/logistic?task=gpqa").await;
     rest.problem(503, "busy");
     let r = call(&app, "fit_batch_sweep", json!({"task": "gpqa"})).await;
@@ -424,4 +410,48 @@ async fn a_tools_costly_question_takes_a_costly_place() {
     assert_eq!(r["structuredContent"]["status"], 503);
     let r = call(&app, "find_runs", json!({"task": "gpqa", "limit": 1})).await;
     assert_eq!(r["isError"], false, "{r}");
+}
+
+/// A call answered before, by the direct path or from the kept results, is still checked as rmcp
+/// checks it: asked again without accepting event streams, or with an unknown protocol version,
+/// it is refused as the first such call is.
+#[tokio::test]
+async fn a_call_answered_before_is_checked_again() {
+    let app = app(McpOptions::default()).await;
+    let params = json!({"name": "find_runs", "arguments": {"task": "gpqa", "limit": 2}});
+    for _ in 0..2 {
+        let r = rpc(&app, "tools/call", params.clone(), &[LOCAL]).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.json()["result"]["structuredContent"]["count"], 2);
+    }
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+    let only_json = app
+        .send(
+            "POST",
+            "/mcp",
+            &[
+                LOCAL,
+                ("content-type", "application/json"),
+                ("accept", "application/json"),
+                ("mcp-protocol-version", "2025-11-25"),
+            ],
+            axum::body::Body::from(body.clone()),
+        )
+        .await;
+    assert_eq!(only_json.status, 406, "{}", only_json.text());
+    let unknown = app
+        .send(
+            "POST",
+            "/mcp",
+            &[
+                LOCAL,
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", "1999-01-01"),
+            ],
+            axum::body::Body::from(body),
+        )
+        .await;
+    assert_eq!(unknown.status, 400, "{}", unknown.text());
 }

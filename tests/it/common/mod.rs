@@ -159,6 +159,18 @@ impl TestApp {
         Self::configured(limits, http, |_| {}).await
     }
 
+    /// The app over data/sample with these HTTP options and pages of up to 100,000 rows.
+    pub async fn with_http(http: mlenergy_server::http::HttpOptions) -> Self {
+        Self::with(
+            Limits {
+                max_rows: 100_000,
+                stream_bytes: Limits::STREAM_BYTES,
+            },
+            http,
+        )
+        .await
+    }
+
     /// The app over data/sample with its service adjusted by `adjust` (SQL limits, ...).
     pub async fn with_options(adjust: impl FnOnce(&mut ServiceOptions)) -> Self {
         Self::configured(
