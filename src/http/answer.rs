@@ -121,18 +121,6 @@ pub fn cached_as(
     Ok(keep(cache, key, compute()?))
 }
 
-/// `lookup` for an answer computed after an await (`cached` takes a closure): the cached answer,
-/// or the key to `keep` the computed one under (the key made once).
-pub(crate) fn lookup_or_key(
-    cache: &AnswerCache,
-    snapshot: &Snapshot,
-    uri: &Uri,
-    format: Format,
-) -> Result<Response, AnswerKey> {
-    let key = cache_key(snapshot, uri, format.name());
-    cache.get(&key).map(|e| respond(&e)).ok_or(key)
-}
-
 /// The HTTP response for an encoded answer.
 pub fn respond(e: &Arc<Encoded>) -> Response {
     let mut resp = answer(e.body.clone().into_response(), e.content_type, e.total);

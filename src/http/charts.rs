@@ -15,7 +15,6 @@ use axum::response::Response;
 use super::answer::{Encoded, cached_as, lookup_as, respond};
 use super::error::AppError;
 use super::state::{ApiPath, AppState, parse_domain};
-use super::timeline::{device_timeline, every_of, metric_of};
 use crate::chart::{Axis, Chart, Mark, Series};
 use crate::engine::frame::Value;
 use crate::engine::frontier;
@@ -25,7 +24,7 @@ use crate::engine::models::sweep::{DEFAULT_BY, batch_field};
 use crate::engine::{Domain, RunTable};
 use crate::rawfile::timeline::{Metric, downsample};
 use crate::service::Snapshot;
-use crate::service::ask::{self as ask, Params};
+use crate::service::ask::{self as ask, Params, raw};
 use crate::service::leaderboard::files::in_file_order;
 
 const SVG: &str = "image/svg+xml";
@@ -315,14 +314,15 @@ pub async fn timeline_chart(
 ) -> Result<Response, AppError> {
     let domain = parse_domain(&domain)?;
     let params = Params::parse(domain, ask::TIMELINE_CHART, query.as_deref())?;
-    let m = metric_of(&params)?;
-    let bucket = every_of(&params)?;
+    let m = raw::metric(&params)?;
+    let bucket = raw::every(&params)?;
     let snapshot = state.service.snapshot();
     if let Some(hit) = lookup_as(&state.cache, &snapshot, &uri, "svg") {
         return Ok(hit);
     }
     let row = run_row(&snapshot, domain, &run_id)?;
-    let mut t = device_timeline(&state, &snapshot, domain, row, m, true, bucket).await?;
+    let mut t =
+        raw::device_timeline(&state.service, &snapshot, domain, row, m, true, bucket).await?;
     // Without `every`, about one point per pixel of the plot: the mean of each slice.
     let span = t.relative_time_s.last().copied().unwrap_or(0.0);
     if bucket.is_none() && t.relative_time_s.len() > TIMELINE_POINTS && span > 0.0 {

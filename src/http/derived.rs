@@ -1,8 +1,7 @@
 //! Raw-derived LLM data endpoints: output lengths (docs/toolkit.md §11.1) and inter-token
-//! latencies (§11.2, samples or `summary=true` statistics), of one run or of the filtered runs,
-//! from the service's derived data (`service::derived`).
-
-use std::sync::Arc;
+//! latencies (§11.2), of one run or of the filtered runs, from the service's derived data
+//! (`service::derived`); `summary=true` statistics are answered at the service's door
+//! (`service::ask::raw`).
 
 use axum::extract::{OriginalUri, RawQuery, State};
 use axum::http::HeaderMap;
@@ -11,39 +10,14 @@ use axum::response::Response;
 use super::answer::{Encoded, cached, lookup, pieces, respond, streamed, with_warnings};
 use super::error::AppError;
 use super::negotiate::Format;
-use super::state::{ApiPath, AppState, Prepared, prepare};
-use crate::engine::frame::{ColumnData, Frame, FrameColumn};
-use crate::engine::{Domain, RunTable};
+use super::state::{ApiPath, AppState, Prepared, ask, prepare};
+use crate::engine::Domain;
 use crate::rawfile::{self, RawError};
-use crate::service::ask;
-use crate::service::encode;
-
-/// The run columns that precede raw-derived values (the toolkit's frames, plus run_id).
-const KEY_COLUMNS: [&str; 5] = ["run_id", "task", "model_id", "num_gpus", "max_num_seqs"];
+use crate::service::ask::{self, raw::KEY_COLUMNS};
 
 /// A reading error of run `run_id` as the HTTP layer reports it.
 fn raw_error(run_id: &str, e: &RawError) -> AppError {
     crate::service::derived::raw_error(run_id, e).into()
-}
-
-/// Rows of the key columns repeated per value, plus the value column.
-fn long_frame(t: &RunTable, per_run: &[(usize, usize)], value: FrameColumn) -> Frame {
-    let rows: Vec<Option<usize>> = per_run
-        .iter()
-        .flat_map(|&(row, n)| std::iter::repeat_n(Some(row), n))
-        .collect();
-    let mut columns: Vec<FrameColumn> = KEY_COLUMNS
-        .iter()
-        .map(|name| {
-            let i = t.field_index(name).expect("llm key field");
-            FrameColumn {
-                name: name.to_string(),
-                data: t.column(i).take(&rows),
-            }
-        })
-        .collect();
-    columns.push(value);
-    Frame { columns }
 }
 
 /// Which rows a raw endpoint covers: one run by id, or the filtered runs in default order.
@@ -62,90 +36,6 @@ fn target_rows(p: &Prepared, run: Option<&str>) -> Result<Vec<usize>, AppError> 
 enum Kind {
     OutputLengths,
     Itl,
-}
-
-/// Bins of the ITL summary histogram.
-const ITL_BINS: usize = 50;
-
-/// One row per run: count, mean and numpy percentiles of the ITL samples (seconds), and a
-/// 50-bin histogram (`np.histogram`), `{"edges": [...], "counts": [...]}`: an object in JSON and
-/// NDJSON, its JSON text in CSV, and a string of the `arrow.json` extension type in Arrow and
-/// Parquet.
-async fn itl_summary(
-    state: AppState,
-    uri: axum::http::Uri,
-    p: Prepared,
-    rows: Vec<usize>,
-) -> Result<Response, AppError> {
-    use crate::pycompat::numpy::{np_histogram, np_mean, np_percentiles};
-    if let Some(hit) = lookup(&state.cache, &p.snapshot, &uri, p.format) {
-        return Ok(hit);
-    }
-    let snapshot = p.snapshot.clone();
-    let warnings = p.params.filter_warnings(Domain::Llm, &snapshot.llm);
-    let t = &snapshot.llm;
-    let mut stats: Vec<[Option<f64>; 6]> = Vec::new();
-    let mut counts = Vec::new();
-    let mut hists = Vec::new();
-    for &row in &rows {
-        let raw = state.service.derived(&snapshot, Domain::Llm, row).await?;
-        let joined = rawfile::itl_samples(&raw)
-            .map_err(|e| raw_error(t.run_id(row), &e))?
-            .joined();
-        let v: &[f64] = &joined;
-        let pct = np_percentiles(v, &[50.0, 90.0, 95.0, 99.0]).unwrap_or_default();
-        stats.push([
-            np_mean(v),
-            pct.first().copied(),
-            pct.get(1).copied(),
-            pct.get(2).copied(),
-            pct.get(3).copied(),
-            v.iter().copied().reduce(f64::max),
-        ]);
-        counts.push(Some(v.len() as i64));
-        let (edges, c) = np_histogram(v, ITL_BINS);
-        hists.push(Some(Arc::from(
-            serde_json::json!({"edges": edges, "counts": c})
-                .to_string()
-                .as_str(),
-        )));
-    }
-    let format = p.format;
-    let encoded = cached(&state.cache, &snapshot, &uri, format, || {
-        let mut frame = long_frame(
-            t,
-            &rows.iter().map(|&r| (r, 1)).collect::<Vec<_>>(),
-            FrameColumn {
-                name: "count".into(),
-                data: ColumnData::Int(counts),
-            },
-        );
-        for (k, name) in ["mean_s", "p50_s", "p90_s", "p95_s", "p99_s", "max_s"]
-            .iter()
-            .enumerate()
-        {
-            frame.columns.push(FrameColumn {
-                name: name.to_string(),
-                data: ColumnData::Float(stats.iter().map(|s| s[k]).collect()),
-            });
-        }
-        frame.columns.push(FrameColumn {
-            name: "histogram".into(),
-            data: ColumnData::Json(hists),
-        });
-        let body = encode::encode_frame(
-            &frame,
-            format,
-            &|n| n.ends_with("_s") || t.is_nullable(n),
-            encode::json_array,
-        )?;
-        Ok(Encoded {
-            total: Some(frame.num_rows()),
-            warnings: warnings.clone(),
-            ..Encoded::new(format.content_type(), body)
-        })
-    })?;
-    Ok(respond(&encoded))
 }
 
 async fn answer(
@@ -390,7 +280,18 @@ async fn raw_answer(
     let p = prepare(&state, "llm", endpoint, query.as_deref(), headers)?;
     let rows = target_rows(&p, run)?;
     if matches!(kind, Kind::Itl) && p.params.flag("summary")? {
-        return itl_summary(state, uri, p, rows).await;
+        // Per-run statistics: answered whole at the service's door.
+        let run = run.map(str::to_string);
+        return ask(
+            &state,
+            endpoint,
+            "llm",
+            run,
+            uri.path(),
+            query.as_deref(),
+            headers,
+        )
+        .await;
     }
     answer(state, uri, p, rows, kind).await
 }

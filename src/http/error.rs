@@ -517,6 +517,7 @@ impl From<crate::service::ServiceError> for AppError {
                 allowed,
             },
             S::Engine(e) => AppError::from(&*e),
+            S::Sql(f) => AppError::from(&*f),
             S::Internal(detail) => AppError::Internal(detail),
         }
     }

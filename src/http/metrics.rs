@@ -218,7 +218,7 @@ fn snapshot(r: &mut Registry, state: &AppState) {
         "mlenergy_snapshot",
         "The snapshot served",
         Info::new(SnapshotLabels {
-            snapshot: super::info::snapshot_id(&snapshot.content_id).to_string(),
+            snapshot: crate::service::catalog::snapshot_id(&snapshot.content_id).to_string(),
             source: snapshot.source.location.clone(),
             revision: snapshot.source.revision.clone().unwrap_or_default(),
         }),

@@ -307,7 +307,7 @@ fn watch_source(state: AppState, every: std::time::Duration) {
             tick.tick().await;
             match state.service.reload_if_changed().await {
                 Ok(Some(s)) => tracing::info!(
-                    snapshot = %info::snapshot_id(&s.content_id),
+                    snapshot = %crate::service::catalog::snapshot_id(&s.content_id),
                     llm_runs = s.llm.len(),
                     diffusion_runs = s.diffusion.len(),
                     "the source changed: reloaded"
@@ -330,7 +330,7 @@ fn reload_on_hangup(state: AppState) {
         while hup.recv().await.is_some() {
             match state.service.reload().await {
                 Ok(s) => tracing::info!(
-                    snapshot = %info::snapshot_id(&s.content_id),
+                    snapshot = %crate::service::catalog::snapshot_id(&s.content_id),
                     llm_runs = s.llm.len(),
                     diffusion_runs = s.diffusion.len(),
                     "reloaded on SIGHUP"

@@ -3,23 +3,21 @@
 //! negotiation and caching as the rest, and `GET /v1/sql/tables` (what the tables hold). Read-only
 //! and limited (`engine::sql`, `service::sql`).
 
-use axum::extract::{OriginalUri, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
-use datafusion::arrow::ipc::writer::StreamWriter;
 use datafusion::common::ScalarValue;
-use parquet::arrow::ArrowWriter;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::answer::{Encoded, respond};
+use super::answer::respond;
 use super::error::AppError;
 use super::models::ApiBytes;
 use super::negotiate::{Format, negotiate};
 use super::state::AppState;
 use crate::engine::Domain;
-use crate::engine::sql::{SqlAnswer, SqlError, frame_of};
-use crate::service::encode;
+use crate::engine::sql::SqlError;
+use crate::service::ask::sql::{SqlAsked, json_param};
 use crate::service::sql::{SqlFailure, Surface};
 use crate::service::sql_tables::RawTableKind;
 
@@ -58,6 +56,12 @@ fn query_params(
 
 impl From<SqlFailure> for AppError {
     fn from(f: SqlFailure) -> Self {
+        AppError::from(&f)
+    }
+}
+
+impl From<&SqlFailure> for AppError {
+    fn from(f: &SqlFailure) -> Self {
         match f {
             SqlFailure::Busy { retry_after, .. } => AppError::Busy {
                 detail: f.to_string(),
@@ -70,196 +74,27 @@ impl From<SqlFailure> for AppError {
                 | SqlError::Memory { .. }
                 | SqlError::Rows(_)
                 | SqlError::Value(_) => AppError::QueryLimit(e.to_string()),
-                SqlError::Internal(m) => AppError::Internal(m),
+                SqlError::Internal(m) => AppError::Internal(m.clone()),
             },
         }
     }
 }
 
-/// The answer in `format`: JSON `{"columns": [{name, type}], "count", "rows": [...]}`, NDJSON
-/// and CSV rows, Arrow and Parquet with the query's own types.
-fn encode_answer(answer: &SqlAnswer, format: Format) -> Result<Vec<u8>, AppError> {
-    let internal = |e: &dyn std::fmt::Display| AppError::Internal(e.to_string());
-    match format {
-        Format::Arrow => {
-            let mut out = Vec::new();
-            let mut w =
-                StreamWriter::try_new(&mut out, &answer.schema).map_err(|e| internal(&e))?;
-            for b in &answer.batches {
-                w.write(b).map_err(|e| internal(&e))?;
-            }
-            w.finish().map_err(|e| internal(&e))?;
-            drop(w);
-            Ok(out)
-        }
-        Format::Parquet => {
-            let mut out = Vec::new();
-            let mut w = ArrowWriter::try_new(&mut out, answer.schema.clone(), None)
-                .map_err(|e| internal(&e))?;
-            for b in &answer.batches {
-                w.write(b).map_err(|e| internal(&e))?;
-            }
-            w.close().map_err(|e| internal(&e))?;
-            Ok(out)
-        }
-        Format::Json => {
-            let mut out = Vec::with_capacity(answer.rows * 300 + 128);
-            // Rows of no column are no JSON rows (such a query is refused before it runs).
-            let rows = if answer.schema.fields().is_empty() {
-                0
-            } else {
-                answer.rows
-            };
-            json_head(&mut out, answer, rows);
-            if rows > 0 {
-                json_rows(&mut out, answer).map_err(|e| internal(&e))?;
-            } else {
-                out.extend_from_slice(b"[]");
-            }
-            out.push(b'}');
-            Ok(out)
-        }
-        Format::Csv => Ok(encode::frames::csv(
-            &frame_of(answer).map_err(|e| internal(&e))?,
-        )),
-        Format::Ndjson => Ok(encode::frames::ndjson(
-            &frame_of(answer).map_err(|e| internal(&e))?,
-        )),
-    }
-}
-
-/// `{"columns":[...],"count":n,"rows":` of the JSON answer.
-fn json_head(out: &mut Vec<u8>, answer: &SqlAnswer, rows: usize) {
-    out.extend_from_slice(b"{\"columns\":[");
-    for (i, f) in answer.schema.fields().iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"name\":");
-        encode::json_str(out, f.name());
-        out.extend_from_slice(b",\"type\":");
-        encode::json_str(out, &f.data_type().to_string());
-        out.push(b'}');
-    }
-    out.extend_from_slice(b"],\"count\":");
-    out.extend_from_slice(itoa::Buffer::new().format(rows).as_bytes());
-    out.extend_from_slice(b",\"rows\":");
-}
-
-/// The rows of `answer` as a JSON array of objects, written from its arrays: what `frame_of` and
-/// the frame encoder write (strings, integers as 64-bit, floats in shortest form with NaN and
-/// infinities null, booleans, any other type as its text), without the frame between them
-/// (making it was a large part of a fresh query's encoding).
-fn json_rows(
-    out: &mut Vec<u8>,
-    answer: &SqlAnswer,
-) -> Result<(), datafusion::arrow::error::ArrowError> {
-    use datafusion::arrow::array::{Array, AsArray};
-    use datafusion::arrow::compute::cast;
-    use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
-    let names: Vec<Vec<u8>> = answer
-        .schema
-        .fields()
-        .iter()
-        .map(|f| {
-            let mut n = Vec::new();
-            encode::json_str(&mut n, f.name());
-            n.push(b':');
-            n
-        })
-        .collect();
-    out.push(b'[');
-    let mut first = true;
-    for batch in &answer.batches {
-        let columns = answer
-            .schema
-            .fields()
-            .iter()
-            .zip(batch.columns())
-            .map(|(f, a)| {
-                let to = match f.data_type() {
-                    d if d.is_integer() => DataType::Int64,
-                    d if d.is_floating() => DataType::Float64,
-                    DataType::Boolean => DataType::Boolean,
-                    _ => return crate::engine::sql::as_text(a),
-                };
-                cast(a, &to)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        for row in 0..batch.num_rows() {
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            out.push(b'{');
-            for (i, (name, a)) in names.iter().zip(&columns).enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(name);
-                if a.is_null(row) {
-                    out.extend_from_slice(b"null");
-                    continue;
-                }
-                match a.data_type() {
-                    DataType::Int64 => out.extend_from_slice(
-                        itoa::Buffer::new()
-                            .format(a.as_primitive::<Int64Type>().value(row))
-                            .as_bytes(),
-                    ),
-                    DataType::Float64 => {
-                        encode::json_f64(out, a.as_primitive::<Float64Type>().value(row))
-                    }
-                    DataType::Boolean => out.extend_from_slice(if a.as_boolean().value(row) {
-                        b"true"
-                    } else {
-                        b"false"
-                    }),
-                    _ => encode::json_str(out, a.as_string::<i32>().value(row)),
-                }
-            }
-            out.push(b'}');
-        }
-    }
-    out.push(b']');
-    Ok(())
-}
-
+/// The door's answer to `sql` with `params` in `format`, kept when it is a GET's.
 async fn answer(
     state: &AppState,
-    uri: Option<&axum::http::Uri>,
+    keep: bool,
     sql: &str,
     params: Vec<ScalarValue>,
     format: Format,
 ) -> Result<Response, AppError> {
-    if sql.trim().is_empty() {
-        return Err(AppError::SqlInvalid(
-            "no SQL given: write a query in q (GET) or the body (POST)".into(),
-        ));
-    }
-    let snapshot = state.service.snapshot();
-    let run = async {
-        let a = state
-            .service
-            .sql(&Surface::PLAIN, &snapshot, sql, params.into(), None)
-            .await?;
-        Ok::<_, AppError>(Encoded {
-            total: Some(a.rows),
-            ..Encoded::new(format.content_type(), encode_answer(&a, format)?)
-        })
+    let asked = SqlAsked {
+        text: sql,
+        params,
+        format,
+        keep,
     };
-    match uri {
-        // A GET's answer is fixed by the snapshot and the request: cached like every answer.
-        Some(uri) => {
-            let key = match super::answer::lookup_or_key(&state.cache, &snapshot, uri, format) {
-                Ok(hit) => return Ok(hit),
-                Err(key) => key,
-            };
-            let e = super::answer::keep(&state.cache, key, run.await?);
-            Ok(respond(&e))
-        }
-        None => Ok(respond(&std::sync::Arc::new(run.await?))),
-    }
+    Ok(respond(&state.door.sql(asked).await?))
 }
 
 /// Run a read-only SQL query.
@@ -293,7 +128,6 @@ async fn answer(
 )]
 pub async fn sql_get(
     State(state): State<AppState>,
-    OriginalUri(uri): OriginalUri,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
@@ -306,7 +140,7 @@ pub async fn sql_get(
             allowed: None,
         });
     };
-    answer(&state, Some(&uri), &q, Vec::new(), format).await
+    answer(&state, true, &q, Vec::new(), format).await
 }
 
 fn accept(headers: &HeaderMap) -> Option<&str> {
@@ -326,21 +160,9 @@ pub struct SqlBody {
 }
 
 fn scalar(i: usize, v: serde_json::Value) -> Result<ScalarValue, AppError> {
-    use serde_json::Value as J;
-    Ok(match v {
-        J::Null => ScalarValue::Null,
-        J::Bool(b) => ScalarValue::Boolean(Some(b)),
-        J::String(s) => ScalarValue::Utf8(Some(s)),
-        J::Number(n) => match n.as_i64() {
-            Some(i) => ScalarValue::Int64(Some(i)),
-            None => ScalarValue::Float64(n.as_f64()),
-        },
-        J::Array(_) | J::Object(_) => {
-            return Err(AppError::InvalidBody {
-                field: Some(format!("params[{i}]")),
-                detail: format!("params[{i}] is not a number, string, boolean or null"),
-            });
-        }
+    json_param(v).ok_or_else(|| AppError::InvalidBody {
+        field: Some(format!("params[{i}]")),
+        detail: format!("params[{i}] is not a number, string, boolean or null"),
     })
 }
 
@@ -382,7 +204,7 @@ pub async fn sql_post(
         .unwrap_or("text/plain")
         .to_ascii_lowercase();
     let (sql, params) = sql_body(&ct, &body)?;
-    answer(&state, None, &sql, params, format).await
+    answer(&state, false, &sql, params, format).await
 }
 
 /// The SQL text and its parameters of a body of content type `ct` (lower case): SQL as text, or

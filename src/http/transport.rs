@@ -81,8 +81,9 @@ fn snapshot_header(snapshot: &crate::service::snapshot::Snapshot) -> HeaderValue
     MADE.with_borrow_mut(|made| match made {
         Some((generation, v)) if *generation == snapshot.generation => v.clone(),
         _ => {
-            let v = HeaderValue::from_str(super::info::snapshot_id(&snapshot.content_id))
-                .expect("hex digits");
+            let v =
+                HeaderValue::from_str(crate::service::catalog::snapshot_id(&snapshot.content_id))
+                    .expect("hex digits");
             *made = Some((snapshot.generation, v.clone()));
             v
         }

@@ -32,6 +32,7 @@ use crate::http::request_metrics::Metrics;
 use crate::http::state::InFlight;
 use crate::service::ServiceError;
 use crate::service::ask::{self as ask, Door, Encoded, Question};
+use crate::service::catalog::{DatasetList, FieldList};
 
 /// The router a tool's request is sent to: the whole service as built (`server::app`), bound
 /// once it exists (the MCP route is part of it).
@@ -273,7 +274,7 @@ impl McpServer {
                 allowed: Vec::new(),
             }));
         }
-        let v = self.describe().await?;
+        let v = self.describe()?;
         let text = describe_text(&v);
         Ok(structured(v, text))
     }
@@ -300,10 +301,11 @@ impl McpServer {
         let run = run_id(given.remove("run_id"))?;
         schema::query(&spec.args, &given).map_err(Problem::argument)?;
         let full = format!("/v1/llm/runs/{}/itl", segment(&run));
-        let v = self
-            .dispatch
-            .get_json(&format!("{full}?summary=true"))
-            .await?;
+        let v = json(
+            &*self
+                .ask(ask::ITL_ONE, "llm", Some(run), full.clone(), "summary=true")
+                .await?,
+        )?;
         let mut row = v
             .as_array()
             .and_then(|a| a.first())
@@ -329,8 +331,13 @@ impl McpServer {
         mut given: Map<String, Value>,
     ) -> Result<CallToolResult, Problem> {
         let (domain, run, q) = of_run(spec, &mut given)?;
-        let full = with_query(&format!("/v1/{domain}/runs/{}/timeline", segment(&run)), &q);
-        let v = self.dispatch.get_json(&full).await?;
+        let path = format!("/v1/{domain}/runs/{}/timeline", segment(&run));
+        let full = with_query(&path, &q);
+        let v = json(
+            &*self
+                .ask(ask::TIMELINE_ONE, domain, Some(run.clone()), path, &q)
+                .await?,
+        )?;
         let metric = given
             .get("metric")
             .and_then(|m| m.as_str())
@@ -369,14 +376,36 @@ impl McpServer {
                 &[],
             ));
         };
-        let v = self
-            .dispatch
-            .json(
-                Method::POST,
-                "/v1/sql",
-                Some(json!({"sql": sql, "params": params})),
-            )
-            .await?;
+        let params = match params {
+            Value::Array(values) => values
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    ask::sql::json_param(v).ok_or_else(|| {
+                        Problem::invalid(
+                            &format!("params[{i}] is not a number, string, boolean or null"),
+                            Some("params"),
+                            &[],
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            _ => {
+                return Err(Problem::invalid(
+                    "params must be an array of numbers, strings, booleans or nulls",
+                    Some("params"),
+                    &[],
+                ));
+            }
+        };
+        let _place = costly_place(&self.in_flight, self.max_costly).map_err(Problem::app)?;
+        let asked = ask::sql::SqlAsked {
+            text: &sql,
+            params,
+            format: ask::Format::Json,
+            keep: false,
+        };
+        let v = json(&*self.door.sql(asked).await.map_err(Problem::service)?)?;
         Ok(sql_result(v, max_rows as usize))
     }
 
@@ -477,10 +506,12 @@ impl McpServer {
     }
 
     /// The snapshot, its datasets and both domains' fields.
-    async fn describe(&self) -> Result<Value, Problem> {
-        let datasets = self.dispatch.get_json("/v1/datasets").await?;
-        let llm = self.dispatch.get_json("/v1/llm/fields").await?;
-        let diffusion = self.dispatch.get_json("/v1/diffusion/fields").await?;
+    fn describe(&self) -> Result<Value, Problem> {
+        let service = self.door.service();
+        let snapshot = service.snapshot();
+        let datasets = value(&DatasetList::of(&snapshot, service.last_reload()))?;
+        let llm = value(&FieldList::of(&snapshot, Domain::Llm))?;
+        let diffusion = value(&FieldList::of(&snapshot, Domain::Diffusion))?;
         Ok(json!({
             "snapshot": datasets["snapshot"],
             "last_reload": datasets["last_reload"],
@@ -498,11 +529,16 @@ impl McpServer {
         };
         let mut values = Vec::new();
         for domain in ["llm", "diffusion"] {
-            if let Ok(v) = self
-                .dispatch
-                .get_json(&format!("/v1/{domain}/groups?by={field}&agg=count"))
-                .await
-            {
+            let asked = self
+                .ask(
+                    Question::Group,
+                    domain,
+                    None,
+                    format!("/v1/{domain}/groups"),
+                    &format!("by={field}&agg=count"),
+                )
+                .await;
+            if let Ok(v) = asked.and_then(|a| json(&a)) {
                 for g in v["groups"].as_array().into_iter().flatten() {
                     if let Some(s) = g[field].as_str() {
                         values.push(s.to_string());
@@ -662,6 +698,11 @@ fn describe_text(v: &Value) -> String {
 }
 
 /// A door's answer as JSON.
+/// A catalog answer as JSON.
+fn value(answer: &impl serde::Serialize) -> Result<Value, Problem> {
+    serde_json::to_value(answer).map_err(|e| Problem::internal(&format!("answer: {e}")))
+}
+
 fn json(answer: &Encoded) -> Result<Value, Problem> {
     serde_json::from_slice(&answer.body)
         .map_err(|e| Problem::internal(&format!("answer is not JSON: {e}")))
@@ -927,19 +968,19 @@ impl ServerHandler for McpServer {
         };
         let (text, mime) = match uri {
             "mlenergy://dataset" => {
-                let d = self.describe().await.map_err(failed)?;
+                let d = self.describe().map_err(failed)?;
                 let mut card = CARD.to_string();
                 card.push_str("\n## Loaded\n\n");
                 card.push_str(&describe_text(&d));
                 (card, "text/markdown")
             }
             "mlenergy://fields/llm" | "mlenergy://fields/diffusion" => {
-                let domain = uri.rsplit('/').next().unwrap_or("llm");
-                let v = self
-                    .dispatch
-                    .get_json(&format!("/v1/{domain}/fields"))
-                    .await
-                    .map_err(failed)?;
+                let domain = match uri.rsplit('/').next() {
+                    Some("diffusion") => Domain::Diffusion,
+                    _ => Domain::Llm,
+                };
+                let snapshot = self.door.service().snapshot();
+                let v = value(&FieldList::of(&snapshot, domain)).map_err(failed)?;
                 (
                     serde_json::to_string_pretty(&v).unwrap_or_default(),
                     "application/json",

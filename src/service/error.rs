@@ -40,6 +40,9 @@ pub enum ServiceError {
     /// The engine's refusal of a query (a field it does not have, or not numeric).
     #[error(transparent)]
     Engine(std::sync::Arc<crate::engine::EngineError>),
+    /// An SQL query not answered: the gate was full, or the query failed.
+    #[error(transparent)]
+    Sql(std::sync::Arc<crate::service::sql::SqlFailure>),
     #[error("{0}")]
     Internal(String),
 }

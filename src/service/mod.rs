@@ -1,7 +1,7 @@
 //! The service layer: what a request is answered from, with no HTTP in it. Its door ([`ask`]) is
 //! where every front end asks its questions: each declared once, read by one grammar, answered
-//! into one `Answer` written by one encoder ([`encode`]) and kept in the answer cache. It owns
-//! the snapshot being served ([`snapshot`], opened by [`open`]), each run's derived raw data with
+//! into one `Answer` written by one encoder ([`encode`]) and kept in the answer cache. Its catalog
+//! ([`catalog`]) says what it holds. It owns the snapshot being served ([`snapshot`], opened by [`open`]), each run's derived raw data with
 //! its memory cache, single flight and persisting ([`derived`], over [`raw_files`]), the prefetch
 //! jobs ([`prefetch`]), fitted models ([`fits`]), and the leaderboard's files ([`leaderboard`])
 //! with their compressed forms ([`coding`]).
@@ -11,6 +11,7 @@
 //! file only declares and re-exports.
 
 pub mod ask;
+pub mod catalog;
 pub mod coding;
 pub mod derived;
 pub mod encode;

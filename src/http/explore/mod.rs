@@ -178,7 +178,7 @@ pub async fn home(
             let index = ApiIndex {
                 service: "mlenergy-server",
                 version: env!("CARGO_PKG_VERSION"),
-                snapshot: super::info::snapshot_id(&snapshot.content_id).to_string(),
+                snapshot: crate::service::catalog::snapshot_id(&snapshot.content_id).to_string(),
                 runs: Domain::ALL
                     .iter()
                     .map(|&d| (d.as_str().to_string(), snapshot.table(d).len()))
@@ -208,7 +208,7 @@ pub async fn home(
                 origin: origin.clone(),
                 source: snapshot.source.location.clone(),
                 revision: snapshot.source.revision.clone(),
-                snapshot: super::info::snapshot_id(&snapshot.content_id).to_string(),
+                snapshot: crate::service::catalog::snapshot_id(&snapshot.content_id).to_string(),
                 loaded_at: humantime::format_rfc3339_seconds(snapshot.loaded_at).to_string(),
                 domains: Domain::ALL
                     .iter()
@@ -253,7 +253,7 @@ fn page(
         pages::page(
             &Chrome {
                 title,
-                snapshot: super::info::snapshot_id(&snapshot.content_id),
+                snapshot: crate::service::catalog::snapshot_id(&snapshot.content_id),
                 source: &snapshot.source.location,
             },
             content,

@@ -53,6 +53,10 @@ pub enum Nullable {
     Table(Domain),
     /// Groups: `count` never, the grouping fields as the run table says, the aggregates may.
     Groups { domain: Domain, by: Vec<String> },
+    /// The columns this says may.
+    Where(fn(&str) -> bool),
+    /// As the run table of the domain says of its fields, and the columns this says may.
+    TableOr(Domain, fn(&str) -> bool),
 }
 
 impl Nullable {
@@ -65,6 +69,10 @@ impl Nullable {
                 _ if by.iter().any(|b| b == name) => snapshot.table(*domain).is_nullable(name),
                 _ => true,
             },
+            Nullable::Where(may) => may(name),
+            Nullable::TableOr(domain, may) => {
+                may(name) || snapshot.table(*domain).is_nullable(name)
+            }
         }
     }
 }

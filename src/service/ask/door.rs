@@ -109,6 +109,9 @@ impl Door {
     ) -> Result<Encoded, ServiceError> {
         let answer = match req.question {
             Question::Sweep => super::fits::sweep(&self.service, req, snapshot).await?,
+            _ if super::raw::answers(req)? => {
+                super::raw::answer(&self.service, req, snapshot).await?
+            }
             _ => super::runs::answer(req, snapshot, self.max_rows)
                 .or_else(|| super::predict::answer(req, snapshot))
                 .unwrap_or_else(|| {

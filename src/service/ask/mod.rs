@@ -3,7 +3,8 @@
 //! [`Request`], which the [`Door`] answers (`door`: the answer cache, keyed on the canonical
 //! request) with an [`Answer`] (`answer`: rows and the envelope around them), written in one of
 //! the representations (`format`) by one writer. The questions answered at the door so far: the
-//! run table's (`runs`), the sweeps' fits (`fits`) and the predictor's (`predict`).
+//! run table's (`runs`), the sweeps' fits (`fits`), the predictor's (`predict`) and the raw-derived data answered whole
+//! (`raw`: timelines, ITL statistics). SQL is asked of it too (`sql`).
 
 pub mod answer;
 pub mod declare;
@@ -12,8 +13,10 @@ mod fits;
 pub mod format;
 pub mod grammar;
 pub mod predict;
+pub mod raw;
 pub mod request;
 mod runs;
+pub mod sql;
 
 pub use self::answer::{Answer, Encoded, HEAD_ROWS, Head, Member, Nullable, Rows, Shape};
 pub use self::declare::*;

@@ -1,9 +1,10 @@
 //! Turning answers into bytes in the five representations (JSON, CSV, NDJSON, Arrow IPC stream,
 //! Parquet): run and group frames ([`frames`]), and the long answers with one row per sample or
-//! request ([`per_sample`]: ITLs, output lengths), which may be sent in pieces or streamed.
+//! request ([`per_sample`]: ITLs, output lengths, which may be sent in pieces or streamed), and SQL answers ([`sql`]).
 
 pub mod frames;
 pub mod per_sample;
+pub mod sql;
 pub mod table_json;
 
 pub use frames::{
