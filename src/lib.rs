@@ -20,7 +20,7 @@
 //! - `rawfile`: reading one results.json into what the raw endpoints serve.
 //! - `store`: sources (local, hub, object store), the raw cache, the catalog, path confinement.
 //! - `pycompat`: numpy- and Python-exact numerics, formatting and value rules.
-//! - `chart` (a leaf beside them): SVG charts drawn from plain series, for `http`.
+//! - `chart` (a leaf beside them): SVG charts drawn from plain series, for the service's door.
 
 pub mod chart;
 pub mod config;

@@ -12,25 +12,14 @@ use crate::http::{self, AppState};
 
 /// The whole service as a router.
 pub fn app(state: AppState) -> Router {
-    // MCP's tools that are not yet questions of the service's door send their requests
-    // through the router they are part of, bound once it is built.
     #[cfg(feature = "mcp")]
-    let (mounted, dispatch) = match &state.http.mcp {
-        Some(options) => {
-            let dispatch = crate::mcp::Dispatch::default();
-            let routes = crate::mcp::routes(&state, options, dispatch.clone());
-            (routes, Some(dispatch))
-        }
-        None => (Router::new(), None),
+    let mounted = match &state.http.mcp {
+        Some(options) => crate::mcp::routes(&state, options),
+        None => Router::new(),
     };
     #[cfg(not(feature = "mcp"))]
     let mounted = Router::new();
-    let app = http::router(state, mounted);
-    #[cfg(feature = "mcp")]
-    if let Some(dispatch) = dispatch {
-        dispatch.bind(app.clone());
-    }
-    app
+    http::router(state, mounted)
 }
 
 /// Serve `app(state)` on `addr` until Ctrl-C / SIGTERM.

@@ -492,6 +492,10 @@ impl From<crate::service::ServiceError> for AppError {
                 domain: domain.as_str().into(),
                 run_id,
             },
+            S::UnknownMeasuredRun { run_id } => AppError::UnknownRun {
+                domain: "measurements".into(),
+                run_id,
+            },
             S::RawUnavailable { run_id, detail } => AppError::RawUnavailable { run_id, detail },
             S::RawInvalid { run_id, detail } => AppError::RawInvalid { run_id, detail },
             S::Fetch { run_id, error } => AppError::fetch(&run_id, error),

@@ -15,7 +15,7 @@ use utoipa::{OpenApi, PartialSchema, ToSchema};
 use super::problems::{PROBLEMS, problem_response};
 use crate::engine::Domain;
 use crate::engine::fields::{FieldSpec, FieldType, RUN_ID, derived_fields, published_fields};
-use crate::service::ask::{self as ask, ParamSpec, Question, ValueKind, spec};
+use crate::service::ask::{self as ask, ParamSpec, Question, ValueKind};
 
 fn field_schema(f: &FieldSpec) -> Schema {
     let ty = match f.ty {
@@ -620,7 +620,11 @@ fn complete_inner(doc: &mut utoipa::openapi::OpenApi) {
             };
             let endpoint = query_of(op, &path);
             if path.starts_with("/v1/measurements/") {
-                complete_operation(op, measurement_specs(&path, None), None);
+                complete_operation(
+                    op,
+                    crate::service::ask::measurements::measurement_specs(&path, None),
+                    None,
+                );
                 continue;
             }
             let templated = path.contains("{domain}");
@@ -670,153 +674,6 @@ fn query_of(op: &mut utoipa::openapi::path::Operation, path: &str) -> Option<Que
     )
 }
 
-/// The query parameters of a measurement operation, from the measurement tables' catalog: every
-/// column filters (exact values; numeric ones also `_min`/`_max`), with the list parameters or the
-/// statistics' own. `table` picks the table of `/v1/measurements/{table}`.
-pub(crate) fn measurement_specs(path: &str, table: Option<&str>) -> Option<Vec<ParamSpec>> {
-    use crate::peer::schema::{self, ColType};
-    let col_specs = |cols: &[crate::peer::schema::Col], prefix: &str| -> Vec<ParamSpec> {
-        let mut v = Vec::new();
-        for c in cols {
-            let doc = format!(
-                "{} (column {}; comma-separated values: any of)",
-                c.description, c.name
-            );
-            match c.ty {
-                ColType::Json => {}
-                ColType::Bool => v.push(spec(
-                    format!("{prefix}{}", c.name),
-                    doc,
-                    ValueKind::Choice(vec!["true".into(), "false".into()]),
-                )),
-                t if t.is_numeric() => {
-                    v.push(spec(format!("{prefix}{}", c.name), doc, ValueKind::Numbers));
-                    v.push(spec(
-                        format!("{prefix}{}_min", c.name),
-                        format!("Lowest {} (inclusive)", c.name),
-                        ValueKind::Number,
-                    ));
-                    v.push(spec(
-                        format!("{prefix}{}_max", c.name),
-                        format!("Highest {} (inclusive)", c.name),
-                        ValueKind::Number,
-                    ));
-                }
-                _ => v.push(spec(format!("{prefix}{}", c.name), doc, ValueKind::Strings)),
-            }
-        }
-        v
-    };
-    let names = |cols: &[crate::peer::schema::Col]| -> Vec<String> {
-        cols.iter()
-            .filter(|c| c.ty != ColType::Json)
-            .map(|c| c.name.to_string())
-            .collect()
-    };
-    let numeric: Vec<String> = schema::RUN_COLUMNS
-        .iter()
-        .filter(|c| c.ty.is_numeric())
-        .map(|c| c.name.to_string())
-        .collect();
-    let formats = || {
-        ValueKind::Choice(
-            super::negotiate::Format::ALL
-                .iter()
-                .map(|f| f.name().to_string())
-                .collect(),
-        )
-    };
-    let list = |cols: &[crate::peer::schema::Col]| {
-        let mut v = vec![
-            spec(
-                "limit",
-                "Rows per page",
-                ValueKind::Count(ask::DEFAULT_MAX_ROWS as u64),
-            ),
-            spec("offset", "Rows to skip", ValueKind::Count(ask::MAX_OFFSET)),
-            spec(
-                "sort",
-                "Columns to sort by, `-` for descending",
-                ValueKind::SortKeys(names(cols)),
-            ),
-            spec(
-                "fields",
-                "Columns to return",
-                ValueKind::FieldList(cols.iter().map(|c| c.name.to_string()).collect()),
-            ),
-            spec(
-                "format",
-                "Representation (else the Accept header)",
-                formats(),
-            ),
-        ];
-        v.extend(col_specs(cols, ""));
-        v
-    };
-    let stats = || {
-        vec![
-            spec(
-                "metric",
-                "Numeric run column (default energy_per_output_token_j)",
-                ValueKind::NumericField(numeric.clone()),
-            ),
-            spec(
-                "trim",
-                "Fraction dropped from each end of a group of 4 or more (at most 0.5; at least two values stay)",
-                ValueKind::NonNegative,
-            ),
-            spec(
-                "strict",
-                "Refuse runs that are not comparable",
-                ValueKind::Choice(vec!["true".into(), "false".into()]),
-            ),
-        ]
-    };
-    Some(match path {
-        "/v1/measurements/runs" => list(schema::RUN_COLUMNS),
-        "/v1/measurements/runs/{run_id}" => vec![
-            spec(
-                "fields",
-                "Columns to return",
-                ValueKind::FieldList(
-                    schema::RUN_COLUMNS
-                        .iter()
-                        .map(|c| c.name.to_string())
-                        .collect(),
-                ),
-            ),
-            spec(
-                "format",
-                "Representation (else the Accept header)",
-                formats(),
-            ),
-        ],
-        "/v1/measurements/{table}" => list(schema::columns(table?)?),
-        "/v1/measurements/repeat-stats" => {
-            let mut v = vec![spec(
-                "by",
-                "Run columns to group by (default source_id,experiment_id)",
-                ValueKind::FieldList(names(schema::RUN_COLUMNS)),
-            )];
-            v.extend(stats());
-            v.push(spec(
-                "format",
-                "Representation (else the Accept header)",
-                formats(),
-            ));
-            v.extend(col_specs(schema::RUN_COLUMNS, ""));
-            v
-        }
-        "/v1/measurements/compare" => {
-            let mut v = stats();
-            v.extend(col_specs(schema::RUN_COLUMNS, "a."));
-            v.extend(col_specs(schema::RUN_COLUMNS, "b."));
-            v
-        }
-        _ => return None,
-    })
-}
-
 /// `/v1/measurements/{table}` documented once per table (each with its own columns' filters).
 fn concrete_measurement_tables(doc: &mut utoipa::openapi::OpenApi) {
     let Some(item) = doc.paths.paths.remove("/v1/measurements/{table}") else {
@@ -832,7 +689,10 @@ fn concrete_measurement_tables(doc: &mut utoipa::openapi::OpenApi) {
         });
         complete_operation(
             &mut op,
-            measurement_specs("/v1/measurements/{table}", Some(table)),
+            crate::service::ask::measurements::measurement_specs(
+                "/v1/measurements/{table}",
+                Some(table),
+            ),
             None,
         );
         op.operation_id = Some(format!("list_{table}"));

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::schema::{self, Arg};
 use crate::engine::Domain;
+use crate::service::ask::measurements::Measured;
 use crate::service::ask::{self as ask, Question, ValueKind, parameter_specs};
 
 /// What a tool calls.
@@ -27,8 +28,8 @@ pub(super) enum Kind {
     TimelineSummary,
     /// `POST /v1/sql`, the rows cut to `max_rows`.
     Sql,
-    /// `GET /v1/measurements/{path}`.
-    Measurements(&'static str),
+    /// A statistics question of the imported measurements.
+    Measurements(Measured<'static>),
     /// One of the SVG charts.
     Chart,
 }
@@ -61,13 +62,21 @@ impl ToolSpec {
 pub(super) const DEFAULT_ROWS: u64 = 50;
 /// Most rows of an SQL answer a tool returns.
 pub(super) const MAX_SQL_ROWS: u64 = 1000;
-/// Chart kinds and the REST path of each (`{domain}`, `{run_id}` filled in).
-pub(super) const CHARTS: &[(&str, &str)] = &[
-    ("pareto", "/v1/{domain}/charts/pareto.svg"),
-    ("sweep", "/v1/{domain}/charts/sweep.svg"),
-    ("timeline", "/v1/{domain}/runs/{run_id}/timeline.svg"),
-    ("itl", "/v1/llm/runs/{run_id}/itl.svg"),
-    ("plan", "/v1/llm/charts/plan.svg"),
+/// Chart kinds, the question of each, and its REST path (`{domain}`, `{run_id}` filled in).
+pub(super) const CHARTS: &[(&str, Question, &str)] = &[
+    (
+        "pareto",
+        ask::PARETO_CHART,
+        "/v1/{domain}/charts/pareto.svg",
+    ),
+    ("sweep", ask::SWEEP_CHART, "/v1/{domain}/charts/sweep.svg"),
+    (
+        "timeline",
+        ask::TIMELINE_CHART,
+        "/v1/{domain}/runs/{run_id}/timeline.svg",
+    ),
+    ("itl", ask::ITL_CHART, "/v1/llm/runs/{run_id}/itl.svg"),
+    ("plan", ask::PLAN_CHART, "/v1/llm/charts/plan.svg"),
 ];
 
 fn domain_arg() -> Arg {
@@ -289,28 +298,26 @@ pub(super) fn tools() -> Vec<ToolSpec> {
             o
         },
     });
-    for (name, path, title, description) in [
+    for (name, what, title, description) in [
         (
             "compare_measurements",
-            "compare",
+            Measured::Compare,
             "Compare two sets of measurements",
             "Two groups of runs (filters prefixed a. and b.: the dataset's runs and imported ones, e.g. an LLM Energy Measure run) compared on one metric: mean, spread, confidence intervals and Welch's t-test. GET /v1/measurements/compare.",
         ),
         (
             "repeat_stats",
-            "repeat-stats",
+            Measured::RepeatStats,
             "Repeat statistics",
             "Statistics over repeated runs of one configuration (grouped by `by`): mean, standard deviation, coefficient of variation and a confidence interval of a metric, trimmed if asked. GET /v1/measurements/repeat-stats.",
         ),
     ] {
-        let specs =
-            crate::http::openapi::measurement_specs(&format!("/v1/measurements/{path}"), None)
-                .unwrap_or_default();
+        let specs = what.specs();
         t.push(ToolSpec {
             name,
             title,
             description: description.into(),
-            kind: Kind::Measurements(path),
+            kind: Kind::Measurements(what),
             args: specs
                 .into_iter()
                 .filter(|s| s.name != "format")
@@ -338,7 +345,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
             schema::arg(
                 "kind",
                 "Which chart.",
-                &ValueKind::Choice(CHARTS.iter().map(|(k, _)| k.to_string()).collect()),
+                &ValueKind::Choice(CHARTS.iter().map(|(k, _, _)| k.to_string()).collect()),
             ),
             domain_arg(),
             {

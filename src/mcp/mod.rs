@@ -4,13 +4,12 @@
 //! plain JSON answers.
 //!
 //! A tool is a thin call of a question: its arguments are that question's parameters as
-//! `service::ask` declares them (`schema`), read by the same grammar as a REST query. The
-//! questions the service's door answers (runs, one run, groups, the Pareto frontier, the best
-//! runs) are asked of the door directly, sharing its answer cache with REST; the others are
-//! still sent through the router in-process (`server::Dispatch`), so the guard's bounds, time
-//! limit and costly-route places apply to them as to any request. The JSON answer is the tool's
-//! structured content, beside a short text table (`text`). A refusal is a tool error carrying the problem's slug, detail, parameter
-//! and allowed values. Tool calls are also counted by tool name.
+//! `service::ask` declares them (`schema`), read by the same grammar as a REST query, and the
+//! question is asked of the service's door directly (sharing its answer cache with REST; a
+//! costly question takes one of the costly routes' places), or of its catalog. The JSON answer
+//! is the tool's structured content, beside a short text table (`text`). A refusal is a tool
+//! error carrying the problem's slug, detail, parameter and allowed values. Tool calls are also
+//! counted by tool name.
 //!
 //! Access: read-only always; a bearer token when `MLENERGY_MCP_TOKEN` is set (or the admin token,
 //! when it is the only one set); the `Host` and `Origin` headers checked against DNS rebinding
@@ -31,7 +30,6 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-pub use self::server::Dispatch;
 use crate::http::error::AppError;
 use crate::http::state::{AppState, McpOptions};
 
@@ -42,7 +40,7 @@ pub const PATH: &str = "/mcp";
 const LOOPBACK: &[&str] = &["localhost", "127.0.0.1", "::1", "[::1]"];
 
 /// The `/mcp` route: rmcp's Streamable HTTP service behind the token check.
-pub fn routes(state: &AppState, options: &McpOptions, dispatch: Dispatch) -> Router<AppState> {
+pub fn routes(state: &AppState, options: &McpOptions) -> Router<AppState> {
     let hosts: Vec<String> = LOOPBACK
         .iter()
         .map(|h| h.to_string())
@@ -72,7 +70,6 @@ pub fn routes(state: &AppState, options: &McpOptions, dispatch: Dispatch) -> Rou
     let tools = catalog::shared();
     let listed = std::sync::Arc::new(server::McpServer::listing(&tools));
     let server = server::McpServer {
-        dispatch,
         door: state.door.clone(),
         in_flight: state.in_flight.clone(),
         max_costly: state.http.guard.max_costly_in_flight,

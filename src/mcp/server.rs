@@ -1,14 +1,11 @@
 //! The MCP server's answers (rmcp's `ServerHandler`): tools, resources, prompts and completions.
-//! A tool call is a question of the service's door, asked directly (`McpServer::ask`), or, for the
-//! tools whose questions the door does not answer yet, a request to the REST router sent
-//! in-process (`Dispatch`); its answer is the tool's result.
+//! A tool call is a question of the service's door (or its catalog), asked directly
+//! (`McpServer::ask`); its answer is the tool's result.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 
-use axum::Router;
-use axum::body::Body;
-use axum::http::{Method, Request, StatusCode, header};
+use axum::http::StatusCode;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
@@ -31,85 +28,9 @@ use crate::http::guard::{costly, costly_place};
 use crate::http::request_metrics::Metrics;
 use crate::http::state::InFlight;
 use crate::service::ServiceError;
+use crate::service::ask::measurements::MeasurementsRequest;
 use crate::service::ask::{self as ask, Door, Encoded, Question};
 use crate::service::catalog::{DatasetList, FieldList};
-
-/// The router a tool's request is sent to: the whole service as built (`server::app`), bound
-/// once it exists (the MCP route is part of it).
-#[derive(Clone, Default)]
-pub struct Dispatch(Arc<OnceLock<Router>>);
-
-impl Dispatch {
-    pub fn bind(&self, router: Router) {
-        let _ = self.0.set(router);
-    }
-
-    /// The answer to `method path` (with a JSON body): status, content type and body.
-    async fn send(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> Result<(StatusCode, String, bytes::Bytes), Problem> {
-        let router = self
-            .0
-            .get()
-            .cloned()
-            .ok_or_else(|| Problem::internal("the service is starting"))?;
-        let mut req = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(header::ACCEPT, "application/json");
-        let body = match body {
-            Some(v) => {
-                req = req.header(header::CONTENT_TYPE, "application/json");
-                Body::from(v.to_string())
-            }
-            None => Body::empty(),
-        };
-        let req = req
-            .body(body)
-            .map_err(|e| Problem::internal(&format!("request: {e}")))?;
-        let resp = tower::ServiceExt::oneshot(router, req)
-            .await
-            .unwrap_or_else(|e| match e {});
-        let status = resp.status();
-        let ct = resp
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
-        let bytes = axum::body::to_bytes(resp.into_body(), ANSWER_BYTES)
-            .await
-            .map_err(|e| Problem::internal(&format!("answer: {e}")))?;
-        Ok((status, ct, bytes))
-    }
-
-    /// The JSON answer of `GET path`, or the problem the REST API answered.
-    async fn get_json(&self, path: &str) -> Result<Value, Problem> {
-        self.json(Method::GET, path, None).await
-    }
-
-    async fn json(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> Result<Value, Problem> {
-        let (status, _, bytes) = self.send(method, path, body).await?;
-        let v: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| Problem::internal(&format!("answer of {path} is not JSON: {e}")))?;
-        if status.is_success() {
-            Ok(v)
-        } else {
-            Err(Problem::from_answer(status, v))
-        }
-    }
-}
-
-/// Largest REST answer a tool reads (a chart, a page of runs, an SQL answer before its cut).
-const ANSWER_BYTES: usize = 64 << 20;
 
 /// A tool's failure: the REST API's problem document (its slug, detail, and the parameter and
 /// allowed values when it names them), or one of the tool's own.
@@ -196,7 +117,6 @@ impl Problem {
 /// The MCP server: one per request (stateless), cheap to make.
 #[derive(Clone)]
 pub(super) struct McpServer {
-    pub(super) dispatch: Dispatch,
     /// The service's door: the questions declared there are asked directly.
     pub(super) door: Arc<Door>,
     /// The requests in flight and the bound of the costly ones: a costly question asked at the
@@ -253,12 +173,18 @@ impl McpServer {
             Kind::ItlSummary => self.itl_summary(spec, given).await,
             Kind::TimelineSummary => self.timeline_summary(spec, given).await,
             Kind::Sql => self.sql(spec, given).await,
-            Kind::Measurements(path) => {
+            Kind::Measurements(what) => {
                 let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
-                let v = self
-                    .dispatch
-                    .get_json(&with_query(&format!("/v1/measurements/{path}"), &q))
-                    .await?;
+                let path = format!("/v1/measurements/{}", what.slug());
+                let req =
+                    MeasurementsRequest::parse(what, Some(&q), path).map_err(Problem::service)?;
+                let v = json(
+                    &*self
+                        .door
+                        .measurements(&req)
+                        .await
+                        .map_err(Problem::service)?,
+                )?;
                 Ok(rows_result(v, "groups"))
             }
             Kind::Chart => self.chart(spec, given).await,
@@ -414,12 +340,12 @@ impl McpServer {
         spec: &ToolSpec,
         mut given: Map<String, Value>,
     ) -> Result<CallToolResult, Problem> {
-        let kinds: Vec<String> = CHARTS.iter().map(|(k, _)| k.to_string()).collect();
+        let kinds: Vec<String> = CHARTS.iter().map(|(k, _, _)| k.to_string()).collect();
         let kind = given.remove("kind");
-        let Some((kind, template)) = kind
+        let Some((kind, question, template)) = kind
             .as_ref()
             .and_then(|k| k.as_str())
-            .and_then(|k| CHARTS.iter().find(|(name, _)| *name == k))
+            .and_then(|k| CHARTS.iter().find(|(name, _, _)| *name == k))
         else {
             return Err(Problem::invalid(
                 &format!("kind must be one of {}", kinds.join(", ")),
@@ -430,23 +356,29 @@ impl McpServer {
         let domain = domain(given.remove("domain"))?;
         let run = given.remove("run_id");
         let mut path = template.replace("{domain}", domain);
-        if path.contains("{run_id}") {
+        let run = if path.contains("{run_id}") {
             let run = run_id(run)?;
             path = path.replace("{run_id}", &segment(&run));
+            Some(run)
         } else if run.is_some() {
             return Err(Problem::invalid(
                 &format!("a {kind} chart is not of one run: leave out run_id"),
                 Some("run_id"),
                 &[],
             ));
-        }
+        } else {
+            None
+        };
         let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
+        // A chart of LLM runs only (its path says llm) is asked of that domain.
+        let of = if template.contains("{domain}") {
+            domain
+        } else {
+            "llm"
+        };
+        let answer = self.ask(*question, of, run, path.clone(), &q).await?;
+        let (ct, bytes) = (answer.content_type, &answer.body);
         let path = with_query(&path, &q);
-        let (status, ct, bytes) = self.dispatch.send(Method::GET, &path, None).await?;
-        if !status.is_success() {
-            let v = serde_json::from_slice(&bytes).unwrap_or(json!({"detail": "refused"}));
-            return Err(Problem::from_answer(status, v));
-        }
         let svg = String::from_utf8_lossy(&bytes).into_owned();
         let info = json!({"kind": kind, "path": path, "media_type": ct, "bytes": bytes.len()});
         let uri = format!("mlenergy://charts{path}");

@@ -8,6 +8,8 @@ use crate::store::FetchError;
 pub enum ServiceError {
     #[error("no {domain} run has the id '{run_id}'")]
     UnknownRun { domain: Domain, run_id: String },
+    #[error("no measurement run has the id '{run_id}'")]
+    UnknownMeasuredRun { run_id: String },
     /// The run has no raw file to read (none stored, refused, or missing).
     #[error("{detail}")]
     RawUnavailable { run_id: String, detail: String },

@@ -2,7 +2,7 @@
 //! front ends on one listener) → `mcp` (the Model Context Protocol) → `http` (axum:
 //! extract, call, encode) → `service` (the snapshot, derived data, jobs) → `rawtree` (raw tree →
 //! run rows → compiled directory) → `store` (sources, cache, catalog); `chart` (SVG drawing) is a
-//! leaf `http` uses; `pg` (the PostgreSQL wire protocol) and `flight` (Flight SQL) stand beside
+//! leaf `service` uses (its door draws the charts); `pg` (the PostgreSQL wire protocol) and `flight` (Flight SQL) stand beside
 //! `http`. Below them all are the workspace's crates the server re-exports under their layer names
 //! (`engine`, `peer`, `rawfile`, `pycompat`): Cargo keeps their own order (each crate's
 //! Cargo.toml), so this test only checks which of them each layer of the server may name. It reads
@@ -25,11 +25,13 @@ fn allowed(layer: &str) -> Option<&'static [&'static str]> {
         "server" => &["mcp", "http", "service", "engine"],
         "mcp" => &["http", "service", "engine", "rawfile"],
         "http" => &[
-            "service", "engine", "rawtree", "peer", "rawfile", "store", "pycompat", "chart",
+            "service", "engine", "rawtree", "peer", "rawfile", "store", "pycompat",
         ],
         "pg" => &["service", "engine"],
         "flight" => &["service", "engine"],
-        "service" => &["engine", "rawtree", "peer", "rawfile", "store", "pycompat"],
+        "service" => &[
+            "engine", "rawtree", "peer", "rawfile", "store", "pycompat", "chart",
+        ],
         "rawtree" => &["engine", "rawfile", "store", "pycompat"],
         "store" => &["rawfile", "pycompat"],
         "chart" => &[],

@@ -117,7 +117,8 @@ pub const SWEEP_CHART: Question = Question::Chart(&Question::SweepChart);
 pub const TIMELINE_CHART: Question = Question::Chart(&Question::RawOne(&["metric", "every"]));
 pub const ITL_CHART: Question = Question::Chart(&Question::RawOne(&[]));
 pub const PLAN_CHART: Question = Question::Chart(&Question::Plan);
-pub const RATING_CHART: Question = Question::Chart(&Question::RawOne(&[]));
+/// A run's rating badge: of one run, and takes nothing.
+pub const RATING_CHART: Question = Question::Chart(&Question::One);
 
 /// Every question's grammar by its name in the OpenAPI annotations.
 pub const QUERIES: &[(&str, Question)] = &[

@@ -77,6 +77,11 @@ impl Door {
             .collect()
     }
 
+    /// The largest page a list answers.
+    pub fn max_rows(&self) -> usize {
+        self.max_rows
+    }
+
     pub fn service(&self) -> &Arc<Service> {
         &self.service
     }
@@ -107,6 +112,9 @@ impl Door {
         req: &Request,
         snapshot: &Arc<Snapshot>,
     ) -> Result<Encoded, ServiceError> {
+        if let Some(chart) = super::charts::answer(&self.service, req, snapshot).await {
+            return chart;
+        }
         let answer = match req.question {
             Question::Sweep => super::fits::sweep(&self.service, req, snapshot).await?,
             _ if super::raw::answers(req)? => {

@@ -4,14 +4,17 @@
 //! request) with an [`Answer`] (`answer`: rows and the envelope around them), written in one of
 //! the representations (`format`) by one writer. The questions answered at the door so far: the
 //! run table's (`runs`), the sweeps' fits (`fits`), the predictor's (`predict`) and the raw-derived data answered whole
-//! (`raw`: timelines, ITL statistics). SQL is asked of it too (`sql`).
+//! (`raw`: timelines, ITL statistics), and the charts drawn of them (`charts`). SQL is asked of it too (`sql`), and
+//! the imported measurements' questions (`measurements`).
 
 pub mod answer;
+mod charts;
 pub mod declare;
 pub mod door;
 mod fits;
 pub mod format;
 pub mod grammar;
+pub mod measurements;
 pub mod predict;
 pub mod raw;
 pub mod request;

@@ -279,8 +279,8 @@ fn wide_frame(
 /// The run columns that precede raw-derived LLM values (the toolkit's frames, plus run_id).
 pub const KEY_COLUMNS: [&str; 5] = ["run_id", "task", "model_id", "num_gpus", "max_num_seqs"];
 
-/// Bins of the ITL summary histogram.
-const ITL_BINS: usize = 50;
+/// Bins of the ITL summary histogram (and of the ITL chart's).
+pub(super) const ITL_BINS: usize = 50;
 
 /// One row per run: the key columns, count, mean and numpy percentiles of the ITL samples
 /// (seconds), and a 50-bin histogram (`np.histogram`), `{"edges": [...], "counts": [...]}`: an
