@@ -10,7 +10,9 @@ use arrow::datatypes::{
 };
 
 use super::Tables;
-use super::common::{SourceCtx, accelerator, derive, dir_name, entries, json_list, name_is};
+use super::common::{
+    RunIds, SourceCtx, accelerator, derive, dir_name, entries, json_list, name_is,
+};
 use super::json::{J, Node, Warnings};
 use super::schema::{EvaluationRow, RequestRow, RunMetricRow, RunRow, Text, ToolCallRow, TurnRow};
 use mlenergy_pycompat::numpy::{np_mean, np_percentiles};
@@ -294,19 +296,162 @@ fn ttft_stats(run: &mut RunRow, ttfts: &[f64]) {
     }
 }
 
-/// A single-turn profile directory.
-pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
-    let local = dir_name(dir, "profile");
-    let w = Warnings::default();
-    let summary = ctx.read_json_if_present(dir, "summary.json");
-    let null = Node::Null;
-    let s = J::root(summary.as_ref().unwrap_or(&null), &w);
-    if ctx.tool_version.is_none() {
-        ctx.tool_version = s.path("versions.ipw").text();
+/// The two energy bases a profile's rows name, allocated once: every row shares one of them.
+struct Bases {
+    gpu: Text,
+    soc: Text,
+}
+
+impl Bases {
+    fn new() -> Self {
+        Bases {
+            gpu: "gpu".into(),
+            soc: "soc".into(),
+        }
     }
-    let mut model = s.at("model").text();
+
+    /// The basis of a row (`gpu` when absent), shared when it is one of the two words.
+    fn of(&self, word: Option<&str>) -> Text {
+        match word {
+            None | Some("gpu") => self.gpu.clone(),
+            Some("soc") => self.soc.clone(),
+            Some(other) => other.into(),
+        }
+    }
+}
+
+/// A leaf's finite number at row `i`, absent when the leaf is.
+fn f64_at(l: &Option<Leaf>, i: usize) -> Option<f64> {
+    l.as_ref().and_then(|l| l.f64(i))
+}
+
+/// The per-query columns of one shard batch, looked up once so each row only reads values.
+struct ProfileColumns {
+    basis: Option<Leaf>,
+    energy: Option<Leaf>,
+    soc_energy: Option<Leaf>,
+    total_energy: Option<Leaf>,
+    input: Option<Leaf>,
+    output: Option<Leaf>,
+    ttft: Option<Leaf>,
+    latency: Option<Leaf>,
+    prefill: Option<Leaf>,
+    decode: Option<Leaf>,
+    /// avg, median, max, min watts of the GPU (then of the SoC).
+    gpu_power: Vec<Option<Leaf>>,
+    soc_power: Vec<Option<Leaf>>,
+    flops: Option<Leaf>,
+    mfu: Option<Leaf>,
+    cost: Option<Leaf>,
+    is_correct: Option<Leaf>,
+    metadata: Option<Leaf>,
+    lm_correctness: Option<Leaf>,
+    start: Option<Leaf>,
+    end: Option<Leaf>,
+}
+
+impl ProfileColumns {
+    /// The columns under the model's struct `m`, and the request times at the batch's top level.
+    fn new(batch: &arrow::array::RecordBatch, m: &ArrayRef) -> Self {
+        let g = |p: &str| leaf(m, p);
+        let top = |c: &str| batch.column_by_name(c).map(|a| Leaf(vec![a.clone()]));
+        let watts = |device: &str| -> Vec<Option<Leaf>> {
+            ["avg", "median", "max", "min"]
+                .iter()
+                .map(|k| g(&format!("power_metrics.{device}.per_query_watts.{k}")))
+                .collect()
+        };
+        ProfileColumns {
+            basis: g("energy_metrics.basis"),
+            energy: g("energy_metrics.per_query_joules"),
+            soc_energy: g("energy_metrics.soc_per_query_joules"),
+            total_energy: g("energy_metrics.total_joules"),
+            input: g("token_metrics.input"),
+            output: g("token_metrics.output"),
+            ttft: g("latency_metrics.time_to_first_token_seconds"),
+            latency: g("latency_metrics.total_query_seconds"),
+            prefill: g("phase_metrics.prefill_energy_j"),
+            decode: g("phase_metrics.decode_energy_j"),
+            gpu_power: watts("gpu"),
+            soc_power: watts("soc"),
+            flops: g("compute_metrics.total_flops"),
+            mfu: g("hardware_utilization.derived.mfu"),
+            cost: g("cost.total_cost_usd"),
+            is_correct: g("evaluation.is_correct"),
+            metadata: g("evaluation.metadata"),
+            lm_correctness: g("lm_correctness"),
+            start: top("request_start_time"),
+            end: top("request_end_time"),
+        }
+    }
+
+    /// Row `i` as a query: its energy and power on the row's own basis (GPU or SoC), its
+    /// evaluation metadata parsed when it is JSON.
+    fn query(&self, i: usize, bases: &Bases) -> Query {
+        let b = bases.of(self.basis.as_ref().and_then(|l| l.str(i)));
+        let soc = &*b == "soc";
+        let energy = if soc {
+            f64_at(&self.soc_energy, i)
+        } else {
+            f64_at(&self.energy, i)
+        }
+        .filter(|x| *x >= 0.0);
+        let powers = if soc {
+            &self.soc_power
+        } else {
+            &self.gpu_power
+        };
+        let metadata = self.metadata.as_ref().and_then(|l| l.str(i));
+        let parsed = metadata.and_then(|t| super::json::parse(t.as_bytes()).ok());
+        let failed = parsed
+            .as_ref()
+            .and_then(|v| v.get("evaluation_failed"))
+            .and_then(Node::as_bool)
+            == Some(true);
+        Query {
+            input: self.input.as_ref().and_then(|l| l.i64(i)),
+            output: self.output.as_ref().and_then(|l| l.i64(i)),
+            ttft_s: f64_at(&self.ttft, i),
+            latency_s: f64_at(&self.latency, i),
+            energy,
+            total_energy: f64_at(&self.total_energy, i),
+            prefill: f64_at(&self.prefill, i),
+            decode: f64_at(&self.decode, i),
+            power_avg: f64_at(&powers[0], i),
+            power_any: powers.iter().find_map(|l| f64_at(l, i)),
+            flops: f64_at(&self.flops, i),
+            mfu: f64_at(&self.mfu, i),
+            cost: f64_at(&self.cost, i),
+            is_correct: self
+                .is_correct
+                .as_ref()
+                .and_then(|l| l.bool(i))
+                .or_else(|| self.lm_correctness.as_ref().and_then(|l| l.bool(i))),
+            failed,
+            evaluation: parsed
+                .map(|v| {
+                    serde_json::to_string(&v)
+                        .expect("a JSON document writes")
+                        .into()
+                })
+                .or(metadata.map(Into::into)),
+            start: f64_at(&self.start, i),
+            end: f64_at(&self.end, i),
+            basis: Some(b),
+        }
+    }
+}
+
+/// Every shard's queries in order, the model named by the summary or else by the first shard's
+/// `model_metrics`; a shard that cannot be read is recorded as failed and the rest still read.
+fn read_profile_queries(
+    ctx: &mut SourceCtx,
+    dir: &Path,
+    model: &mut Option<String>,
+    w: &Warnings,
+) -> Vec<Query> {
     let mut queries: Vec<Query> = Vec::new();
-    let (gpu_basis, soc_basis): (Text, Text) = ("gpu".into(), "soc".into());
+    let bases = Bases::new();
     for shard in shards(ctx, dir) {
         let Some(bytes) = ctx.read(&shard) else {
             continue;
@@ -323,7 +468,7 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
                 ctx.fail_path(&shard, "no model_metrics column".into());
                 break;
             };
-            let Some((name, m)) = model_child(mm, model.as_deref(), &w) else {
+            let Some((name, m)) = model_child(mm, model.as_deref(), w) else {
                 ctx.fail_path(
                     &shard,
                     "model_metrics is not a struct keyed by model".into(),
@@ -331,113 +476,66 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
                 break;
             };
             model.get_or_insert(name);
-            let g = |p: &str| leaf(&m, p);
-            let top = |c: &str| batch.column_by_name(c).map(|a| Leaf(vec![a.clone()]));
-            let basis = g("energy_metrics.basis");
-            let (e, e_soc, e_tot) = (
-                g("energy_metrics.per_query_joules"),
-                g("energy_metrics.soc_per_query_joules"),
-                g("energy_metrics.total_joules"),
-            );
-            let (inp, outp) = (g("token_metrics.input"), g("token_metrics.output"));
-            let (ttft, lat) = (
-                g("latency_metrics.time_to_first_token_seconds"),
-                g("latency_metrics.total_query_seconds"),
-            );
-            let (pre, dec) = (
-                g("phase_metrics.prefill_energy_j"),
-                g("phase_metrics.decode_energy_j"),
-            );
-            let pw: Vec<Option<Leaf>> = ["avg", "median", "max", "min"]
-                .iter()
-                .map(|k| g(&format!("power_metrics.gpu.per_query_watts.{k}")))
-                .collect();
-            let pw_soc: Vec<Option<Leaf>> = ["avg", "median", "max", "min"]
-                .iter()
-                .map(|k| g(&format!("power_metrics.soc.per_query_watts.{k}")))
-                .collect();
-            let (flops, mfu, cost) = (
-                g("compute_metrics.total_flops"),
-                g("hardware_utilization.derived.mfu"),
-                g("cost.total_cost_usd"),
-            );
-            let (is_c, meta, lmc) = (
-                g("evaluation.is_correct"),
-                g("evaluation.metadata"),
-                g("lm_correctness"),
-            );
-            let (rs, re) = (top("request_start_time"), top("request_end_time"));
-            let f = |l: &Option<Leaf>, i| l.as_ref().and_then(|l| l.f64(i));
+            let columns = ProfileColumns::new(&batch, &m);
             queries.reserve(batch.num_rows());
             for i in 0..batch.num_rows() {
-                // The basis is one of two words on every row: shared, not allocated per query.
-                let b: Text = match basis.as_ref().and_then(|l| l.str(i)) {
-                    None | Some("gpu") => gpu_basis.clone(),
-                    Some("soc") => soc_basis.clone(),
-                    Some(other) => other.into(),
-                };
-                let soc = &*b == "soc";
-                let energy = if soc { f(&e_soc, i) } else { f(&e, i) }.filter(|x| *x >= 0.0);
-                let powers = if soc { &pw_soc } else { &pw };
-                let metadata = meta.as_ref().and_then(|l| l.str(i));
-                let parsed = metadata.and_then(|t| super::json::parse(t.as_bytes()).ok());
-                let failed = parsed
-                    .as_ref()
-                    .and_then(|v| v.get("evaluation_failed"))
-                    .and_then(Node::as_bool)
-                    == Some(true);
-                queries.push(Query {
-                    input: inp.as_ref().and_then(|l| l.i64(i)),
-                    output: outp.as_ref().and_then(|l| l.i64(i)),
-                    ttft_s: f(&ttft, i),
-                    latency_s: f(&lat, i),
-                    energy,
-                    total_energy: f(&e_tot, i),
-                    prefill: f(&pre, i),
-                    decode: f(&dec, i),
-                    power_avg: f(&powers[0], i),
-                    power_any: powers.iter().find_map(|l| f(l, i)),
-                    flops: f(&flops, i),
-                    mfu: f(&mfu, i),
-                    cost: f(&cost, i),
-                    is_correct: is_c
-                        .as_ref()
-                        .and_then(|l| l.bool(i))
-                        .or_else(|| lmc.as_ref().and_then(|l| l.bool(i))),
-                    failed,
-                    evaluation: parsed
-                        .map(|v| {
-                            serde_json::to_string(&v)
-                                .expect("a JSON document writes")
-                                .into()
-                        })
-                        .or(metadata.map(Into::into)),
-                    start: f(&rs, i),
-                    end: f(&re, i),
-                    basis: Some(b),
-                });
+                queries.push(columns.query(i, &bases));
             }
         }
     }
-    let run_id = ctx.run_id(&local);
-    let conc = s.path("profiler_config.max_concurrency").i64().unwrap_or(1);
-    let shared = conc > 1;
-    let attribution: Text = if shared {
-        "shared_by_concurrency"
-    } else {
-        "measured"
+    queries
+}
+
+/// What a profile's `summary.json` says about the run as a whole, read in one place (and in
+/// this order, which is the order its warnings are listed in).
+struct ProfileSummary {
+    conc: i64,
+    /// More than one query at a time: each query's energy is shared with the others.
+    shared: bool,
+    attribution: Text,
+    hw_raw: Option<String>,
+    task: Option<String>,
+    engine: Option<String>,
+}
+
+impl ProfileSummary {
+    fn read(s: J<'_>) -> Self {
+        let conc = s.path("profiler_config.max_concurrency").i64().unwrap_or(1);
+        let shared = conc > 1;
+        let attribution: Text = if shared {
+            "shared_by_concurrency"
+        } else {
+            "measured"
+        }
+        .into();
+        let hw_raw = s
+            .path("gpu_info.name")
+            .text()
+            .or_else(|| s.path("hardware.gpu_name").text())
+            .or_else(|| s.at("hardware_label").text());
+        let task = s
+            .at("dataset_name")
+            .text()
+            .or_else(|| s.at("dataset").text())
+            .or_else(|| s.path("profiler_config.dataset_id").text());
+        let engine = s
+            .path("profiler_config.client_id")
+            .text()
+            .or_else(|| s.at("client").text());
+        ProfileSummary {
+            conc,
+            shared,
+            attribution,
+            hw_raw,
+            task,
+            engine,
+        }
     }
-    .into();
-    let hw_raw = s
-        .path("gpu_info.name")
-        .text()
-        .or_else(|| s.path("hardware.gpu_name").text())
-        .or_else(|| s.at("hardware_label").text());
-    let task = s
-        .at("dataset_name")
-        .text()
-        .or_else(|| s.at("dataset").text())
-        .or_else(|| s.path("profiler_config.dataset_id").text());
+}
+
+/// The run's energy scope: the queries' one basis, `mixed` (with a warning, as their energies
+/// are summed anyway) when they differ, `gpu` when none says.
+fn profile_scope(queries: &[Query], warnings: &mut Vec<String>) -> Option<String> {
     let bases: std::collections::BTreeSet<&str> =
         queries.iter().filter_map(|q| q.basis.as_deref()).collect();
     let scope = if bases.len() == 1 {
@@ -447,10 +545,24 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
     } else {
         Some("mixed".into())
     };
-    let mut warnings = Vec::new();
     if bases.len() > 1 {
         warnings.push("queries on different energy bases (gpu and soc) are summed".to_string());
     }
+    scope
+}
+
+/// The run row of a profile: the summary's facts and the sums over its queries.
+fn profile_run(
+    ids: &RunIds,
+    (local, run_id): (&str, &Text),
+    model: Option<String>,
+    facts: &ProfileSummary,
+    queries: &[Query],
+    warnings: &mut Vec<String>,
+) -> RunRow {
+    let conc = facts.conc;
+    let (hw_raw, task) = (&facts.hw_raw, &facts.task);
+    let scope = profile_scope(queries, warnings);
     let energies: Vec<f64> = queries.iter().filter_map(|q| q.energy).collect();
     let window_s: Vec<f64> = queries.iter().filter_map(|q| q.latency_s).collect();
     let sum_i = |f: fn(&Query) -> Option<i64>| {
@@ -459,26 +571,22 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
     };
     let mut run = RunRow {
         run_id: Some(run_id.clone()),
-        source_id: Some(ctx.ids.source_id.clone()),
-        source_kind: Some(ctx.ids.kind.into()),
-        local_id: Some(local.as_str().into()),
+        source_id: Some(ids.source_id.clone()),
+        source_kind: Some(ids.kind.into()),
+        local_id: Some(local.into()),
         model: model.as_deref().map(Into::into),
         hardware: hw_raw.as_deref().map(|h| accelerator(h).into()),
         hardware_raw: hw_raw.as_deref().map(Into::into),
         task: task.as_deref().map(Into::into),
         workload_kind: Some("single_turn".into()),
-        engine: s
-            .path("profiler_config.client_id")
-            .text()
-            .or_else(|| s.at("client").text())
-            .map(Into::into),
+        engine: facts.engine.as_deref().map(Into::into),
         batch_value: Some(conc),
         batch_semantics: Some("client_concurrency".into()),
         energy_j: (!energies.is_empty()).then(|| energies.iter().sum()),
         energy_scope: scope.map(Into::into),
         window: Some("per_query_sum".into()),
         window_s: (!window_s.is_empty()).then(|| window_s.iter().sum()),
-        attribution: Some(attribution.clone()),
+        attribution: Some(facts.attribution.clone()),
         requests: Some(queries.len() as i64),
         requests_completed: Some(
             queries
@@ -504,8 +612,24 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
     } else if matches!(run.energy_scope.as_deref(), Some("soc")) {
         run.soc_energy_j = run.energy_j;
     }
+    run.output_tps = profile_output_tps(&run, queries, facts.shared, warnings);
+    let ttfts: Vec<f64> = queries.iter().filter_map(|q| q.ttft_s).collect();
+    ttft_stats(&mut run, &ttfts);
+    let flops: Vec<f64> = queries.iter().filter_map(|q| q.flops).collect();
+    run.flops = (!flops.is_empty()).then(|| flops.iter().sum());
+    run
+}
+
+/// Output tokens per second: over the summed query time when queries ran one at a time, else
+/// over the span from the first request's start to the last one's end (none without the times).
+fn profile_output_tps(
+    run: &RunRow,
+    queries: &[Query],
+    shared: bool,
+    warnings: &mut Vec<String>,
+) -> Option<f64> {
     let out_tokens = run.output_tokens.map(|t| t as f64);
-    run.output_tps = if !shared {
+    if !shared {
         match (out_tokens, run.window_s) {
             (Some(o), Some(w)) if w > 0.0 => Some(o / w),
             _ => None,
@@ -521,16 +645,12 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
             warnings.push("concurrent profile without request times: no system throughput".into());
             None
         }
-    };
-    let ttfts: Vec<f64> = queries.iter().filter_map(|q| q.ttft_s).collect();
-    ttft_stats(&mut run, &ttfts);
-    let flops: Vec<f64> = queries.iter().filter_map(|q| q.flops).collect();
-    run.flops = (!flops.is_empty()).then(|| flops.iter().sum());
-    let eff = efficiency(&queries);
-    run.accuracy = eff.accuracy;
-    run.ipj = eff.ipj;
-    run.ipw = eff.ipw;
-    out.evaluations.push(EvaluationRow {
+    }
+}
+
+/// The evaluation computed here from the rows' correctness (§2.7(a)).
+fn rows_evaluation(run_id: &Text, eff: &Efficiency, energy_basis: Option<Text>) -> EvaluationRow {
+    EvaluationRow {
         run_id: Some(run_id.clone()),
         evaluator: Some("rows".into()),
         correct: Some(eff.correct),
@@ -540,29 +660,42 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
         accuracy: eff.accuracy,
         ipj_norm: eff.ipj,
         ipw_norm: eff.ipw,
-        energy_basis: run.energy_scope.clone(),
+        energy_basis,
         imputed_count: Some(eff.imputed),
         ..Default::default()
-    });
-    let acc_path = dir.join("analysis/accuracy.json");
-    if acc_path.is_file()
-        && let Some(doc) = ctx.read_json(&acc_path)
-    {
-        let a = J::root(&doc, &w).at("summary");
-        out.evaluations.push(EvaluationRow {
-            run_id: Some(run_id.clone()),
-            evaluator: Some("accuracy.json".into()),
-            correct: a.at("correct").i64(),
-            incorrect: a.at("incorrect").i64(),
-            unevaluated: a.at("unevaluated").i64(),
-            failed: a.at("failed").i64(),
-            accuracy: a.at("accuracy").f64(),
-            ipj_reported: a.at("intelligence_per_joule").f64(),
-            ipw_reported: a.at("intelligence_per_watt").f64(),
-            energy_basis: a.at("energy_basis").text().map(Into::into),
-            ..Default::default()
-        });
     }
+}
+
+/// The evaluation IPW reported in `analysis/accuracy.json`, when the file is there and reads.
+fn accuracy_json_evaluation(
+    ctx: &mut SourceCtx,
+    dir: &Path,
+    run_id: &Text,
+    w: &Warnings,
+) -> Option<EvaluationRow> {
+    let acc_path = dir.join("analysis/accuracy.json");
+    if !acc_path.is_file() {
+        return None;
+    }
+    let doc = ctx.read_json(&acc_path)?;
+    let a = J::root(&doc, w).at("summary");
+    Some(EvaluationRow {
+        run_id: Some(run_id.clone()),
+        evaluator: Some("accuracy.json".into()),
+        correct: a.at("correct").i64(),
+        incorrect: a.at("incorrect").i64(),
+        unevaluated: a.at("unevaluated").i64(),
+        failed: a.at("failed").i64(),
+        accuracy: a.at("accuracy").f64(),
+        ipj_reported: a.at("intelligence_per_joule").f64(),
+        ipw_reported: a.at("intelligence_per_watt").f64(),
+        energy_basis: a.at("energy_basis").text().map(Into::into),
+        ..Default::default()
+    })
+}
+
+/// One request row per query, in order.
+fn push_profile_requests(out: &mut Tables, run_id: &Text, queries: &[Query], attribution: &Text) {
     out.requests.reserve(queries.len());
     for (i, q) in queries.iter().enumerate() {
         out.requests.push(RequestRow {
@@ -588,42 +721,73 @@ pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
             ..Default::default()
         });
     }
-    if s.exists() {
-        for (k, field) in [
-            ("generated_at", "generated_at"),
-            ("total_queries", "total_queries"),
-        ] {
-            if let Some(v) = s.at(field).f64() {
-                out.run_metrics.push(RunMetricRow {
-                    run_id: Some(run_id.clone()),
-                    metric: Some(k.into()),
-                    value: Some(v),
-                    unit: None,
-                    source_field: Some(format!("summary.json:{field}").into()),
-                });
-            }
+}
+
+/// The summary's reported run-level numbers, kept for audit.
+fn push_profile_summary_metrics(out: &mut Tables, run_id: &Text, s: J<'_>) {
+    for (k, field) in [
+        ("generated_at", "generated_at"),
+        ("total_queries", "total_queries"),
+    ] {
+        if let Some(v) = s.at(field).f64() {
+            out.run_metrics.push(RunMetricRow {
+                run_id: Some(run_id.clone()),
+                metric: Some(k.into()),
+                value: Some(v),
+                unit: None,
+                source_field: Some(format!("summary.json:{field}").into()),
+            });
         }
+    }
+}
+
+/// A single-turn profile directory.
+pub fn read_profile(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
+    let local = dir_name(dir, "profile");
+    let w = Warnings::default();
+    let summary = ctx.read_json_if_present(dir, "summary.json");
+    let null = Node::Null;
+    let s = J::root(summary.as_ref().unwrap_or(&null), &w);
+    if ctx.tool_version.is_none() {
+        ctx.tool_version = s.path("versions.ipw").text();
+    }
+    let mut model = s.at("model").text();
+    let queries = read_profile_queries(ctx, dir, &mut model, &w);
+    let run_id = ctx.run_id(&local);
+    let facts = ProfileSummary::read(s);
+    let mut warnings = Vec::new();
+    let mut run = profile_run(
+        &ctx.ids,
+        (&local, &run_id),
+        model,
+        &facts,
+        &queries,
+        &mut warnings,
+    );
+    let eff = efficiency(&queries);
+    run.accuracy = eff.accuracy;
+    run.ipj = eff.ipj;
+    run.ipw = eff.ipw;
+    out.evaluations
+        .push(rows_evaluation(&run_id, &eff, run.energy_scope.clone()));
+    if let Some(e) = accuracy_json_evaluation(ctx, dir, &run_id, &w) {
+        out.evaluations.push(e);
+    }
+    push_profile_requests(out, &run_id, &queries, &facts.attribution);
+    if s.exists() {
+        push_profile_summary_metrics(out, &run_id, s);
     } else {
         warnings.push("no summary.json: model and hardware from the rows only".into());
     }
-    derive(&mut run, hw_raw.as_deref());
+    derive(&mut run, facts.hw_raw.as_deref());
     warnings.extend(w.take());
     run.warnings = json_list(&warnings);
     out.runs.push(run);
 }
 
-/// An agentic run directory (`traces.jsonl`, `summary.json`).
-pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
-    let local = dir_name(dir, "run");
-    let w = Warnings::default();
-    let summary = ctx.read_json_if_present(dir, "summary.json");
-    let null = Node::Null;
-    let s = J::root(summary.as_ref().unwrap_or(&null), &w);
-    let cfg = s.at("config");
-    let run_id = ctx.run_id(&local);
-    let Some(bytes) = ctx.read(&dir.join("traces.jsonl")) else {
-        return;
-    };
+/// The parsed lines of `traces.jsonl` (blank lines skipped; a line that is not JSON is recorded
+/// as failed and left out).
+fn parse_traces<'a>(ctx: &mut SourceCtx, bytes: &'a [u8]) -> Vec<Node<'a>> {
     let mut traces = Vec::new();
     for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -634,118 +798,174 @@ pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
             Err(e) => ctx.fail(&format!("traces.jsonl:{}", n + 1), e),
         }
     }
-    let conc = cfg.at("concurrency").i64().unwrap_or(1);
-    let mut warnings = Vec::new();
-    if conc > 1 {
-        warnings.push("concurrent agentic run: each query's energy is the whole device's over its window, so concurrent queries count shared energy more than once".to_string());
+    traces
+}
+
+/// What an agentic run's queries add up to, gathered while their rows are written: the run row
+/// and its efficiency are computed from it.
+#[derive(Default)]
+struct AgenticTotals {
+    energy: Vec<f64>,
+    power: Vec<f64>,
+    wall: Vec<f64>,
+    input: Vec<i64>,
+    output: Vec<i64>,
+    resolved: i64,
+    unresolved: i64,
+    /// Queries, and those whose trace says `completed: true`.
+    queries: i64,
+    completed: i64,
+}
+
+impl AgenticTotals {
+    /// Resolved over judged queries; `None` when none was judged.
+    fn accuracy(&self) -> Option<f64> {
+        let judged = self.resolved + self.unresolved;
+        (judged > 0).then(|| self.resolved as f64 / judged as f64)
     }
-    let (mut q_energy, mut q_power, mut q_wall) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut tin, mut tout) = (Vec::new(), Vec::new());
-    let (mut resolved, mut unresolved) = (0i64, 0i64);
-    for (qi, t) in traces.iter().enumerate() {
-        let q = J::root(t, &w);
-        let e = q.at("query_gpu_energy_joules").f64();
-        let wall = q.at("total_wall_clock_s").f64();
-        let p = q.at("query_gpu_power_avg_watts").f64();
-        q_energy.extend(e);
-        q_power.extend(p);
-        q_wall.extend(wall);
-        let input = q.at("total_input_tokens").i64();
-        let output = q.at("total_output_tokens").i64();
-        tin.extend(input);
-        tout.extend(output);
-        let is_resolved = q.at("is_resolved").bool();
-        match is_resolved {
-            Some(true) => resolved += 1,
-            Some(false) => unresolved += 1,
-            None => {}
-        }
-        out.requests.push(RequestRow {
-            run_id: Some(run_id.clone()),
-            request_index: Some(qi as i64),
-            query_id: q.at("query_id").text().map(Into::into),
-            input_tokens: input,
-            output_tokens: output,
-            success: q.at("completed").bool(),
-            latency_s: wall,
-            energy_j: e,
-            energy_scope: Some("gpu".into()),
-            attribution: Some("measured".into()),
-            avg_power_w: p,
-            cost_usd: q.at("total_cost_usd").f64(),
-            is_correct: is_resolved,
-            ..Default::default()
-        });
-        let turns = q.at("turns").array();
-        let own = turns
-            .iter()
-            .any(|tu| J::root(tu, &w).at("gpu_energy_joules").f64().is_some());
-        let walls: Vec<f64> = turns
-            .iter()
-            .map(|tu| J::root(tu, &w).at("wall_clock_s").f64().unwrap_or(0.0))
-            .collect();
-        let wall_sum: f64 = walls.iter().sum();
-        for (ti, tu) in turns.iter().enumerate() {
-            let u = J::root(tu, &w);
-            let (energy, attribution) = if own {
-                (u.at("gpu_energy_joules").f64(), "measured")
-            } else {
-                (
-                    e.filter(|_| wall_sum > 0.0)
-                        .map(|e| e * walls[ti] / wall_sum),
-                    "wall_clock_share",
-                )
-            };
-            let tools = u.at("tools_called").array();
-            let lat = u.at("tool_latencies_s");
-            for (k, tool) in tools.iter().enumerate() {
-                let name = tool.as_str().map(str::to_string);
-                out.tool_calls.push(ToolCallRow {
-                    run_id: Some(run_id.clone()),
-                    request_index: Some(qi as i64),
-                    turn_index: Some(ti as i64),
-                    ordinal: Some(k as i64),
-                    latency_s: name
-                        .as_deref()
-                        .and_then(|n| lat.v.and_then(|m| m.get(n)).and_then(Node::as_f64)),
-                    tool_name: name.map(Into::into),
-                });
-            }
-            out.turns.push(TurnRow {
+}
+
+/// One trace's request row, and its turns' and tool calls' rows; its figures are added to
+/// `totals`.
+fn push_agentic_query(
+    out: &mut Tables,
+    run_id: &Text,
+    qi: usize,
+    t: &Node<'_>,
+    w: &Warnings,
+    totals: &mut AgenticTotals,
+) {
+    let q = J::root(t, w);
+    let e = q.at("query_gpu_energy_joules").f64();
+    let wall = q.at("total_wall_clock_s").f64();
+    let p = q.at("query_gpu_power_avg_watts").f64();
+    totals.energy.extend(e);
+    totals.power.extend(p);
+    totals.wall.extend(wall);
+    let input = q.at("total_input_tokens").i64();
+    let output = q.at("total_output_tokens").i64();
+    totals.input.extend(input);
+    totals.output.extend(output);
+    let is_resolved = q.at("is_resolved").bool();
+    match is_resolved {
+        Some(true) => totals.resolved += 1,
+        Some(false) => totals.unresolved += 1,
+        None => {}
+    }
+    totals.queries += 1;
+    if t.get("completed").and_then(Node::as_bool) == Some(true) {
+        totals.completed += 1;
+    }
+    out.requests.push(RequestRow {
+        run_id: Some(run_id.clone()),
+        request_index: Some(qi as i64),
+        query_id: q.at("query_id").text().map(Into::into),
+        input_tokens: input,
+        output_tokens: output,
+        success: q.at("completed").bool(),
+        latency_s: wall,
+        energy_j: e,
+        energy_scope: Some("gpu".into()),
+        attribution: Some("measured".into()),
+        avg_power_w: p,
+        cost_usd: q.at("total_cost_usd").f64(),
+        is_correct: is_resolved,
+        ..Default::default()
+    });
+    push_agentic_turns(out, run_id, qi, q, e);
+}
+
+/// A query's turn rows and their tool calls. A turn's energy is its own when any turn of the
+/// query has one, else the query's energy shared by the turns' wall-clock times.
+fn push_agentic_turns(
+    out: &mut Tables,
+    run_id: &Text,
+    qi: usize,
+    q: J<'_>,
+    query_energy: Option<f64>,
+) {
+    let w = q.w;
+    let turns = q.at("turns").array();
+    let own = turns
+        .iter()
+        .any(|tu| J::root(tu, w).at("gpu_energy_joules").f64().is_some());
+    let walls: Vec<f64> = turns
+        .iter()
+        .map(|tu| J::root(tu, w).at("wall_clock_s").f64().unwrap_or(0.0))
+        .collect();
+    let wall_sum: f64 = walls.iter().sum();
+    for (ti, tu) in turns.iter().enumerate() {
+        let u = J::root(tu, w);
+        let (energy, attribution) = if own {
+            (u.at("gpu_energy_joules").f64(), "measured")
+        } else {
+            (
+                query_energy
+                    .filter(|_| wall_sum > 0.0)
+                    .map(|e| e * walls[ti] / wall_sum),
+                "wall_clock_share",
+            )
+        };
+        let tools = u.at("tools_called").array();
+        let lat = u.at("tool_latencies_s");
+        for (k, tool) in tools.iter().enumerate() {
+            let name = tool.as_str().map(str::to_string);
+            out.tool_calls.push(ToolCallRow {
                 run_id: Some(run_id.clone()),
                 request_index: Some(qi as i64),
-                turn_index: Some(u.at("turn_index").i64().unwrap_or(ti as i64)),
-                input_tokens: u.at("input_tokens").i64(),
-                output_tokens: u.at("output_tokens").i64(),
-                tool_result_tokens: u.at("tool_result_tokens").i64(),
-                wall_s: u.at("wall_clock_s").f64(),
-                gpu_energy_j: energy,
-                cpu_energy_j: u.at("cpu_energy_joules").f64(),
-                gpu_power_avg_w: u.at("gpu_power_avg_watts").f64(),
-                cpu_power_avg_w: u.at("cpu_power_avg_watts").f64(),
-                cost_usd: u.at("cost_usd").f64(),
-                error: u.at("error").text().map(Into::into),
-                attribution: energy.map(|_| attribution.into()),
-                tools: Some(tools.len() as i64),
+                turn_index: Some(ti as i64),
+                ordinal: Some(k as i64),
+                latency_s: name
+                    .as_deref()
+                    .and_then(|n| lat.v.and_then(|m| m.get(n)).and_then(Node::as_f64)),
+                tool_name: name.map(Into::into),
             });
         }
+        out.turns.push(TurnRow {
+            run_id: Some(run_id.clone()),
+            request_index: Some(qi as i64),
+            turn_index: Some(u.at("turn_index").i64().unwrap_or(ti as i64)),
+            input_tokens: u.at("input_tokens").i64(),
+            output_tokens: u.at("output_tokens").i64(),
+            tool_result_tokens: u.at("tool_result_tokens").i64(),
+            wall_s: u.at("wall_clock_s").f64(),
+            gpu_energy_j: energy,
+            cpu_energy_j: u.at("cpu_energy_joules").f64(),
+            gpu_power_avg_w: u.at("gpu_power_avg_watts").f64(),
+            cpu_power_avg_w: u.at("cpu_power_avg_watts").f64(),
+            cost_usd: u.at("cost_usd").f64(),
+            error: u.at("error").text().map(Into::into),
+            attribution: energy.map(|_| attribution.into()),
+            tools: Some(tools.len() as i64),
+        });
     }
-    let accuracy =
-        (resolved + unresolved > 0).then(|| resolved as f64 / (resolved + unresolved) as f64);
+}
+
+/// The run row of an agentic run: the summary's config and the sums over its queries, with
+/// IPJ/IPW as accuracy over mean query energy and power.
+fn agentic_run(
+    ids: &RunIds,
+    local: &str,
+    run_id: &Text,
+    cfg: J<'_>,
+    conc: i64,
+    totals: &AgenticTotals,
+) -> RunRow {
+    let accuracy = totals.accuracy();
     let per = |v: &[f64]| match (accuracy, np_mean(v)) {
         (Some(a), Some(m)) if m != 0.0 => Some(a / m),
         _ => None,
     };
     let model = cfg.at("model").text();
     let task = cfg.at("dataset").text();
-    let energy: Option<f64> = (!q_energy.is_empty()).then(|| q_energy.iter().sum());
-    let window: Option<f64> = (!q_wall.is_empty()).then(|| q_wall.iter().sum());
-    let output = (!tout.is_empty()).then(|| tout.iter().sum::<i64>());
-    let mut run = RunRow {
+    let energy: Option<f64> = (!totals.energy.is_empty()).then(|| totals.energy.iter().sum());
+    let window: Option<f64> = (!totals.wall.is_empty()).then(|| totals.wall.iter().sum());
+    let output = (!totals.output.is_empty()).then(|| totals.output.iter().sum::<i64>());
+    RunRow {
         run_id: Some(run_id.clone()),
-        source_id: Some(ctx.ids.source_id.clone()),
-        source_kind: Some(ctx.ids.kind.into()),
-        local_id: Some(local.as_str().into()),
+        source_id: Some(ids.source_id.clone()),
+        source_kind: Some(ids.kind.into()),
+        local_id: Some(local.into()),
         experiment_id: Some(
             format!(
                 "ipw-agentic:{}|{}|{}|c{conc}",
@@ -767,42 +987,42 @@ pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
         window: Some("per_query_sum".into()),
         window_s: window,
         attribution: Some("measured".into()),
-        requests: Some(traces.len() as i64),
-        requests_completed: Some(
-            traces
-                .iter()
-                .filter(|t| t.get("completed").and_then(Node::as_bool) == Some(true))
-                .count() as i64,
-        ),
-        input_tokens: (!tin.is_empty()).then(|| tin.iter().sum()),
+        requests: Some(totals.queries),
+        requests_completed: Some(totals.completed),
+        input_tokens: (!totals.input.is_empty()).then(|| totals.input.iter().sum()),
         output_tokens: output,
         output_tps: match (output, window) {
             (Some(o), Some(w)) if conc <= 1 && w > 0.0 => Some(o as f64 / w),
             _ => None,
         },
         accuracy,
-        ipj: per(&q_energy),
-        ipw: per(&q_power),
+        ipj: per(&totals.energy),
+        ipw: per(&totals.power),
         ..Default::default()
-    };
-    let hw = s.path("gpu_info.name").text();
-    run.hardware = hw.as_deref().map(|h| accelerator(h).into());
-    run.hardware_raw = hw.as_deref().map(Into::into);
-    let eff = s.at("efficiency");
-    out.evaluations.push(EvaluationRow {
-        run_id: Some(run_id.clone()),
+    }
+}
+
+/// The evaluation of an agentic run: resolved queries counted here, IPJ/IPW as the summary
+/// reported them and as computed here.
+fn agentic_evaluation(run: &RunRow, eff: J<'_>, totals: &AgenticTotals) -> EvaluationRow {
+    EvaluationRow {
+        run_id: run.run_id.clone(),
         evaluator: Some("summary.json".into()),
-        correct: Some(resolved),
-        incorrect: Some(unresolved),
-        unevaluated: Some(traces.len() as i64 - resolved - unresolved),
-        accuracy,
+        correct: Some(totals.resolved),
+        incorrect: Some(totals.unresolved),
+        unevaluated: Some(totals.queries - totals.resolved - totals.unresolved),
+        accuracy: run.accuracy,
         ipj_reported: eff.at("ipj").f64(),
         ipw_reported: eff.at("ipw").f64(),
         ipj_norm: run.ipj,
         ipw_norm: run.ipw,
         energy_basis: Some("gpu".into()),
         ..Default::default()
-    });
+    }
+}
+
+/// The summary's reported totals and efficiency, kept for audit.
+fn push_agentic_summary_metrics(out: &mut Tables, run_id: &Text, s: J<'_>) {
     for (metric, field) in [
         ("totals.gpu_energy_joules", "totals.gpu_energy_joules"),
         ("totals.wall_clock_s", "totals.wall_clock_s"),
@@ -820,6 +1040,37 @@ pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
             });
         }
     }
+}
+
+/// An agentic run directory (`traces.jsonl`, `summary.json`).
+pub fn read_agentic(ctx: &mut SourceCtx, out: &mut Tables, dir: &Path) {
+    let local = dir_name(dir, "run");
+    let w = Warnings::default();
+    let summary = ctx.read_json_if_present(dir, "summary.json");
+    let null = Node::Null;
+    let s = J::root(summary.as_ref().unwrap_or(&null), &w);
+    let cfg = s.at("config");
+    let run_id = ctx.run_id(&local);
+    let Some(bytes) = ctx.read(&dir.join("traces.jsonl")) else {
+        return;
+    };
+    let traces = parse_traces(ctx, &bytes);
+    let conc = cfg.at("concurrency").i64().unwrap_or(1);
+    let mut warnings = Vec::new();
+    if conc > 1 {
+        warnings.push("concurrent agentic run: each query's energy is the whole device's over its window, so concurrent queries count shared energy more than once".to_string());
+    }
+    let mut totals = AgenticTotals::default();
+    for (qi, t) in traces.iter().enumerate() {
+        push_agentic_query(out, &run_id, qi, t, &w, &mut totals);
+    }
+    let mut run = agentic_run(&ctx.ids, &local, &run_id, cfg, conc, &totals);
+    let hw = s.path("gpu_info.name").text();
+    run.hardware = hw.as_deref().map(|h| accelerator(h).into());
+    run.hardware_raw = hw.as_deref().map(Into::into);
+    out.evaluations
+        .push(agentic_evaluation(&run, s.at("efficiency"), &totals));
+    push_agentic_summary_metrics(out, &run_id, s);
     derive(&mut run, hw.as_deref());
     warnings.extend(w.take());
     run.warnings = json_list(&warnings);

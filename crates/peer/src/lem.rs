@@ -408,19 +408,9 @@ impl Experiment {
     }
 }
 
-/// Turn one experiment (aggregated document or raw processes) into its rows.
-fn experiment(
-    ctx: &RunIds,
-    local_id: &str,
-    doc: Option<&Node<'_>>,
-    procs_json: &[Node<'_>],
-    mut warnings: Vec<String>,
-    w: &Warnings,
-) -> Experiment {
-    let empty = Node::Null;
-    let d = J::root(doc.unwrap_or(&empty), w);
-    let mut procs: Vec<Process> = procs_json.iter().map(|p| process(J::root(p, w))).collect();
-    let run_id = ctx.run_id(local_id);
+/// The row of a run before anything is read into it: its ids, its experiment and cycle (from
+/// the local id), and the window LEM measures.
+fn identity(ctx: &RunIds, local_id: &str, run_id: &Text) -> RunRow {
     let mut run = RunRow {
         run_id: Some(run_id.clone()),
         source_id: Some(ctx.source_id.clone()),
@@ -432,60 +422,57 @@ fn experiment(
     let (base, cycle) = cycle_of(local_id);
     run.experiment_id = Some(ctx.experiment_id(&base));
     run.repeat_index = cycle;
-    let backend = d.at("backend").text();
-    config(&mut run, d, backend.as_deref());
-    if doc.is_none() {
-        // Raw-only: the config is in each process's effective_config.
-        if let Some(p0) = procs_json.first() {
-            config(&mut run, J::root(p0, w), None);
-            if run.engine.is_none() {
-                run.engine = J::root(p0, w).at("backend").text().map(Into::into);
-            }
-        }
+    run
+}
+
+/// An aggregate without its processes: its own totals stand for the run's energy and window.
+fn aggregate_totals(run: &mut RunRow, d: J<'_>, warnings: &mut Vec<String>) {
+    run.gpu_cpu_ram_energy_j = d.at("total_energy_j").f64();
+    run.energy_j = run.gpu_cpu_ram_energy_j;
+    run.energy_scope = Some("gpu_cpu_ram".into());
+    run.attribution = Some("measured".into());
+    run.window_s = d.at("total_inference_time_sec").f64();
+    warnings.push("no process results: energy is the aggregate's total_energy_j".into());
+}
+
+/// The latency statistics the document reported (in ms), for a run whose processes gave no
+/// samples to compute them from.
+fn reported_latency(run: &mut RunRow, d: J<'_>) {
+    let ls = d.at("latency_stats");
+    let s = |k: &'static str| ls.at(k).f64().map(|x| x / 1000.0);
+    [
+        run.ttft_mean_s,
+        run.ttft_p50_s,
+        run.ttft_p95_s,
+        run.ttft_p99_s,
+    ] = [
+        s("ttft_mean_ms"),
+        s("ttft_median_ms"),
+        s("ttft_p95_ms"),
+        s("ttft_p99_ms"),
+    ];
+    [run.itl_mean_s, run.itl_p50_s, run.itl_p95_s, run.itl_p99_s] = [
+        s("itl_mean_ms"),
+        s("itl_median_ms"),
+        s("itl_p95_ms"),
+        s("itl_p99_ms"),
+    ];
+    if run.itl_mean_s.is_some() {
+        run.itl_kind = Some("trimmed".into());
     }
-    aggregate(&mut run, &procs, &mut warnings);
-    if run.requests.is_none() {
-        run.requests = configured_requests(d).or_else(|| {
-            procs_json
-                .first()
-                .and_then(|p| configured_requests(J::root(p, w)))
-        });
-    }
-    run.requests_completed = run.requests;
-    if procs.is_empty() {
-        // An aggregate without its processes: its own totals.
-        run.gpu_cpu_ram_energy_j = d.at("total_energy_j").f64();
-        run.energy_j = run.gpu_cpu_ram_energy_j;
-        run.energy_scope = Some("gpu_cpu_ram".into());
-        run.attribution = Some("measured".into());
-        run.window_s = d.at("total_inference_time_sec").f64();
-        warnings.push("no process results: energy is the aggregate's total_energy_j".into());
-    }
-    if run.ttft_mean_s.is_none() && run.itl_mean_s.is_none() {
-        let ls = d.at("latency_stats");
-        let s = |k: &'static str| ls.at(k).f64().map(|x| x / 1000.0);
-        [
-            run.ttft_mean_s,
-            run.ttft_p50_s,
-            run.ttft_p95_s,
-            run.ttft_p99_s,
-        ] = [
-            s("ttft_mean_ms"),
-            s("ttft_median_ms"),
-            s("ttft_p95_ms"),
-            s("ttft_p99_ms"),
-        ];
-        [run.itl_mean_s, run.itl_p50_s, run.itl_p95_s, run.itl_p99_s] = [
-            s("itl_mean_ms"),
-            s("itl_median_ms"),
-            s("itl_p95_ms"),
-            s("itl_p99_ms"),
-        ];
-        if run.itl_mean_s.is_some() {
-            run.itl_kind = Some("trimmed".into());
-        }
-    }
-    let (overlap, unique) = verification(&procs);
+}
+
+/// §1.4's checks: whether the run is stable (the processes overlap in time, report distinct GPUs
+/// and tracked their energy), with a warning when the overlap or the GPU attribution is not
+/// verified; and §1.8 trap 4's warning.
+fn verify(
+    run: &mut RunRow,
+    d: J<'_>,
+    procs: &[Process],
+    first: Option<J<'_>>,
+    warnings: &mut Vec<String>,
+) {
+    let (overlap, unique) = verification(procs);
     if overlap == Some(false) {
         warnings.push("temporal overlap not verified: the processes' windows overlap by less than half the shortest".into());
     }
@@ -496,15 +483,16 @@ fn experiment(
         || d.at("energy_tracking_failed").bool() == Some(true);
     run.is_stable = Some(overlap.unwrap_or(false) && unique && !failed && !procs.is_empty());
     if procs.iter().any(|p| p.gpu_energy_j.is_some())
-        && J::root(&procs_json[0], w)
-            .path("energy_metrics.energy_per_token_j")
-            .f64()
-            == Some(0.0)
+        && first.and_then(|p| p.path("energy_metrics.energy_per_token_j").f64()) == Some(0.0)
     {
         // §1.8 trap 4: always 0 in this era; recomputed as energy_per_output_token_j.
         warnings.push("energy_metrics.energy_per_token_j is 0 in the source (never set by LEM v1); recomputed".into());
     }
-    // v2 fields.
+}
+
+/// The fields LEM v2 added: the steady-state window, the GPU count, the baseline power and the
+/// tool's own measurement warnings.
+fn v2_fields(run: &mut RunRow, d: J<'_>, warnings: &mut Vec<String>) {
     if d.at("measurement_methodology").str() == Some("steady_state") {
         run.window = Some("steady_state".into());
         if let (Some(a), Some(b)) = (
@@ -523,6 +511,10 @@ fn experiment(
             warnings.push(s.to_string());
         }
     }
+}
+
+/// The document's run-level values named in [`REPORTED`], kept for audit.
+fn reported_metrics(run_id: &Text, d: J<'_>) -> Vec<RunMetricRow> {
     let mut metrics = Vec::new();
     for (metric, field, unit) in REPORTED {
         if let Some(v) = d.path(field).f64() {
@@ -535,6 +527,49 @@ fn experiment(
             });
         }
     }
+    metrics
+}
+
+/// Turn one experiment (aggregated document or raw processes) into its rows.
+fn experiment(
+    ctx: &RunIds,
+    local_id: &str,
+    doc: Option<&Node<'_>>,
+    procs_json: &[Node<'_>],
+    mut warnings: Vec<String>,
+    w: &Warnings,
+) -> Experiment {
+    let empty = Node::Null;
+    let d = J::root(doc.unwrap_or(&empty), w);
+    let mut procs: Vec<Process> = procs_json.iter().map(|p| process(J::root(p, w))).collect();
+    let first = procs_json.first().map(|p| J::root(p, w));
+    let run_id = ctx.run_id(local_id);
+    let mut run = identity(ctx, local_id, &run_id);
+    let backend = d.at("backend").text();
+    config(&mut run, d, backend.as_deref());
+    if doc.is_none() {
+        // Raw-only: the config is in each process's effective_config.
+        if let Some(p0) = first {
+            config(&mut run, p0, None);
+            if run.engine.is_none() {
+                run.engine = p0.at("backend").text().map(Into::into);
+            }
+        }
+    }
+    aggregate(&mut run, &procs, &mut warnings);
+    if run.requests.is_none() {
+        run.requests = configured_requests(d).or_else(|| first.and_then(configured_requests));
+    }
+    run.requests_completed = run.requests;
+    if procs.is_empty() {
+        aggregate_totals(&mut run, d, &mut warnings);
+    }
+    if run.ttft_mean_s.is_none() && run.itl_mean_s.is_none() {
+        reported_latency(&mut run, d);
+    }
+    verify(&mut run, d, &procs, first, &mut warnings);
+    v2_fields(&mut run, d, &mut warnings);
+    let metrics = reported_metrics(&run_id, d);
     let hw = run.hardware_raw.clone();
     derive(&mut run, hw.as_deref());
     warnings.extend(w.take());
@@ -556,12 +591,15 @@ fn json_files(dir: &Path) -> Vec<std::path::PathBuf> {
     })
 }
 
-/// A LEM v1 results directory.
-pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
-    let root = ctx.root.clone();
-    let mut seen = BTreeSet::new();
-    // Aggregated experiments: each file read and turned into rows on any core, then kept in file
-    // order (an experiment id seen before is dropped, as it would not have been read).
+/// Aggregated experiments (`aggregated/<id>.json`): each file read and turned into rows on any
+/// core, then kept in file order (an experiment id seen before is dropped, as it would not have
+/// been read).
+fn read_aggregated(
+    ctx: &mut SourceCtx,
+    out: &mut Tables,
+    root: &Path,
+    seen: &mut BTreeSet<String>,
+) {
     let paths = json_files(&root.join("aggregated"));
     let ids = ctx.ids.clone();
     let docs = ctx.read_json_all(&paths, |path, doc| {
@@ -591,7 +629,79 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
         }
     }
     Experiment::push_all(kept, out);
-    // Raw-only experiments: aggregated here.
+}
+
+/// A raw experiment's `process_<k>.json` documents that read, with the `k` of each file name.
+fn read_processes(ctx: &mut SourceCtx, dir: &Path) -> (Vec<Node<'static>>, Vec<Option<i64>>) {
+    let mut procs = Vec::new();
+    let mut indices = Vec::new();
+    for path in json_files(dir) {
+        let name = path.file_name().and_then(|s| s.to_str()).unwrap_or("");
+        let Some(k) = name
+            .strip_prefix("process_")
+            .and_then(|s| s.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        let Some(doc) = ctx.read_json(&path) else {
+            continue;
+        };
+        indices.push(k.parse::<i64>().ok());
+        procs.push(doc);
+    }
+    (procs, indices)
+}
+
+/// The processes ordered by process_index (the file name's `k` when a document has none; file
+/// order breaks ties).
+fn in_process_order<'a>(
+    procs: &[Node<'a>],
+    indices: &[Option<i64>],
+    w: &Warnings,
+) -> Vec<Node<'a>> {
+    let mut order: Vec<usize> = (0..procs.len()).collect();
+    order.sort_by_key(|&i| {
+        J::root(&procs[i], w)
+            .at("process_index")
+            .i64()
+            .or(indices[i])
+            .unwrap_or(i64::MAX)
+    });
+    order.iter().map(|&i| procs[i].clone()).collect()
+}
+
+/// Warnings for a process set that may be incomplete: process indices repeated or missing, and
+/// processes without their `.completed_<k>` marker in `dir`.
+fn process_set_warnings(dir: &Path, procs: &[Node<'_>], w: &Warnings) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let idx: Vec<i64> = procs
+        .iter()
+        .enumerate()
+        .map(|(k, p)| J::root(p, w).at("process_index").i64().unwrap_or(k as i64))
+        .collect();
+    let distinct: BTreeSet<i64> = idx.iter().copied().collect();
+    if distinct.len() != idx.len() {
+        warnings.push("incomplete process set: duplicate process indices".into());
+    } else if distinct.iter().copied().ne(0..idx.len() as i64) {
+        warnings.push("incomplete process set: missing process indices".into());
+    }
+    let missing: Vec<String> = idx
+        .iter()
+        .filter(|k| !dir.join(format!(".completed_{k}")).exists())
+        .map(|k| k.to_string())
+        .collect();
+    if !missing.is_empty() {
+        warnings.push(format!(
+            "incomplete process set: no .completed marker for process {}",
+            missing.join(", ")
+        ));
+    }
+    warnings
+}
+
+/// Raw-only experiments (`raw/<id>/process_<k>.json`, an id not seen among the aggregated
+/// ones): aggregated here.
+fn read_raw(ctx: &mut SourceCtx, out: &mut Tables, root: &Path, seen: &mut BTreeSet<String>) {
     for dir in entries(&root.join("raw"), Path::is_dir) {
         let Some(id) = dir.file_name().and_then(|s| s.to_str()).map(str::to_string) else {
             continue;
@@ -599,67 +709,30 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
         if seen.contains(&id) {
             continue;
         }
-        let mut procs = Vec::new();
-        let mut indices = Vec::new();
-        for path in json_files(&dir) {
-            let name = path.file_name().and_then(|s| s.to_str()).unwrap_or("");
-            let Some(k) = name
-                .strip_prefix("process_")
-                .and_then(|s| s.strip_suffix(".json"))
-            else {
-                continue;
-            };
-            let Some(doc) = ctx.read_json(&path) else {
-                continue;
-            };
-            indices.push(k.parse::<i64>().ok());
-            procs.push(doc);
-        }
+        let (procs, indices) = read_processes(ctx, &dir);
         if procs.is_empty() {
             continue;
         }
-        // Process order: by process_index (file order breaks ties).
         let w = Warnings::default();
-        let mut order: Vec<usize> = (0..procs.len()).collect();
-        order.sort_by_key(|&i| {
-            J::root(&procs[i], &w)
-                .at("process_index")
-                .i64()
-                .or(indices[i])
-                .unwrap_or(i64::MAX)
-        });
-        let procs: Vec<Node<'_>> = order.iter().map(|&i| procs[i].clone()).collect();
-        let mut warnings = Vec::new();
-        let idx: Vec<i64> = procs
-            .iter()
-            .enumerate()
-            .map(|(k, p)| J::root(p, &w).at("process_index").i64().unwrap_or(k as i64))
-            .collect();
-        let distinct: BTreeSet<i64> = idx.iter().copied().collect();
-        if distinct.len() != idx.len() {
-            warnings.push("incomplete process set: duplicate process indices".into());
-        } else if distinct.iter().copied().ne(0..idx.len() as i64) {
-            warnings.push("incomplete process set: missing process indices".into());
-        }
-        let missing: Vec<String> = idx
-            .iter()
-            .filter(|k| !dir.join(format!(".completed_{k}")).exists())
-            .map(|k| k.to_string())
-            .collect();
-        if !missing.is_empty() {
-            warnings.push(format!(
-                "incomplete process set: no .completed marker for process {}",
-                missing.join(", ")
-            ));
-        }
+        let procs = in_process_order(&procs, &indices, &w);
+        let warnings = process_set_warnings(&dir, &procs, &w);
         if ctx.tool_version.is_none() {
             ctx.tool_version = J::root(&procs[0], &w).at("schema_version").text();
         }
         seen.insert(id.clone());
         experiment(&ctx.ids, &id, None, &procs, warnings, &w).push(out);
     }
-    // Multi-cycle files: the reported statistics, and cycles found nowhere else.
-    let multi = entries(&root, |p| name_is(p, |n| n.ends_with("_multi_cycle.json")));
+}
+
+/// Multi-cycle files (`<base>_multi_cycle.json`): the reported statistics, and cycles found
+/// nowhere else.
+fn read_multi_cycle(
+    ctx: &mut SourceCtx,
+    out: &mut Tables,
+    root: &Path,
+    seen: &mut BTreeSet<String>,
+) {
+    let multi = entries(root, |p| name_is(p, |n| n.ends_with("_multi_cycle.json")));
     for path in multi {
         let Some(doc) = ctx.read_json(&path) else {
             continue;
@@ -693,6 +766,16 @@ pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
             }
         }
     }
+}
+
+/// A LEM v1 results directory: aggregated experiments, then raw-only ones, then the cycles of
+/// multi-cycle files (an experiment id is read once, where it is first found).
+pub fn read_v1(ctx: &mut SourceCtx, out: &mut Tables) {
+    let root = ctx.root.clone();
+    let mut seen = BTreeSet::new();
+    read_aggregated(ctx, out, &root, &mut seen);
+    read_raw(ctx, out, &root, &mut seen);
+    read_multi_cycle(ctx, out, &root, &mut seen);
 }
 
 /// A LEM v2 result directory (`result.json`, optional `timeseries.parquet`).
