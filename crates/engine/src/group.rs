@@ -132,24 +132,7 @@ impl RunTable {
             q.by.iter()
                 .map(|f| self.require_field(f))
                 .collect::<Result<Vec<_>, _>>()?;
-        // Resolve aggregates to (func, column) pairs, expanding field-less functions.
-        let mut plan: Vec<(AggFunc, Option<usize>)> = Vec::new();
-        for spec in &q.aggs {
-            let targets: Vec<Option<usize>> = match (&spec.field, spec.func) {
-                (None, AggFunc::Count) => continue, // `count` is always present
-                (Some(f), AggFunc::Count) => vec![Some(self.require_field(f)?)],
-                (Some(f), _) => vec![Some(self.require_numeric(f)?)],
-                (None, _) => (1..self.fields.len())
-                    .filter(|&i| self.fields[i].ty.is_numeric())
-                    .map(Some)
-                    .collect(),
-            };
-            for t in targets {
-                if !plan.contains(&(spec.func, t)) {
-                    plan.push((spec.func, t));
-                }
-            }
-        }
+        let plan = self.aggregate_plan(&q.aggs)?;
 
         let rows = self.filter_rows(&q.filters, q.stability)?;
         let order = self.group_rows(&by_cols, rows);
@@ -168,88 +151,125 @@ impl RunTable {
         });
         for (func, target) in plan {
             let c = target.expect("only count(*) has no target, and it is skipped");
-            let col = self.column(c);
-            let is_int = matches!(col, ColumnData::Int(_));
             let name = format!("{}_{}", func.as_str(), self.fields[c].name);
-            let data = match func {
-                AggFunc::Count => ColumnData::Int(
-                    order
-                        .iter()
-                        .map(|g| {
-                            Some(g.iter().filter(|&&r| col.get(r) != Value::Null).count() as i64)
-                        })
-                        .collect(),
-                ),
-                AggFunc::Min | AggFunc::Max => {
-                    let winners: Vec<Option<usize>> = order
-                        .iter()
-                        .map(|g| extreme(col, g, func == AggFunc::Min))
-                        .collect();
-                    col.take(&winners)
-                }
-                AggFunc::Mean | AggFunc::Median => ColumnData::Float(
-                    order
-                        .iter()
-                        .map(|g| {
-                            let v: Vec<f64> =
-                                numeric_values(col, g).into_iter().map(|(_, x)| x).collect();
-                            if func == AggFunc::Mean {
-                                np_mean(&v)
-                            } else {
-                                np_median(&v)
-                            }
-                        })
-                        .collect(),
-                ),
-                AggFunc::Sum if is_int => ColumnData::Int(
-                    order
-                        .iter()
-                        .map(|g| {
-                            let v: Vec<i64> = g
-                                .iter()
-                                .filter_map(|&r| match col.get(r) {
-                                    Value::Int(x) => Some(x),
-                                    _ => None,
-                                })
-                                .collect();
-                            (!v.is_empty()).then(|| v.iter().fold(0i64, |a, b| a.wrapping_add(*b)))
-                        })
-                        .collect(),
-                ),
-                AggFunc::Sum => ColumnData::Float(
-                    order
-                        .iter()
-                        .map(|g| {
-                            let v: Vec<f64> =
-                                numeric_values(col, g).into_iter().map(|(_, x)| x).collect();
-                            (!v.is_empty()).then(|| np_sum(&v))
-                        })
-                        .collect(),
-                ),
-                AggFunc::Argmin | AggFunc::Argmax => {
-                    let winners: Vec<Option<usize>> = order
-                        .iter()
-                        .map(|g| extreme(col, g, func == AggFunc::Argmin))
-                        .collect();
-                    ColumnData::Struct {
-                        fields: self
-                            .frame
-                            .columns
-                            .iter()
-                            .map(|fc| FrameColumn {
-                                name: fc.name.clone(),
-                                data: fc.data.take(&winners),
-                            })
-                            .collect(),
-                        valid: winners.iter().map(Option::is_some).collect(),
-                    }
-                }
-            };
+            let data = self.aggregate_column(func, c, &order);
             columns.push(FrameColumn { name, data });
         }
         Ok(GroupResult {
             by: q.by.clone(),
             frame: Frame { columns },
         })
+    }
+
+    /// The aggregates asked for resolved to (function, column) pairs, each once and in the order
+    /// asked: a field-less function expands to every numeric field, and a field-less `count` is
+    /// left out (the `count` column is always there).
+    fn aggregate_plan(
+        &self,
+        aggs: &[AggSpec],
+    ) -> Result<Vec<(AggFunc, Option<usize>)>, EngineError> {
+        let mut plan: Vec<(AggFunc, Option<usize>)> = Vec::new();
+        for spec in aggs {
+            let targets: Vec<Option<usize>> = match (&spec.field, spec.func) {
+                (None, AggFunc::Count) => continue, // `count` is always present
+                (Some(f), AggFunc::Count) => vec![Some(self.require_field(f)?)],
+                (Some(f), _) => vec![Some(self.require_numeric(f)?)],
+                (None, _) => (1..self.fields.len())
+                    .filter(|&i| self.fields[i].ty.is_numeric())
+                    .map(Some)
+                    .collect(),
+            };
+            for t in targets {
+                if !plan.contains(&(spec.func, t)) {
+                    plan.push((spec.func, t));
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    /// `func` of column `c` over each group of `order`: one value per group (for argmin and
+    /// argmax, the whole winning run as a struct).
+    fn aggregate_column(&self, func: AggFunc, c: usize, order: &[Vec<usize>]) -> ColumnData {
+        let col = self.column(c);
+        let is_int = matches!(col, ColumnData::Int(_));
+        match func {
+            AggFunc::Count => ColumnData::Int(
+                order
+                    .iter()
+                    .map(|g| Some(g.iter().filter(|&&r| col.get(r) != Value::Null).count() as i64))
+                    .collect(),
+            ),
+            AggFunc::Min | AggFunc::Max => {
+                let winners: Vec<Option<usize>> = order
+                    .iter()
+                    .map(|g| extreme(col, g, func == AggFunc::Min))
+                    .collect();
+                col.take(&winners)
+            }
+            AggFunc::Mean | AggFunc::Median => ColumnData::Float(
+                order
+                    .iter()
+                    .map(|g| {
+                        let v: Vec<f64> =
+                            numeric_values(col, g).into_iter().map(|(_, x)| x).collect();
+                        if func == AggFunc::Mean {
+                            np_mean(&v)
+                        } else {
+                            np_median(&v)
+                        }
+                    })
+                    .collect(),
+            ),
+            AggFunc::Sum if is_int => ColumnData::Int(
+                order
+                    .iter()
+                    .map(|g| {
+                        let v: Vec<i64> = g
+                            .iter()
+                            .filter_map(|&r| match col.get(r) {
+                                Value::Int(x) => Some(x),
+                                _ => None,
+                            })
+                            .collect();
+                        (!v.is_empty()).then(|| v.iter().fold(0i64, |a, b| a.wrapping_add(*b)))
+                    })
+                    .collect(),
+            ),
+            AggFunc::Sum => ColumnData::Float(
+                order
+                    .iter()
+                    .map(|g| {
+                        let v: Vec<f64> =
+                            numeric_values(col, g).into_iter().map(|(_, x)| x).collect();
+                        (!v.is_empty()).then(|| np_sum(&v))
+                    })
+                    .collect(),
+            ),
+            AggFunc::Argmin | AggFunc::Argmax => {
+                let winners: Vec<Option<usize>> = order
+                    .iter()
+                    .map(|g| extreme(col, g, func == AggFunc::Argmin))
+                    .collect();
+                self.winning_runs(&winners)
+            }
+        }
+    }
+
+    /// The runs at `winners` (one per group) as a struct column of every field, null where a
+    /// group has no winner.
+    fn winning_runs(&self, winners: &[Option<usize>]) -> ColumnData {
+        ColumnData::Struct {
+            fields: self
+                .frame
+                .columns
+                .iter()
+                .map(|fc| FrameColumn {
+                    name: fc.name.clone(),
+                    data: fc.data.take(winners),
+                })
+                .collect(),
+            valid: winners.iter().map(Option::is_some).collect(),
+        }
     }
 }

@@ -38,6 +38,16 @@ enum Dict<'a> {
     Int(Vec<i64>),
 }
 
+impl Dict<'_> {
+    /// How many distinct values the chunk has.
+    fn distinct(&self) -> usize {
+        match self {
+            Dict::Text(v) => v.len(),
+            Dict::Int(v) => v.len(),
+        }
+    }
+}
+
 /// A column slice as runs: (rows, index into the chunk's dictionary, or `None` for nulls).
 #[derive(Debug, PartialEq)]
 struct Runs<'a> {
@@ -278,6 +288,159 @@ fn compress(codec: Compression, raw: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// The dictionary page's values, PLAIN encoded (text as length-prefixed bytes, ints as 8 bytes
+/// little-endian).
+fn plain_dictionary(dict: &Dict<'_>) -> Vec<u8> {
+    let mut plain = Vec::new();
+    match dict {
+        Dict::Text(values) => {
+            for v in values {
+                plain.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                plain.extend_from_slice(v.as_bytes());
+            }
+        }
+        Dict::Int(values) => {
+            for v in values {
+                plain.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+    plain
+}
+
+/// How a chunk's data pages are laid out: the codec, the rows per page, the bit width of the
+/// dictionary keys, and whether definition levels are written (a nullable column).
+struct PageFormat {
+    codec: Compression,
+    per_page: usize,
+    width: u8,
+    nullable: bool,
+}
+
+/// What writing a chunk's pages leaves for its metadata: the pages' uncompressed size, the
+/// first data page's offset and the offset index.
+struct Pages {
+    uncompressed: usize,
+    first_data: Option<u64>,
+    index: OffsetIndexBuilder,
+}
+
+/// The next `page_rows` rows of the runs as one data page, uncompressed: the definition levels
+/// (when nullable), the key width, then the keys. A run longer than the page is cut, its rest
+/// left in `carry` for the next page.
+fn data_page(
+    runs: &mut impl Iterator<Item = (usize, Option<u32>)>,
+    carry: &mut Option<(usize, Option<u32>)>,
+    page_rows: usize,
+    format: &PageFormat,
+) -> Result<Vec<u8>> {
+    let mut levels = Hybrid::new(1);
+    let mut keys = Hybrid::new(format.width);
+    let mut left = page_rows;
+    while left > 0 {
+        let (n, key) = carry
+            .take()
+            .or_else(|| runs.next())
+            .ok_or_else(|| ParquetError::General("runs shorter than the column".into()))?;
+        let take = n.min(left);
+        if take < n {
+            *carry = Some((n - take, key));
+        }
+        levels.put(u32::from(key.is_some()), take);
+        if let Some(k) = key {
+            keys.put(k, take);
+        }
+        left -= take;
+    }
+    let mut raw = Vec::new();
+    if format.nullable {
+        let levels = levels.finish();
+        raw.extend_from_slice(&(levels.len() as u32).to_le_bytes());
+        raw.extend_from_slice(&levels);
+    }
+    raw.push(format.width);
+    raw.extend_from_slice(&keys.finish());
+    Ok(raw)
+}
+
+/// The chunk's pages written to `sink`: the dictionary page, then data pages of at most the
+/// format's row count each, indexed as they go.
+fn write_pages(
+    sink: &mut TrackedWrite<Vec<u8>>,
+    dict: &Dict<'_>,
+    runs: Vec<(usize, Option<u32>)>,
+    rows: usize,
+    format: &PageFormat,
+) -> Result<Pages> {
+    let codec = format.codec;
+    let plain = plain_dictionary(dict);
+    let mut index = OffsetIndexBuilder::new();
+    let (mut uncompressed, mut first_data) = (0usize, None);
+    let mut pages = SerializedPageWriter::new(sink);
+    let spec = pages.write_page(CompressedPage::new(
+        Page::DictionaryPage {
+            buf: compress(codec, &plain).expect("codec checked").into(),
+            num_values: dict.distinct() as u32,
+            encoding: Encoding::PLAIN,
+            is_sorted: false,
+        },
+        plain.len(),
+    ))?;
+    uncompressed += spec.uncompressed_size;
+    let mut runs = runs.into_iter();
+    let mut carry: Option<(usize, Option<u32>)> = None;
+    let mut row = 0usize;
+    while row < rows {
+        let page_rows = format.per_page.min(rows - row);
+        let raw = data_page(&mut runs, &mut carry, page_rows, format)?;
+        let spec = pages.write_page(CompressedPage::new(
+            Page::DataPage {
+                buf: compress(codec, &raw).expect("codec checked").into(),
+                num_values: page_rows as u32,
+                encoding: Encoding::RLE_DICTIONARY,
+                def_level_encoding: Encoding::RLE,
+                rep_level_encoding: Encoding::RLE,
+                statistics: None,
+            },
+            raw.len(),
+        ))?;
+        uncompressed += spec.uncompressed_size;
+        first_data.get_or_insert(spec.offset);
+        index.append_offset_and_size(spec.offset as i64, spec.bytes_written as i32);
+        index.append_row_count(page_rows as i64);
+        row += page_rows;
+    }
+    Ok(Pages {
+        uncompressed,
+        first_data,
+        index,
+    })
+}
+
+/// The chunk's statistics: the smallest and largest of its distinct values, and its nulls.
+fn statistics(dict: &Dict<'_>, nulls: usize) -> Statistics {
+    let nulls = Some(nulls as u64);
+    match dict {
+        Dict::Int(v) => Statistics::int64(
+            v.iter().min().copied(),
+            v.iter().max().copied(),
+            None,
+            nulls,
+            false,
+        ),
+        Dict::Text(v) => {
+            let bytes = |s: Option<&&str>| s.map(|s| ByteArray::from(s.as_bytes().to_vec()));
+            Statistics::byte_array(
+                bytes(v.iter().min()),
+                bytes(v.iter().max()),
+                None,
+                nulls,
+                false,
+            )
+        }
+    }
+}
+
 /// The column chunk of `array` (one row group's slice of one column, as its rows or run-end
 /// encoded) encoded from its runs, with the metadata a row group writer appends it by; `None`
 /// when the column is not one this module writes (its type, its codec, or runs shorter than
@@ -296,92 +459,14 @@ pub fn chunk(
         return Ok(None);
     };
     let rows = array.len();
-    let distinct = match &dict {
-        Dict::Text(v) => v.len(),
-        Dict::Int(v) => v.len(),
+    let format = PageFormat {
+        codec,
+        per_page: props.data_page_row_count_limit().max(1),
+        width: bit_width(dict.distinct().saturating_sub(1) as u64),
+        nullable: descr.max_def_level() > 0,
     };
-    let mut plain = Vec::new();
-    match &dict {
-        Dict::Text(values) => {
-            for v in values {
-                plain.extend_from_slice(&(v.len() as u32).to_le_bytes());
-                plain.extend_from_slice(v.as_bytes());
-            }
-        }
-        Dict::Int(values) => {
-            for v in values {
-                plain.extend_from_slice(&v.to_le_bytes());
-            }
-        }
-    }
     let mut sink = TrackedWrite::new(Vec::new());
-    let mut index = OffsetIndexBuilder::new();
-    let (mut uncompressed, mut first_data) = (0usize, None);
-    {
-        let mut pages = SerializedPageWriter::new(&mut sink);
-        let spec = pages.write_page(CompressedPage::new(
-            Page::DictionaryPage {
-                buf: compress(codec, &plain).expect("codec checked").into(),
-                num_values: distinct as u32,
-                encoding: Encoding::PLAIN,
-                is_sorted: false,
-            },
-            plain.len(),
-        ))?;
-        uncompressed += spec.uncompressed_size;
-        // Data pages of at most the properties' row count each.
-        let per_page = props.data_page_row_count_limit().max(1);
-        let width = bit_width(distinct.saturating_sub(1) as u64);
-        let nullable = descr.max_def_level() > 0;
-        let mut runs = runs.into_iter();
-        let mut carry: Option<(usize, Option<u32>)> = None;
-        let mut row = 0usize;
-        while row < rows {
-            let page_rows = per_page.min(rows - row);
-            let mut levels = Hybrid::new(1);
-            let mut keys = Hybrid::new(width);
-            let mut left = page_rows;
-            while left > 0 {
-                let (n, key) = carry
-                    .take()
-                    .or_else(|| runs.next())
-                    .ok_or_else(|| ParquetError::General("runs shorter than the column".into()))?;
-                let take = n.min(left);
-                if take < n {
-                    carry = Some((n - take, key));
-                }
-                levels.put(u32::from(key.is_some()), take);
-                if let Some(k) = key {
-                    keys.put(k, take);
-                }
-                left -= take;
-            }
-            let mut raw = Vec::new();
-            if nullable {
-                let levels = levels.finish();
-                raw.extend_from_slice(&(levels.len() as u32).to_le_bytes());
-                raw.extend_from_slice(&levels);
-            }
-            raw.push(width);
-            raw.extend_from_slice(&keys.finish());
-            let spec = pages.write_page(CompressedPage::new(
-                Page::DataPage {
-                    buf: compress(codec, &raw).expect("codec checked").into(),
-                    num_values: page_rows as u32,
-                    encoding: Encoding::RLE_DICTIONARY,
-                    def_level_encoding: Encoding::RLE,
-                    rep_level_encoding: Encoding::RLE,
-                    statistics: None,
-                },
-                raw.len(),
-            ))?;
-            uncompressed += spec.uncompressed_size;
-            first_data.get_or_insert(spec.offset);
-            index.append_offset_and_size(spec.offset as i64, spec.bytes_written as i32);
-            index.append_row_count(page_rows as i64);
-            row += page_rows;
-        }
-    }
+    let pages = write_pages(&mut sink, &dict, runs, rows, &format)?;
     let written = sink.bytes_written();
     let bytes = Bytes::from(sink.into_inner()?);
     let mut meta = ColumnChunkMetaData::builder(descr.clone())
@@ -393,30 +478,11 @@ pub fn chunk(
         ])
         .set_num_values(rows as i64)
         .set_total_compressed_size(written as i64)
-        .set_total_uncompressed_size(uncompressed as i64)
+        .set_total_uncompressed_size(pages.uncompressed as i64)
         .set_dictionary_page_offset(Some(0))
-        .set_data_page_offset(first_data.unwrap_or(0) as i64);
+        .set_data_page_offset(pages.first_data.unwrap_or(0) as i64);
     if props.statistics_enabled(&path) != EnabledStatistics::None {
-        let nulls = Some(nulls as u64);
-        meta = meta.set_statistics(match &dict {
-            Dict::Int(v) => Statistics::int64(
-                v.iter().min().copied(),
-                v.iter().max().copied(),
-                None,
-                nulls,
-                false,
-            ),
-            Dict::Text(v) => {
-                let bytes = |s: Option<&&str>| s.map(|s| ByteArray::from(s.as_bytes().to_vec()));
-                Statistics::byte_array(
-                    bytes(v.iter().min()),
-                    bytes(v.iter().max()),
-                    None,
-                    nulls,
-                    false,
-                )
-            }
-        });
+        meta = meta.set_statistics(statistics(&dict, nulls));
     }
     let close = ColumnCloseResult {
         bytes_written: written as u64,
@@ -424,7 +490,7 @@ pub fn chunk(
         metadata: meta.build()?,
         bloom_filter: None,
         column_index: None,
-        offset_index: Some(index.build()),
+        offset_index: Some(pages.index.build()),
     };
     Ok(Some((bytes, close)))
 }
