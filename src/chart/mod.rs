@@ -300,78 +300,8 @@ fn draw(root: &DrawingArea<SVGBackend<'_>, Shift>, chart: &Chart) -> Result<(), 
                     .legend(move |(x, y)| Circle::new((x + 10, y), 3, c.filled()));
                 continue;
             }
-            let i = styled;
+            styled_series(&mut ctx, chart, s, pts, styled, (x0, x1, y0, y1))?;
             styled += 1;
-            let c = colour(i);
-            match s.mark {
-                Mark::Points | Mark::PointsJoined => {
-                    let curve: Vec<(f64, f64)> = s
-                        .curve
-                        .iter()
-                        .filter_map(|&(x, y)| Some((on(&chart.x, x)?, on(&chart.y, y)?)))
-                        .filter(|&(x, y)| (x0..=x1).contains(&x) && (y0..=y1).contains(&y))
-                        .collect();
-                    if curve.len() > 1 {
-                        ctx.draw_series(LineSeries::new(curve, c.stroke_width(2)))
-                            .map_err(err)?;
-                    }
-                    if s.mark == Mark::PointsJoined && pts.len() > 1 {
-                        ctx.draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-                            .map_err(err)?;
-                    }
-                    markers(&mut ctx, pts, i, c, &s.name)?;
-                }
-                Mark::Line => {
-                    let width = if s.emphasis { 3 } else { 2 };
-                    let style = c.stroke_width(width);
-                    match dash(i).filter(|_| !s.emphasis) {
-                        None => {
-                            ctx.draw_series(LineSeries::new(pts.iter().copied(), style))
-                                .map_err(err)?
-                                .label(s.name.as_str())
-                                .legend(move |(x, y)| {
-                                    PathElement::new(vec![(x, y), (x + 20, y)], style)
-                                });
-                        }
-                        Some((on_px, off_px)) => {
-                            ctx.draw_series(DashedLineSeries::new(
-                                pts.iter().copied(),
-                                on_px,
-                                off_px,
-                                style,
-                            ))
-                            .map_err(err)?
-                            .label(s.name.as_str())
-                            .legend(move |(x, y)| {
-                                DashedPathElement::new(
-                                    vec![(x, y), (x + 22, y)],
-                                    on_px.min(8),
-                                    off_px,
-                                    style,
-                                )
-                            });
-                        }
-                    }
-                }
-                Mark::Bars { bar_end_bits } => {
-                    let end = on(&chart.x, f64::from_bits(bar_end_bits)).unwrap_or(x1);
-                    let rights: Vec<f64> = pts
-                        .iter()
-                        .skip(1)
-                        .map(|p| p.0)
-                        .chain(std::iter::once(end))
-                        .collect();
-                    let base = y0.max(0.0);
-                    ctx.draw_series(pts.iter().zip(&rights).map(|(&(l, h), &r)| {
-                        Rectangle::new([(l, base), (r, h)], c.mix(0.85).filled())
-                    }))
-                    .map_err(err)?
-                    .label(s.name.as_str())
-                    .legend(move |(x, y)| {
-                        Rectangle::new([(x + 4, y - 5), (x + 16, y + 5)], c.mix(0.85).filled())
-                    });
-                }
-            }
         }
     }
     if !chart.series.is_empty() {
@@ -382,6 +312,89 @@ fn draw(root: &DrawingArea<SVGBackend<'_>, Shift>, chart: &Chart) -> Result<(), 
             .label_font(("sans-serif", 13))
             .draw()
             .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// The `i`th styled series drawn in the plot spanning `x0..x1` by `y0..y1`: its points (with
+/// their fitted curve, or joined), a line (dashed unless emphasised), or bars.
+fn styled_series<'a, 'b: 'a>(
+    ctx: &mut Ctx<'a, 'b>,
+    chart: &Chart,
+    s: &Series,
+    pts: &[(f64, f64)],
+    i: usize,
+    (x0, x1, y0, y1): (f64, f64, f64, f64),
+) -> Result<(), ChartError> {
+    let c = colour(i);
+    match s.mark {
+        Mark::Points | Mark::PointsJoined => {
+            let curve: Vec<(f64, f64)> = s
+                .curve
+                .iter()
+                .filter_map(|&(x, y)| Some((on(&chart.x, x)?, on(&chart.y, y)?)))
+                .filter(|&(x, y)| (x0..=x1).contains(&x) && (y0..=y1).contains(&y))
+                .collect();
+            if curve.len() > 1 {
+                ctx.draw_series(LineSeries::new(curve, c.stroke_width(2)))
+                    .map_err(err)?;
+            }
+            if s.mark == Mark::PointsJoined && pts.len() > 1 {
+                ctx.draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+                    .map_err(err)?;
+            }
+            markers(ctx, pts, i, c, &s.name)?;
+        }
+        Mark::Line => {
+            let width = if s.emphasis { 3 } else { 2 };
+            let style = c.stroke_width(width);
+            match dash(i).filter(|_| !s.emphasis) {
+                None => {
+                    ctx.draw_series(LineSeries::new(pts.iter().copied(), style))
+                        .map_err(err)?
+                        .label(s.name.as_str())
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+                }
+                Some((on_px, off_px)) => {
+                    ctx.draw_series(DashedLineSeries::new(
+                        pts.iter().copied(),
+                        on_px,
+                        off_px,
+                        style,
+                    ))
+                    .map_err(err)?
+                    .label(s.name.as_str())
+                    .legend(move |(x, y)| {
+                        DashedPathElement::new(
+                            vec![(x, y), (x + 22, y)],
+                            on_px.min(8),
+                            off_px,
+                            style,
+                        )
+                    });
+                }
+            }
+        }
+        Mark::Bars { bar_end_bits } => {
+            let end = on(&chart.x, f64::from_bits(bar_end_bits)).unwrap_or(x1);
+            let rights: Vec<f64> = pts
+                .iter()
+                .skip(1)
+                .map(|p| p.0)
+                .chain(std::iter::once(end))
+                .collect();
+            let base = y0.max(0.0);
+            ctx.draw_series(
+                pts.iter()
+                    .zip(&rights)
+                    .map(|(&(l, h), &r)| Rectangle::new([(l, base), (r, h)], c.mix(0.85).filled())),
+            )
+            .map_err(err)?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| {
+                Rectangle::new([(x + 4, y - 5), (x + 16, y + 5)], c.mix(0.85).filled())
+            });
+        }
     }
     Ok(())
 }

@@ -293,5 +293,7 @@ async fn raw_answer(
         )
         .await;
     }
+    let door = state.door.clone();
+    let _place = door.costly_place()?;
     answer(state, uri, p, rows, kind).await
 }

@@ -522,6 +522,10 @@ impl From<crate::service::ServiceError> for AppError {
             },
             S::Engine(e) => AppError::from(&*e),
             S::Sql(f) => AppError::from(&*f),
+            S::Busy(detail) => AppError::Busy {
+                detail,
+                retry_after: 1,
+            },
             S::Internal(detail) => AppError::Internal(detail),
         }
     }

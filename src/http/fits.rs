@@ -226,6 +226,7 @@ pub async fn run_itl_mixture(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
+    let _place = state.door.costly_place()?;
     let p = prepare(
         &state,
         "llm",
@@ -274,6 +275,7 @@ pub async fn itl_mixtures(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
+    let _place = state.door.costly_place()?;
     let p = prepare(
         &state,
         "llm",

@@ -1,7 +1,8 @@
 //! Overload and abuse protection (the outermost layer but tracing): a request's target and headers
-//! are bounded (414, 431), requests in flight are bounded, globally and for the costly routes
-//! (raw-derived data, SQL, fits, charts), with the excess shed at once (503 with Retry-After)
-//! rather than queued, and every request has a time limit to its answer's head (504). All as
+//! are bounded (414, 431), requests in flight are bounded, with the excess shed at once (503 with
+//! Retry-After) rather than queued, and every request has a time limit to its answer's head (504).
+//! The costly work (raw-derived data, SQL, fits, charts) is bounded at the service's door, for
+//! every front end (`service::ask::places`): a costly route's handler takes a place there. All as
 //! problem+json. With `--rate-limit-per-ip`, each client IP has a rate with bursts (429 with
 //! Retry-After beyond it). Admin actions (prefetch) need the bearer token when one is configured, and are
 //! refused when none is and the server listens beyond loopback. Its bounds (`GuardOptions`) and
@@ -14,7 +15,7 @@ use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
 use super::error::AppError;
-use super::state::{AppState, InFlight};
+use super::state::AppState;
 
 /// A place taken in a count, given back when dropped.
 pub struct Taken<'a>(&'a AtomicUsize);
@@ -32,42 +33,6 @@ fn take(count: &AtomicUsize, max: usize) -> Option<Taken<'_>> {
     } else {
         Some(Taken(count))
     }
-}
-
-/// Whether a path is one of the costly routes: it reads raw files, runs SQL, fits models or
-/// draws.
-pub fn costly(path: &str) -> bool {
-    path.starts_with("/v1/sql")
-        || path.starts_with("/v1/models/")
-        || path.contains("/fits/")
-        || path.contains("/charts/")
-        || path.ends_with(".svg")
-        || path.ends_with("/itl")
-        || path.ends_with("/itl-mixture")
-        || path.ends_with("/output-lengths")
-        || path.ends_with("/timeline")
-        || path.ends_with("/timelines")
-        || path.contains("/raw/")
-}
-
-/// A place among the costly requests in flight for a costly question that came by no costly
-/// route (an MCP tool's, asked at the service's door): the routes' bound and counts, and their
-/// refusal when no place is free.
-pub fn costly_place(in_flight: &InFlight, max: usize) -> Result<Taken<'_>, AppError> {
-    take(&in_flight.costly, max).ok_or_else(|| {
-        in_flight.shed_costly.fetch_add(1, Ordering::Relaxed);
-        AppError::Busy {
-            detail: costly_refusal(max),
-            retry_after: 1,
-        }
-    })
-}
-
-/// Why a costly request was shed.
-fn costly_refusal(max: usize) -> String {
-    format!(
-        "{max} requests for raw-derived data, SQL, fits or charts are in flight, the most this server takes at once; try again shortly"
-    )
 }
 
 /// The guard (see the module header), run by `metrics::record` inside its count (`front`); `next`
@@ -124,17 +89,6 @@ pub async fn guard<F: Future<Output = Response>>(
             "{} requests are in flight, the most this server takes at once; try again shortly",
             o.max_in_flight
         ));
-    };
-    let _costly = if costly(req.uri().path()) {
-        match take(&in_flight.costly, o.max_costly_in_flight) {
-            Some(t) => Some(t),
-            None => {
-                in_flight.shed_costly.fetch_add(1, Ordering::Relaxed);
-                return shed(costly_refusal(o.max_costly_in_flight));
-            }
-        }
-    } else {
-        None
     };
     within(o.request_timeout, next(req)).await
 }
@@ -209,13 +163,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn costly_routes() {
-        assert!(costly("/v1/llm/runs/x/itl"));
-        assert!(costly("/v1/sql"));
-        assert!(costly("/v1/llm/charts/pareto.svg"));
-        assert!(costly("/v1/llm/fits/logistic"));
-        assert!(!costly("/v1/llm/runs"));
-        assert!(!costly("/leaderboard/data/index.json"));
+    fn tokens_are_compared_whole() {
         assert!(same(b"abc", b"abc"));
         assert!(!same(b"abc", b"abd"));
         assert!(!same(b"abc", b"ab"));

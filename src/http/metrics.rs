@@ -83,7 +83,7 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
 
 /// Requests shed by the guard's bounds and refused by the rate limit.
 fn guard(r: &mut Registry, state: &AppState) {
-    let shed = state.in_flight.shed_counts();
+    let shed = (state.in_flight.shed_all(), state.door.costly_refused());
     r.register(
         "mlenergy_http_requests_shed_all",
         "Requests shed because the requests in flight were at --max-in-flight",

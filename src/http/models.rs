@@ -4,14 +4,14 @@
 //! reads them).
 
 use axum::Json;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, Request, State};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
 use super::error::AppError;
-use super::state::{BodyLimit, GuardOptions};
+use super::state::{AppState, BodyLimit, GuardOptions};
 use crate::engine::models::itl_mixture::{self, ItlMixtureModel};
 use crate::engine::models::{LogisticModel, logistic::batch_x};
 
@@ -211,9 +211,11 @@ fn num(x: f64) -> Value {
     )
 )]
 pub async fn logistic_fit(
+    State(state): State<AppState>,
     _: NoQuery,
     ApiJson(req): ApiJson<LogisticFitRequest>,
 ) -> Result<Json<Value>, AppError> {
+    let _place = state.door.costly_place()?;
     let x = x_of(req.x, req.batch)?;
     numbers("y", &req.y, false)?;
     if x.len() != req.y.len() {
@@ -270,9 +272,11 @@ pub struct LogisticEvalAnswer {
     )
 )]
 pub async fn logistic_eval(
+    State(state): State<AppState>,
     _: NoQuery,
     ApiJson(req): ApiJson<LogisticEvalRequest>,
 ) -> Result<Json<Value>, AppError> {
+    let _place = state.door.costly_place()?;
     for (name, v) in [("L", req.l), ("x0", req.x0), ("k", req.k), ("b0", req.b0)] {
         if !v.is_finite() {
             return Err(invalid(name, format!("'{name}' is not a finite number")));
@@ -364,9 +368,11 @@ fn mixture_json(m: &ItlMixtureModel) -> Map<String, Value> {
     )
 )]
 pub async fn mixture_fit(
+    State(state): State<AppState>,
     _: NoQuery,
     ApiJson(req): ApiJson<MixtureFitRequest>,
 ) -> Result<Json<Value>, AppError> {
+    let _place = state.door.costly_place()?;
     if req.samples.len() > MAX_VALUES {
         return Err(invalid(
             "samples",
@@ -418,9 +424,30 @@ pub struct MixtureSampleAnswer {
     )
 )]
 pub async fn mixture_sample(
+    State(state): State<AppState>,
     _: NoQuery,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Json<Value>, AppError> {
+    let _place = state.door.costly_place()?;
+    let (m, n_replicas, draws, seed) = sample_request(&body)?;
+    let values = tokio::task::spawn_blocking(move || {
+        let mut rng = itl_mixture::rng(seed);
+        (0..draws)
+            .map(|_| m.sample_avg(n_replicas, &mut rng))
+            .collect::<Vec<f64>>()
+    })
+    .await
+    .map_err(|e| AppError::Internal(format!("sampling task: {e}")))?;
+    Ok(Json(
+        json!({ "draws": values.iter().map(|&v| num(v)).collect::<Vec<_>>() }),
+    ))
+}
+
+/// A sampling request's mixture (its parameters under either name, each a number), replicas,
+/// draws and seed; any other member is refused.
+fn sample_request(
+    body: &Map<String, Value>,
+) -> Result<(ItlMixtureModel, i64, usize, u64), AppError> {
     let allowed: Vec<String> = itl_mixture::PARAMETERS
         .iter()
         .flat_map(|p| [p.to_string(), format!("itl_mix_{p}")])
@@ -454,19 +481,11 @@ pub async fn mixture_sample(
                 )
             }),
     };
-    let n_replicas = count("n_replicas", 1, MAX_INTEGER, None)? as i64;
-    let draws = count("draws", 1, MAX_VALUES as u64, Some(1))? as usize;
-    let seed = count("seed", 0, MAX_INTEGER, Some(0))?;
-    let values = tokio::task::spawn_blocking(move || {
-        let mut rng = itl_mixture::rng(seed);
-        (0..draws)
-            .map(|_| m.sample_avg(n_replicas, &mut rng))
-            .collect::<Vec<f64>>()
-    })
-    .await
-    .map_err(|e| AppError::Internal(format!("sampling task: {e}")))?;
-    Ok(Json(
-        json!({ "draws": values.iter().map(|&v| num(v)).collect::<Vec<_>>() }),
+    Ok((
+        m,
+        count("n_replicas", 1, MAX_INTEGER, None)? as i64,
+        count("draws", 1, MAX_VALUES as u64, Some(1))? as usize,
+        count("seed", 0, MAX_INTEGER, Some(0))?,
     ))
 }
 

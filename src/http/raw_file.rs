@@ -6,10 +6,8 @@ use axum::response::Response;
 
 use super::error::AppError;
 use super::state::{ApiPath, AppState, prepare};
-use crate::engine::Domain;
-use crate::service::RawFile;
 use crate::service::ask;
-use crate::service::raw_files::open_raw;
+use crate::service::raw_files::open_named;
 
 /// The raw file of a run, streamed as stored: `results.json` (both domains) or `prometheus.json`
 /// (LLM).
@@ -34,29 +32,9 @@ pub async fn raw_file(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
+    let _place = state.door.costly_place()?;
     let p = prepare(&state, &domain, ask::RAW_FILE, query.as_deref(), &headers)?;
-    let domain = p.domain;
-    let which = match (file.as_str(), domain) {
-        ("results.json", _) => RawFile::Results,
-        ("prometheus.json", Domain::Llm) => RawFile::Prometheus,
-        _ => {
-            let allowed: Vec<String> = match domain {
-                Domain::Llm => vec!["results.json".into(), "prometheus.json".into()],
-                Domain::Diffusion => vec!["results.json".into()],
-            };
-            return Err(AppError::InvalidParameter {
-                parameter: "file".into(),
-                detail: format!("no raw file '{file}' for {domain} runs"),
-                allowed: Some(allowed),
-            });
-        }
-    };
-    let table = p.snapshot.table(domain);
-    let row = table.row_of(&run).ok_or_else(|| AppError::UnknownRun {
-        domain: domain.as_str().into(),
-        run_id: run.clone(),
-    })?;
-    let (opened, len) = open_raw(&p.snapshot, domain, row, which).await?;
+    let (opened, len) = open_named(&p.snapshot, p.domain, &run, &file).await?;
     let mut resp = Response::new(axum::body::Body::from_stream(opened.into_stream()));
     let h = resp.headers_mut();
     h.insert(

@@ -15,11 +15,10 @@ use super::error::AppError;
 use super::models::ApiBytes;
 use super::negotiate::{Format, negotiate};
 use super::state::AppState;
-use crate::engine::Domain;
 use crate::engine::sql::SqlError;
 use crate::service::ask::sql::{SqlAsked, json_param};
+use crate::service::catalog::SqlTable;
 use crate::service::sql::{SqlFailure, Surface};
-use crate::service::sql_tables::RawTableKind;
 
 /// The query string of /v1/sql: `q` (GET only) and `format`.
 fn query_params(
@@ -257,26 +256,6 @@ pub struct SqlColumn {
     type_: String,
 }
 
-/// One SQL table: its columns (with unit and meaning where the field catalog has them) and rows.
-#[derive(Serialize, ToSchema)]
-pub struct SqlTable {
-    name: String,
-    description: String,
-    /// Rows; null for a table of raw-derived data (read when a query names its runs).
-    rows: Option<usize>,
-    columns: Vec<SqlTableColumn>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct SqlTableColumn {
-    name: String,
-    #[serde(rename = "type")]
-    type_: String,
-    nullable: bool,
-    unit: Option<String>,
-    description: String,
-}
-
 /// The tables SQL sees: name, rows, and each column's type, unit and description.
 #[utoipa::path(
     get,
@@ -285,58 +264,7 @@ pub struct SqlTableColumn {
     responses((status = 200, description = "The tables", body = Vec<SqlTable>))
 )]
 pub async fn sql_tables(State(state): State<AppState>) -> Response {
-    let snapshot = state.service.snapshot();
-    let tables: Vec<SqlTable> = Domain::ALL
-        .iter()
-        .map(|&d| {
-            let t = snapshot.table(d);
-            SqlTable {
-                name: format!("{}_runs", d.as_str()),
-                description: format!(
-                    "Every loaded {} run{}: the published columns and run_id.",
-                    d.as_str(),
-                    if d == Domain::Llm {
-                        ", stable and unstable (is_stable)"
-                    } else {
-                        ""
-                    }
-                ),
-                rows: Some(t.len()),
-                columns: t
-                    .fields
-                    .iter()
-                    .map(|f| SqlTableColumn {
-                        name: f.name.to_string(),
-                        type_: f.ty.sql_type().to_string(),
-                        nullable: f.nullable,
-                        unit: f.unit.map(str::to_string),
-                        description: f.description.to_string(),
-                    })
-                    .collect(),
-            }
-        })
-        .chain(RawTableKind::ALL.iter().map(|k| SqlTable {
-            name: k.name().to_string(),
-            description: format!(
-                "{} A query reads at most {} runs' raw data: name them with run_id = '...' or run_id IN (...).",
-                k.description(),
-                state.service.sql_max_raw_runs()
-            ),
-            rows: None,
-            columns: k
-                .columns()
-                .iter()
-                .map(|(name, ty, unit, description)| SqlTableColumn {
-                    name: name.to_string(),
-                    type_: ty.to_string(),
-                    nullable: false,
-                    unit: unit.map(str::to_string),
-                    description: description.to_string(),
-                })
-                .collect(),
-        }))
-        .collect();
-    axum::Json(tables).into_response()
+    axum::Json(SqlTable::all(&state.service)).into_response()
 }
 
 /// A function SQL queries may call.

@@ -188,17 +188,15 @@ impl Default for GuardOptions {
 #[derive(Debug, Default)]
 pub struct InFlight {
     pub(super) all: std::sync::atomic::AtomicUsize,
-    pub(super) costly: std::sync::atomic::AtomicUsize,
-    /// Requests shed at each bound so far.
+    /// Requests shed at --max-in-flight so far (the costly ones refused at the door's places are
+    /// the door's count).
     pub(super) shed_all: std::sync::atomic::AtomicU64,
-    pub(super) shed_costly: std::sync::atomic::AtomicU64,
 }
 
 impl InFlight {
-    /// Requests shed so far: (at --max-in-flight, at --max-costly-in-flight).
-    pub fn shed_counts(&self) -> (u64, u64) {
-        use std::sync::atomic::Ordering::Relaxed;
-        (self.shed_all.load(Relaxed), self.shed_costly.load(Relaxed))
+    /// Requests shed at --max-in-flight so far.
+    pub fn shed_all(&self) -> u64 {
+        self.shed_all.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -314,18 +312,18 @@ impl AppState {
             limits,
             service.leaderboard_date()
         );
-        let door = Arc::new(crate::service::ask::Door::new(
-            service.clone(),
-            cache_bytes,
-            limits.max_rows,
-        ));
+        let http = HttpOptions::default();
+        let mut door =
+            crate::service::ask::Door::new(service.clone(), cache_bytes, limits.max_rows);
+        door.set_costly_places(http.guard.max_costly_in_flight);
+        let door = Arc::new(door);
         AppState(Arc::new(StateParts {
             service,
             limits,
             cache: door.cache().clone(),
             door,
             kept: super::answer::KeptResponses::new(cache_bytes),
-            http: Arc::new(HttpOptions::default()),
+            http: Arc::new(http),
             salt: salt.into(),
             draining: Default::default(),
             in_flight: Default::default(),
@@ -339,9 +337,9 @@ impl AppState {
     pub fn with_http(mut self, http: HttpOptions) -> Self {
         let parts =
             Arc::get_mut(&mut self.0).expect("HTTP options are set before the state is shared");
-        Arc::get_mut(&mut parts.door)
-            .expect("the door is shared once the state is")
-            .set_plain(http.plain);
+        let door = Arc::get_mut(&mut parts.door).expect("the door is shared once the state is");
+        door.set_plain(http.plain);
+        door.set_costly_places(http.guard.max_costly_in_flight);
         if !http.plain.on(crate::service::machinery::Piece::Kept) {
             parts.kept = super::answer::KeptResponses::new(0);
         }

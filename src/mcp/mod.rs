@@ -71,8 +71,6 @@ pub fn routes(state: &AppState, options: &McpOptions) -> Router<AppState> {
     let listed = std::sync::Arc::new(server::McpServer::listing(&tools));
     let server = server::McpServer {
         door: state.door.clone(),
-        in_flight: state.in_flight.clone(),
-        max_costly: state.http.guard.max_costly_in_flight,
         tools: tools.clone(),
         listed,
         metrics: state.metrics.clone(),

@@ -24,9 +24,7 @@ use super::schema;
 use super::text;
 use crate::engine::Domain;
 use crate::http::error::AppError;
-use crate::http::guard::{costly, costly_place};
 use crate::http::request_metrics::Metrics;
-use crate::http::state::InFlight;
 use crate::service::ServiceError;
 use crate::service::ask::measurements::MeasurementsRequest;
 use crate::service::ask::{self as ask, Door, Encoded, Question};
@@ -119,10 +117,6 @@ impl Problem {
 pub(super) struct McpServer {
     /// The service's door: the questions declared there are asked directly.
     pub(super) door: Arc<Door>,
-    /// The requests in flight and the bound of the costly ones: a costly question asked at the
-    /// door takes a place as its REST route would.
-    pub(super) in_flight: Arc<InFlight>,
-    pub(super) max_costly: usize,
     pub(super) tools: Arc<Vec<ToolSpec>>,
     /// The tools as listed, built once (rmcp asks for a tool's schema on every call).
     pub(super) listed: Arc<Vec<Tool>>,
@@ -324,7 +318,6 @@ impl McpServer {
                 ));
             }
         };
-        let _place = costly_place(&self.in_flight, self.max_costly).map_err(Problem::app)?;
         let asked = ask::sql::SqlAsked {
             text: &sql,
             params,
@@ -427,11 +420,6 @@ impl McpServer {
         q: &str,
     ) -> Result<Arc<Encoded>, Problem> {
         let domain = Domain::parse(domain).ok_or_else(|| Problem::internal("domain"))?;
-        let _place = if costly(&path) {
-            Some(costly_place(&self.in_flight, self.max_costly).map_err(Problem::app)?)
-        } else {
-            None
-        };
         let req = ask::Request::parse(question, domain, run_id, Some(q), path)
             .map_err(Problem::service)?;
         self.door.ask(&req).await.map_err(Problem::service)

@@ -188,21 +188,8 @@ pub fn llm_run(root: &Path, t: &RunTable, row: usize, seed: u64) -> Result<PathB
     ));
     let mut rng = Rng(seed ^ 0x6d6c_656e_6572_6779);
 
-    // Output lengths: spread around the mean, then corrected so they sum to the total exactly.
     let mean = total_tokens as f64 / completed.max(1) as f64;
-    let mut lens: Vec<i64> = (0..completed)
-        .map(|_| ((mean * (0.2 + 1.6 * rng.unit())).round() as i64).max(1))
-        .collect();
-    let mut diff = total_tokens - lens.iter().sum::<i64>();
-    let mut i = 0;
-    while diff != 0 && !lens.is_empty() {
-        let step = diff.signum();
-        if lens[i] + step >= 1 {
-            lens[i] += step;
-            diff -= step;
-        }
-        i = (i + 1) % lens.len();
-    }
+    let lens = output_lengths(&mut rng, completed, total_tokens);
 
     let duration = total_tokens as f64 / throughput;
     let start = 1_750_000_000.0 + (seed % 1000) as f64 * 3600.0;
@@ -226,47 +213,7 @@ pub fn llm_run(root: &Path, t: &RunTable, row: usize, seed: u64) -> Result<PathB
         }
     };
 
-    let mut requests = Vec::with_capacity(completed);
-    for &len in &lens {
-        let mut itl = Vec::with_capacity(len as usize);
-        itl.push(json!(0));
-        for _ in 1..len {
-            if rng.unit() < 0.04 {
-                itl.push(json!(0));
-            } else {
-                let spike = if rng.unit() < 0.01 { 3.0 } else { 1.0 };
-                let gap = median_itl * (0.15 * rng.normal()).exp() * spike;
-                itl.push(json!(round_to(gap, 6)));
-            }
-        }
-        let ttft = round_to(0.05 + rng.unit() * duration * 0.1, 6);
-        let sum: f64 = itl.iter().filter_map(Value::as_f64).sum();
-        requests.push(Value::Object(
-            [
-                (
-                    "prompt",
-                    json!("(prompt text not included in generated runs)"),
-                ),
-                ("output_text", json!("")),
-                ("reasoning_output_text", json!("")),
-                ("input_len", json!(50 + (rng.unit() * 900.0) as i64)),
-                ("output_len", json!(len)),
-                (
-                    "dataset_output_len",
-                    json!((mean * (0.5 + rng.unit())) as i64),
-                ),
-                ("latency", json!(round_to(ttft + sum, 6))),
-                ("ttft", json!(ttft)),
-                ("itl", Value::Array(itl)),
-                ("success", json!(true)),
-                ("error", json!("")),
-                ("energy", json!(per_token * len as f64)),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-        ));
-    }
+    let requests = requests(&mut rng, &lens, median_itl, mean, duration, per_token);
 
     let mut tl = timeline(&mut rng, gpus, start, end, &level);
     tl.insert("steady_state_start_time".into(), json!(ss_start));
@@ -312,6 +259,80 @@ pub fn llm_run(root: &Path, t: &RunTable, row: usize, seed: u64) -> Result<PathB
     ]);
     write(&root.join(&rel), &doc)?;
     Ok(rel)
+}
+
+/// `completed` output lengths spread around their mean, then corrected so they sum to
+/// `total_tokens` exactly.
+fn output_lengths(rng: &mut Rng, completed: usize, total_tokens: i64) -> Vec<i64> {
+    let mean = total_tokens as f64 / completed.max(1) as f64;
+    let mut lens: Vec<i64> = (0..completed)
+        .map(|_| ((mean * (0.2 + 1.6 * rng.unit())).round() as i64).max(1))
+        .collect();
+    let mut diff = total_tokens - lens.iter().sum::<i64>();
+    let mut i = 0;
+    while diff != 0 && !lens.is_empty() {
+        let step = diff.signum();
+        if lens[i] + step >= 1 {
+            lens[i] += step;
+            diff -= step;
+        }
+        i = (i + 1) % lens.len();
+    }
+    lens
+}
+
+/// The requests of a generated LLM run, one per output length: inter-token gaps around
+/// `median_itl` (a few zero gaps and spikes), a time to first token, and energy by the token.
+fn requests(
+    rng: &mut Rng,
+    lens: &[i64],
+    median_itl: f64,
+    mean: f64,
+    duration: f64,
+    per_token: f64,
+) -> Vec<Value> {
+    let mut requests = Vec::with_capacity(lens.len());
+    for &len in lens {
+        let mut itl = Vec::with_capacity(len as usize);
+        itl.push(json!(0));
+        for _ in 1..len {
+            if rng.unit() < 0.04 {
+                itl.push(json!(0));
+            } else {
+                let spike = if rng.unit() < 0.01 { 3.0 } else { 1.0 };
+                let gap = median_itl * (0.15 * rng.normal()).exp() * spike;
+                itl.push(json!(round_to(gap, 6)));
+            }
+        }
+        let ttft = round_to(0.05 + rng.unit() * duration * 0.1, 6);
+        let sum: f64 = itl.iter().filter_map(Value::as_f64).sum();
+        requests.push(Value::Object(
+            [
+                (
+                    "prompt",
+                    json!("(prompt text not included in generated runs)"),
+                ),
+                ("output_text", json!("")),
+                ("reasoning_output_text", json!("")),
+                ("input_len", json!(50 + (rng.unit() * 900.0) as i64)),
+                ("output_len", json!(len)),
+                (
+                    "dataset_output_len",
+                    json!((mean * (0.5 + rng.unit())) as i64),
+                ),
+                ("latency", json!(round_to(ttft + sum, 6))),
+                ("ttft", json!(ttft)),
+                ("itl", Value::Array(itl)),
+                ("success", json!(true)),
+                ("error", json!("")),
+                ("energy", json!(per_token * len as f64)),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        ));
+    }
+    requests
 }
 
 /// Write a diffusion run's `results.json` under `root`; returns its path relative to `root`.

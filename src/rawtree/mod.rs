@@ -34,7 +34,7 @@ use self::configs::{ConfigCache, config_paths, detect_config};
 pub use self::discover::{RawRun, Skipped, discover, infer_benchmark_root};
 use self::path::RawDomain;
 use self::rows::{
-    DiffusionRow, LlmOutcome, diffusion_columns, diffusion_row, llm_columns, llm_outcome,
+    DiffusionRow, LlmOutcome, LlmRow, diffusion_columns, diffusion_row, llm_columns, llm_outcome,
     stored_path,
 };
 pub use self::stability::{
@@ -219,6 +219,42 @@ pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built
         }
     }
 
+    let (llm_rows, output_lengths) = llm_rows(llm, &mut skipped);
+    let mut diff_rows = Vec::new();
+    for (run, res) in diffusion {
+        match res {
+            Ok(mut row) => {
+                row.results_path = stored_path(&run.path, &run.bench_root);
+                diff_rows.push(row);
+            }
+            Err(reason) => skipped.push(Skipped {
+                path: run.path.display().to_string(),
+                reason,
+            }),
+        }
+    }
+
+    Ok(Built {
+        llm: RunTable::from_published(Domain::Llm, llm_columns(&llm_rows))?,
+        diffusion: RunTable::from_published(Domain::Diffusion, diffusion_columns(&diff_rows))?,
+        parsed: runs.len() - reused,
+        reused,
+        runs,
+        skipped,
+        cache: new_cache,
+        llm_config_dir: llm_cfg,
+        diffusion_config_dir: diff_cfg,
+        output_lengths,
+    })
+}
+
+/// The LLM rows of the runs' outcomes, each run's stability settled over its group (the
+/// cascade), with the output lengths of each by its stored results path; runs without a row are
+/// added to `skipped` with why.
+fn llm_rows(
+    llm: Vec<(&RawRun, LlmOutcome)>,
+    skipped: &mut Vec<Skipped>,
+) -> (Vec<LlmRow>, HashMap<String, Vec<i64>>) {
     let groups: Vec<_> = llm
         .iter()
         .map(|(r, o)| {
@@ -258,30 +294,5 @@ pub fn build(opts: &BuildOptions, previous: Option<&BuildCache>) -> Result<Built
             }),
         }
     }
-    let mut diff_rows = Vec::new();
-    for (run, res) in diffusion {
-        match res {
-            Ok(mut row) => {
-                row.results_path = stored_path(&run.path, &run.bench_root);
-                diff_rows.push(row);
-            }
-            Err(reason) => skipped.push(Skipped {
-                path: run.path.display().to_string(),
-                reason,
-            }),
-        }
-    }
-
-    Ok(Built {
-        llm: RunTable::from_published(Domain::Llm, llm_columns(&llm_rows))?,
-        diffusion: RunTable::from_published(Domain::Diffusion, diffusion_columns(&diff_rows))?,
-        parsed: runs.len() - reused,
-        reused,
-        runs,
-        skipped,
-        cache: new_cache,
-        llm_config_dir: llm_cfg,
-        diffusion_config_dir: diff_cfg,
-        output_lengths,
-    })
+    (llm_rows, output_lengths)
 }

@@ -143,15 +143,7 @@ pub(super) fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache)
         Ok(r) => (r.itl, r.output_lengths),
         Err(_) => (None, None),
     };
-    let prom_path = run.prometheus_path();
-    let prometheus: Option<Result<Prometheus, String>> = prom_path.exists().then(|| {
-        confined(&run.bench_root, prom_path.clone())
-            .and_then(|p| fs::read(&p).map_err(|e| e.to_string()))
-            .and_then(|b| {
-                serde_json::from_slice::<Prometheus>(&b)
-                    .map_err(|e| format!("{}: {e}", prom_path.display()))
-            })
-    });
+    let prometheus = read_prometheus(run);
     let avg_batch = prometheus
         .as_ref()
         .and_then(|r| r.as_ref().ok())
@@ -196,47 +188,9 @@ pub(super) fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache)
             return Ok(None);
         };
         let mi = model_info(cache, cfg, p)?;
-        let architecture = match mi.info.get("architecture") {
-            Some(Value::String(s)) if !s.is_empty() => s.clone(),
-            _ if mi.total != mi.active => "MoE".into(),
-            _ => "Dense".into(),
-        };
         let model_id = p.model_id();
-        let weight_precision = match mi.info.get("weight_precision") {
-            Some(Value::String(s)) => s.clone(),
-            _ if model_id.contains("FP8")
-                || model_id.contains("DeepSeek-R1")
-                || model_id.contains("DeepSeek-V3") =>
-            {
-                "fp8".into()
-            }
-            _ => "bfloat16".into(),
-        };
-        let sku = p
-            .gpu_sku
-            .as_deref()
-            .ok_or("gpu_sku is required for llm parallelization settings")?;
-        let cfg_dir = cfg.ok_or("llm_config_dir is required to load parallelization settings")?;
-        let mono = cache.monolithic(&confined(
-            cfg_dir,
-            cfg_dir
-                .join(&p.workload)
-                .join(&p.org)
-                .join(&p.model)
-                .join(sku)
-                .join("monolithic.config.yaml"),
-        )?)?;
-        let get_int = |key: &str, default: i64| mono.get(key).map_or(Ok(default), py_int);
-        let ep = if truthy(mono.get("enable-expert-parallel")) {
-            get_int("expert-parallel-size", num_gpus)?
-        } else {
-            1
-        };
-        let tp = get_int("tensor-parallel-size", if ep > 1 { 1 } else { num_gpus })?;
-        let dp = match get_int("data-parallel-size", 1)? {
-            0 => num_gpus,
-            d => d,
-        };
+        let (architecture, weight_precision) = architecture_and_precision(&mi, &model_id);
+        let (tp, ep, dp) = parallelism(cache, cfg, p, num_gpus)?;
         Ok(Some(LlmRow {
             task: p.workload.clone(),
             model_id,
@@ -282,6 +236,78 @@ pub(super) fn llm_outcome(run: &RawRun, cfg: Option<&Path>, cache: &ConfigCache)
         row,
         output_lengths,
     }
+}
+
+/// The run's `prometheus.json` beside its results, read if it is there (inside the benchmark
+/// root).
+fn read_prometheus(run: &RawRun) -> Option<Result<Prometheus, String>> {
+    let prom_path = run.prometheus_path();
+    prom_path.exists().then(|| {
+        confined(&run.bench_root, prom_path.clone())
+            .and_then(|p| fs::read(&p).map_err(|e| e.to_string()))
+            .and_then(|b| {
+                serde_json::from_slice::<Prometheus>(&b)
+                    .map_err(|e| format!("{}: {e}", prom_path.display()))
+            })
+    })
+}
+
+/// A model's architecture (as its info says, else MoE when fewer parameters are active than it
+/// has, else Dense) and weight precision (as its info says, else fp8 for the FP8 and DeepSeek
+/// R1/V3 checkpoints, else bfloat16).
+fn architecture_and_precision(mi: &ModelInfo, model_id: &str) -> (String, String) {
+    let architecture = match mi.info.get("architecture") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        _ if mi.total != mi.active => "MoE".into(),
+        _ => "Dense".into(),
+    };
+    let weight_precision = match mi.info.get("weight_precision") {
+        Some(Value::String(s)) => s.clone(),
+        _ if model_id.contains("FP8")
+            || model_id.contains("DeepSeek-R1")
+            || model_id.contains("DeepSeek-V3") =>
+        {
+            "fp8".into()
+        }
+        _ => "bfloat16".into(),
+    };
+    (architecture, weight_precision)
+}
+
+/// The run's (tensor, expert, data) parallel sizes, from the monolithic config of its model on
+/// its GPU in the LLM config directory.
+fn parallelism(
+    cache: &ConfigCache,
+    cfg: Option<&Path>,
+    p: &ParsedPath,
+    num_gpus: i64,
+) -> Result<(i64, i64, i64), String> {
+    let sku = p
+        .gpu_sku
+        .as_deref()
+        .ok_or("gpu_sku is required for llm parallelization settings")?;
+    let cfg_dir = cfg.ok_or("llm_config_dir is required to load parallelization settings")?;
+    let mono = cache.monolithic(&confined(
+        cfg_dir,
+        cfg_dir
+            .join(&p.workload)
+            .join(&p.org)
+            .join(&p.model)
+            .join(sku)
+            .join("monolithic.config.yaml"),
+    )?)?;
+    let get_int = |key: &str, default: i64| mono.get(key).map_or(Ok(default), py_int);
+    let ep = if truthy(mono.get("enable-expert-parallel")) {
+        get_int("expert-parallel-size", num_gpus)?
+    } else {
+        1
+    };
+    let tp = get_int("tensor-parallel-size", if ep > 1 { 1 } else { num_gpus })?;
+    let dp = match get_int("data-parallel-size", 1)? {
+        0 => num_gpus,
+        d => d,
+    };
+    Ok((tp, ep, dp))
 }
 
 pub(super) fn diffusion_row(

@@ -1,6 +1,6 @@
 //! What the service holds, as its catalog answers say it: each domain's fields (with the
 //! parameters that filter on them), the datasets loaded (with what was passed over or refused,
-//! and the last reload), and the cache of raw files and derived data.
+//! and the last reload), the cache of raw files and derived data, and the tables SQL sees.
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -9,6 +9,7 @@ use crate::engine::Domain;
 use crate::engine::fields::FieldType;
 use crate::service::ask::{Question, allowed_parameters, filtered_field};
 use crate::service::reload::ReloadOutcome;
+use crate::service::sql_tables::RawTableKind;
 use crate::service::{Service, ServiceError, Snapshot};
 
 /// One field of a run table.
@@ -261,5 +262,82 @@ impl CacheInfo {
             failures: stat(|s| &s.failures),
             lease_waits: stat(|s| &s.lease_waits),
         })
+    }
+}
+
+/// One SQL table: its columns (with unit and meaning where the field catalog has them) and rows.
+#[derive(Serialize, ToSchema)]
+pub struct SqlTable {
+    name: String,
+    description: String,
+    /// Rows; null for a table of raw-derived data (read when a query names its runs).
+    rows: Option<usize>,
+    columns: Vec<SqlTableColumn>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SqlTableColumn {
+    name: String,
+    #[serde(rename = "type")]
+    type_: String,
+    nullable: bool,
+    unit: Option<String>,
+    description: String,
+}
+
+impl SqlTable {
+    /// The tables SQL sees over `service`'s snapshot: the run tables, then the raw-derived ones.
+    pub fn all(service: &Service) -> Vec<SqlTable> {
+        let snapshot = service.snapshot();
+        Domain::ALL
+            .iter()
+            .map(|&d| {
+                let t = snapshot.table(d);
+                SqlTable {
+                    name: format!("{}_runs", d.as_str()),
+                    description: format!(
+                        "Every loaded {} run{}: the published columns and run_id.",
+                        d.as_str(),
+                        if d == Domain::Llm {
+                            ", stable and unstable (is_stable)"
+                        } else {
+                            ""
+                        }
+                    ),
+                    rows: Some(t.len()),
+                    columns: t
+                        .fields
+                        .iter()
+                        .map(|f| SqlTableColumn {
+                            name: f.name.to_string(),
+                            type_: f.ty.sql_type().to_string(),
+                            nullable: f.nullable,
+                            unit: f.unit.map(str::to_string),
+                            description: f.description.to_string(),
+                        })
+                        .collect(),
+                }
+            })
+            .chain(RawTableKind::ALL.iter().map(|k| SqlTable {
+                name: k.name().to_string(),
+                description: format!(
+                    "{} A query reads at most {} runs' raw data: name them with run_id = '...' or run_id IN (...).",
+                    k.description(),
+                    service.sql_max_raw_runs()
+                ),
+                rows: None,
+                columns: k
+                    .columns()
+                    .iter()
+                    .map(|(name, ty, unit, description)| SqlTableColumn {
+                        name: name.to_string(),
+                        type_: ty.to_string(),
+                        nullable: false,
+                        unit: unit.map(str::to_string),
+                        description: description.to_string(),
+                    })
+                    .collect(),
+            }))
+            .collect()
     }
 }

@@ -45,6 +45,9 @@ pub enum ServiceError {
     /// An SQL query not answered: the gate was full, or the query failed.
     #[error(transparent)]
     Sql(std::sync::Arc<crate::service::sql::SqlFailure>),
+    /// No place for a costly question: all are taken (try again shortly).
+    #[error("{0}")]
+    Busy(String),
     #[error("{0}")]
     Internal(String),
 }

@@ -40,6 +40,39 @@ impl Opened {
     }
 }
 
+/// Open the raw file named `file` (`results.json`, or `prometheus.json` of an LLM run) of the run
+/// `run_id`: a name the domain's runs do not have, or a run it does not have, is refused.
+pub async fn open_named(
+    snapshot: &Snapshot,
+    domain: Domain,
+    run_id: &str,
+    file: &str,
+) -> Result<(Opened, Option<u64>), ServiceError> {
+    let which = match (file, domain) {
+        ("results.json", _) => RawFile::Results,
+        ("prometheus.json", Domain::Llm) => RawFile::Prometheus,
+        _ => {
+            let allowed: Vec<String> = match domain {
+                Domain::Llm => vec!["results.json".into(), "prometheus.json".into()],
+                Domain::Diffusion => vec!["results.json".into()],
+            };
+            return Err(ServiceError::InvalidParameter {
+                parameter: "file".into(),
+                detail: format!("no raw file '{file}' for {domain} runs"),
+                allowed: Some(allowed),
+            });
+        }
+    };
+    let row = snapshot
+        .table(domain)
+        .row_of(run_id)
+        .ok_or_else(|| ServiceError::UnknownRun {
+            domain,
+            run_id: run_id.to_string(),
+        })?;
+    open_raw(snapshot, domain, row, which).await
+}
+
 /// Open a run's raw file, fetching it into the raw cache first for a remote source. Returns the
 /// file and its length.
 pub async fn open_raw(

@@ -175,23 +175,8 @@ pub async fn home(
     let snapshot = state.service.snapshot();
     if !wants_html(&headers) {
         let encoded = cached_as(&state.cache, &snapshot, &uri, "json", || {
-            let index = ApiIndex {
-                service: "mlenergy-server",
-                version: env!("CARGO_PKG_VERSION"),
-                snapshot: crate::service::catalog::snapshot_id(&snapshot.content_id).to_string(),
-                runs: Domain::ALL
-                    .iter()
-                    .map(|&d| (d.as_str().to_string(), snapshot.table(d).len()))
-                    .collect(),
-                openapi: "/openapi.json",
-                docs: "/docs",
-                explorer: Domain::ALL
-                    .iter()
-                    .map(|d| format!("/explore/{}", d.as_str()))
-                    .collect(),
-                families: FAMILIES.clone(),
-            };
-            let body = serde_json::to_vec(&index).map_err(|e| AppError::Internal(e.to_string()))?;
+            let body = serde_json::to_vec(&ApiIndex::of(&snapshot))
+                .map_err(|e| AppError::Internal(e.to_string()))?;
             Ok(encoded("application/json", body))
         })?;
         return Ok(respond(&encoded));
@@ -204,34 +189,61 @@ pub async fn home(
         (&origin, true),
         "/explore/llm",
         |snapshot| {
-            let facts = pages::Home {
-                origin: origin.clone(),
-                source: snapshot.source.location.clone(),
-                revision: snapshot.source.revision.clone(),
-                snapshot: crate::service::catalog::snapshot_id(&snapshot.content_id).to_string(),
-                loaded_at: humantime::format_rfc3339_seconds(snapshot.loaded_at).to_string(),
-                domains: Domain::ALL
-                    .iter()
-                    .map(|&d| {
-                        let t = snapshot.table(d);
-                        let (stable, unstable) = t.stability_counts();
-                        pages::DomainFacts {
-                            domain: d,
-                            rows: t.len(),
-                            stable,
-                            unstable,
-                        }
-                    })
-                    .collect(),
-                leaderboard_ui: state.http.leaderboard_ui.is_some(),
-                pg: state.http.front_ends.pg.map(|a| a.to_string()),
-                flight: state.http.front_ends.flight.map(|a| a.to_string()),
-                mcp: state.http.mcp.is_some(),
-                mirror: state.http.mirror.is_some(),
-            };
+            let facts = home_facts(&state, snapshot, origin.clone());
             Ok(("ML.ENERGY benchmark data".to_string(), pages::home(&facts)))
         },
     ))
+}
+
+impl ApiIndex {
+    /// The index of the service serving `snapshot`.
+    fn of(snapshot: &Snapshot) -> ApiIndex {
+        ApiIndex {
+            service: "mlenergy-server",
+            version: env!("CARGO_PKG_VERSION"),
+            snapshot: crate::service::catalog::snapshot_id(&snapshot.content_id).to_string(),
+            runs: Domain::ALL
+                .iter()
+                .map(|&d| (d.as_str().to_string(), snapshot.table(d).len()))
+                .collect(),
+            openapi: "/openapi.json",
+            docs: "/docs",
+            explorer: Domain::ALL
+                .iter()
+                .map(|d| format!("/explore/{}", d.as_str()))
+                .collect(),
+            families: FAMILIES.clone(),
+        }
+    }
+}
+
+/// What the home page says: the snapshot, its runs, and the front ends served beside the API.
+fn home_facts(state: &AppState, snapshot: &Snapshot, origin: String) -> pages::Home {
+    pages::Home {
+        origin,
+        source: snapshot.source.location.clone(),
+        revision: snapshot.source.revision.clone(),
+        snapshot: crate::service::catalog::snapshot_id(&snapshot.content_id).to_string(),
+        loaded_at: humantime::format_rfc3339_seconds(snapshot.loaded_at).to_string(),
+        domains: Domain::ALL
+            .iter()
+            .map(|&d| {
+                let t = snapshot.table(d);
+                let (stable, unstable) = t.stability_counts();
+                pages::DomainFacts {
+                    domain: d,
+                    rows: t.len(),
+                    stable,
+                    unstable,
+                }
+            })
+            .collect(),
+        leaderboard_ui: state.http.leaderboard_ui.is_some(),
+        pg: state.http.front_ends.pg.map(|a| a.to_string()),
+        flight: state.http.front_ends.flight.map(|a| a.to_string()),
+        mcp: state.http.mcp.is_some(),
+        mirror: state.http.mirror.is_some(),
+    }
 }
 
 fn encoded(content_type: &'static str, body: Vec<u8>) -> Encoded {
@@ -582,28 +594,7 @@ fn explorer_of(
         .map(|(p, _)| *p)
         .find(|p| *p != "num_gpus")
         .unwrap_or("num_gpus");
-    // Ranges of the numeric filters, and run ids typed in (a comma-separated list).
-    let mut inputs = Vec::new();
-    for (p, _) in ask::numeric_filters(domain) {
-        for (suffix, sign) in [("_min", "≥"), ("_max", "≤")] {
-            let param = format!("{p}{suffix}");
-            let value = view.one(&param).unwrap_or("").to_string();
-            inputs.push(pages::Input {
-                label: format!("{p} {sign}"),
-                param: param.clone(),
-                value,
-                numeric: true,
-            });
-            covered.push(param);
-        }
-    }
-    inputs.push(pages::Input {
-        param: "run_id".into(),
-        label: "run_id (comma-separated)".into(),
-        value: view.values("run_id").join(","),
-        numeric: false,
-    });
-    covered.push("run_id".into());
+    let inputs = typed_inputs(&view, domain, &mut covered);
     let stability = (domain == Domain::Llm).then(|| {
         covered.push("stability".into());
         view.one("stability").unwrap_or("stable").to_string()
@@ -625,7 +616,95 @@ fn explorer_of(
         encode(&pairs)
     };
 
-    // The best configuration per model under the deadline.
+    let (best, latency_unit) = best_of(&view, table, &q, domain, batch)?;
+
+    let sweep = if view.one("model_id").is_some()
+        && view.one("gpu_model").is_some()
+        && view.one("num_gpus").is_some()
+    {
+        Ok(with_query(&format!("/v1/{d}/charts/sweep.svg"), &filters))
+    } else {
+        Err("Choose one model_id, one gpu_model and one num_gpus to see the batch sweep with its fitted logistic curve.".to_string())
+    };
+
+    let sql = snippets::sql(domain, table, &q, &cols);
+    let offset = q.offset;
+    Ok(pages::Explorer {
+        domain,
+        action: format!("/explore/{d}"),
+        total: sel.total,
+        offset,
+        limit,
+        controls,
+        inputs,
+        stability,
+        hidden,
+        deadline_value: view.deadline.map(number).unwrap_or_default(),
+        deadline_unit: latency_unit,
+        columns: columns_of(&view, table, &q, shown_cols, true),
+        rows: rows_of(table, &sel.rows, shown_cols),
+        prev: (offset > 0).then(|| {
+            format!(
+                "?{}",
+                view.with("offset", Some(&offset.saturating_sub(limit).to_string()))
+            )
+        }),
+        next: (offset.saturating_add(limit) < sel.total).then(|| {
+            format!(
+                "?{}",
+                view.with("offset", Some(&(offset + limit).to_string()))
+            )
+        }),
+        warnings: view.params.filter_warnings(domain, table),
+        pareto: with_query(&format!("/v1/{d}/charts/pareto.svg"), &filters),
+        sweep,
+        best,
+        snippets: Snippets {
+            curl: snippets::curl(origin, domain, &page_query),
+            python: snippets::python(origin, domain, &q, &page_query),
+            sql_link: format!("/v1/sql?{}", encode(&[("q".to_string(), sql.clone())])),
+            sql,
+        },
+    })
+}
+
+/// The explorer's typed inputs: the ranges of the numeric filters and the run ids (a
+/// comma-separated list), each parameter added to `covered`.
+fn typed_inputs(view: &View, domain: Domain, covered: &mut Vec<String>) -> Vec<pages::Input> {
+    let mut inputs = Vec::new();
+    for (p, _) in ask::numeric_filters(domain) {
+        for (suffix, sign) in [("_min", "≥"), ("_max", "≤")] {
+            let param = format!("{p}{suffix}");
+            let value = view.one(&param).unwrap_or("").to_string();
+            inputs.push(pages::Input {
+                label: format!("{p} {sign}"),
+                param: param.clone(),
+                value,
+                numeric: true,
+            });
+            covered.push(param);
+        }
+    }
+    inputs.push(pages::Input {
+        param: "run_id".into(),
+        label: "run_id (comma-separated)".into(),
+        value: view.values("run_id").join(","),
+        numeric: false,
+    });
+    covered.push("run_id".into());
+    inputs
+}
+
+/// The best configuration per model under the deadline (the view's, else the task's default),
+/// and the unit of the latency it is met on.
+fn best_of(
+    view: &View,
+    table: &RunTable,
+    q: &RunQuery,
+    domain: Domain,
+    batch: &str,
+) -> Result<(Best, &'static str), AppError> {
+    let d = domain.as_str();
     let latency = default_latency(domain);
     let latency_unit = table
         .field_index(latency)
@@ -678,55 +757,7 @@ fn explorer_of(
         more: chosen.rows.len().saturating_sub(BEST_ROWS),
         json: with_query(&format!("/v1/{d}/best"), &encode(&best_pairs)),
     };
-
-    let sweep = if view.one("model_id").is_some()
-        && view.one("gpu_model").is_some()
-        && view.one("num_gpus").is_some()
-    {
-        Ok(with_query(&format!("/v1/{d}/charts/sweep.svg"), &filters))
-    } else {
-        Err("Choose one model_id, one gpu_model and one num_gpus to see the batch sweep with its fitted logistic curve.".to_string())
-    };
-
-    let sql = snippets::sql(domain, table, &q, &cols);
-    let offset = q.offset;
-    Ok(pages::Explorer {
-        domain,
-        action: format!("/explore/{d}"),
-        total: sel.total,
-        offset,
-        limit,
-        controls,
-        inputs,
-        stability,
-        hidden,
-        deadline_value: view.deadline.map(number).unwrap_or_default(),
-        deadline_unit: latency_unit,
-        columns: columns_of(&view, table, &q, shown_cols, true),
-        rows: rows_of(table, &sel.rows, shown_cols),
-        prev: (offset > 0).then(|| {
-            format!(
-                "?{}",
-                view.with("offset", Some(&offset.saturating_sub(limit).to_string()))
-            )
-        }),
-        next: (offset.saturating_add(limit) < sel.total).then(|| {
-            format!(
-                "?{}",
-                view.with("offset", Some(&(offset + limit).to_string()))
-            )
-        }),
-        warnings: view.params.filter_warnings(domain, table),
-        pareto: with_query(&format!("/v1/{d}/charts/pareto.svg"), &filters),
-        sweep,
-        best,
-        snippets: Snippets {
-            curl: snippets::curl(origin, domain, &page_query),
-            python: snippets::python(origin, domain, &q, &page_query),
-            sql_link: format!("/v1/sql?{}", encode(&[("q".to_string(), sql.clone())])),
-            sql,
-        },
-    })
+    Ok((best, latency_unit))
 }
 
 /// A run's page.

@@ -327,62 +327,7 @@ pub(super) fn explorer(e: &Explorer) -> Markup {
             "."
         }
         @for w in &e.warnings { p.warning role="status" { (w) } }
-        form #filters method="get" action=(e.action) {
-            fieldset {
-                legend { "Filters" }
-                @for c in &e.controls {
-                    div.control {
-                        label for={ "f-" (c.param) } { (c.label) }
-                        select #{ "f-" (c.param) } name=(c.param) multiple[c.chosen.len() > 1] {
-                            option value="" selected[c.chosen.is_empty()] { "any" }
-                            @for (v, n) in &c.options {
-                                option value=(v) selected[c.chosen.contains(v)] { (v) " (" (n) ")" }
-                            }
-                        }
-                    }
-                }
-                @for i in &e.inputs {
-                    div.control {
-                        label for={ "f-" (i.param) } { (i.label) }
-                        @if i.numeric {
-                            input #{ "f-" (i.param) } type="number" min="0" name=(i.param) value=(i.value);
-                        } @else {
-                            input #{ "f-" (i.param) } type="search" name=(i.param) value=(i.value);
-                        }
-                    }
-                }
-                @if let Some(s) = &e.stability {
-                    div.control {
-                        label for="f-stability" { "stability" }
-                        select #f-stability name="stability" {
-                            @for v in ["stable", "unstable", "all"] {
-                                option value=(v) selected[s == v] { (v) }
-                            }
-                        }
-                    }
-                }
-                div.control {
-                    label for="f-limit" { "rows per page" }
-                    select #f-limit name="limit" {
-                        @for n in super::view::PAGE_SIZES {
-                            option value=(n) selected[*n == e.limit] { (n) }
-                        }
-                        @if !super::view::PAGE_SIZES.contains(&e.limit) {
-                            option value=(e.limit) selected { (e.limit) }
-                        }
-                    }
-                }
-                div.control {
-                    label for="f-deadline" { "deadline (" (e.deadline_unit) ")" }
-                    input #f-deadline type="number" min="0" step="any" name="deadline" value=(e.deadline_value);
-                }
-                @for (k, v) in &e.hidden { input type="hidden" name=(k) value=(v); }
-                div.control.buttons {
-                    button type="submit" { "Apply" }
-                    a href=(e.action) { "Clear" }
-                }
-            }
-        }
+        (filter_form(e))
         section aria-labelledby="facets" {
             h2 #facets { "Facets" }
             p.hint { "Runs per value, given the other filters; a value's link adds it to its filter or takes it out." }
@@ -439,6 +384,69 @@ pub(super) fn explorer(e: &Explorer) -> Markup {
             }
         }
         (snippets(&e.snippets))
+    }
+}
+
+/// The explorer's filter form: a control per chosen filter, the typed inputs, stability, page
+/// size and deadline, and the other parameters of the view kept hidden.
+fn filter_form(e: &Explorer) -> Markup {
+    html! {
+        form #filters method="get" action=(e.action) {
+            fieldset {
+                legend { "Filters" }
+                @for c in &e.controls {
+                    div.control {
+                        label for={ "f-" (c.param) } { (c.label) }
+                        select #{ "f-" (c.param) } name=(c.param) multiple[c.chosen.len() > 1] {
+                            option value="" selected[c.chosen.is_empty()] { "any" }
+                            @for (v, n) in &c.options {
+                                option value=(v) selected[c.chosen.contains(v)] { (v) " (" (n) ")" }
+                            }
+                        }
+                    }
+                }
+                @for i in &e.inputs {
+                    div.control {
+                        label for={ "f-" (i.param) } { (i.label) }
+                        @if i.numeric {
+                            input #{ "f-" (i.param) } type="number" min="0" name=(i.param) value=(i.value);
+                        } @else {
+                            input #{ "f-" (i.param) } type="search" name=(i.param) value=(i.value);
+                        }
+                    }
+                }
+                @if let Some(s) = &e.stability {
+                    div.control {
+                        label for="f-stability" { "stability" }
+                        select #f-stability name="stability" {
+                            @for v in ["stable", "unstable", "all"] {
+                                option value=(v) selected[s == v] { (v) }
+                            }
+                        }
+                    }
+                }
+                div.control {
+                    label for="f-limit" { "rows per page" }
+                    select #f-limit name="limit" {
+                        @for n in super::view::PAGE_SIZES {
+                            option value=(n) selected[*n == e.limit] { (n) }
+                        }
+                        @if !super::view::PAGE_SIZES.contains(&e.limit) {
+                            option value=(e.limit) selected { (e.limit) }
+                        }
+                    }
+                }
+                div.control {
+                    label for="f-deadline" { "deadline (" (e.deadline_unit) ")" }
+                    input #f-deadline type="number" min="0" step="any" name="deadline" value=(e.deadline_value);
+                }
+                @for (k, v) in &e.hidden { input type="hidden" name=(k) value=(v); }
+                div.control.buttons {
+                    button type="submit" { "Apply" }
+                    a href=(e.action) { "Clear" }
+                }
+            }
+        }
     }
 }
 

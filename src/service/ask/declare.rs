@@ -595,6 +595,15 @@ struct Shape {
 }
 
 impl Question {
+    /// Whether answering it is costly work (raw files read, a model fitted, a chart drawn): it
+    /// takes one of the door's places while it is computed.
+    pub fn costly(self) -> bool {
+        matches!(
+            self,
+            Question::RawOne(_) | Question::RawMany(_) | Question::Sweep | Question::Chart(_)
+        )
+    }
+
     /// The question's parameters as declared (raw-derived extras and charts aside).
     fn shape(self) -> Shape {
         let (filtered, own): (bool, &'static [&'static [Decl]]) = match self {

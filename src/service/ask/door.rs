@@ -14,6 +14,7 @@ use crate::service::{Service, ServiceError, Snapshot};
 
 use super::answer::Encoded;
 use super::declare::{QUERIES, Question};
+use super::places::{Place, Places};
 use super::request::Request;
 
 /// The answer key of `req` for the snapshot numbered `generation`: what it asks, in its
@@ -43,6 +44,8 @@ pub struct Door {
     cells: Option<TableJsonCache>,
     /// Largest `limit` a run list accepts.
     max_rows: usize,
+    /// The places costly questions take while they are computed.
+    places: Places,
     /// Questions answered here (from the cache or computed), by their place in `QUERIES`.
     asked: [std::sync::atomic::AtomicU64; QUERIES.len()],
 }
@@ -56,8 +59,25 @@ impl Door {
             cache: answer_cache(cache_bytes),
             cells: Some(TableJsonCache::default()),
             max_rows,
+            places: Places::new(usize::MAX),
             asked: Default::default(),
         }
+    }
+
+    /// At most `max` costly questions computed at once, from every front end.
+    pub fn set_costly_places(&mut self, max: usize) {
+        self.places = Places::new(max);
+    }
+
+    /// A place for costly work (a question, or a front end's own costly route), or the refusal
+    /// when all are taken.
+    pub fn costly_place(&self) -> Result<Place<'_>, ServiceError> {
+        self.places.take()
+    }
+
+    /// Costly questions refused for want of a place, since start.
+    pub fn costly_refused(&self) -> u64 {
+        self.places.refused()
     }
 
     /// The door with the pieces of speed machinery of `plain` switched off.
@@ -103,6 +123,11 @@ impl Door {
         if let Some(hit) = self.cache.get(&key) {
             return Ok(hit);
         }
+        let _place = req
+            .question
+            .costly()
+            .then(|| self.places.take())
+            .transpose()?;
         let encoded = self.compute(req, &snapshot).await?;
         Ok(keep(&self.cache, key, encoded))
     }

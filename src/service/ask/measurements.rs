@@ -627,144 +627,143 @@ fn compare(
     Ok(Encoded::new("application/json", doc.to_string()))
 }
 
-/// The query parameters of a measurement operation, from the measurement tables' catalog: every
-/// column filters (exact values; numeric ones also `_min`/`_max`), with the list parameters or the
-/// statistics' own. `table` picks the table of `/v1/measurements/{table}`.
-pub fn measurement_specs(path: &str, table: Option<&str>) -> Option<Vec<ParamSpec>> {
-    use crate::peer::schema::{self, ColType};
-    let col_specs = |cols: &[crate::peer::schema::Col], prefix: &str| -> Vec<ParamSpec> {
-        let mut v = Vec::new();
-        for c in cols {
-            let doc = format!(
-                "{} (column {}; comma-separated values: any of)",
-                c.description, c.name
-            );
-            match c.ty {
-                ColType::Json => {}
-                ColType::Bool => v.push(spec(
-                    format!("{prefix}{}", c.name),
-                    doc,
-                    ValueKind::Choice(vec!["true".into(), "false".into()]),
-                )),
-                t if t.is_numeric() => {
-                    v.push(spec(format!("{prefix}{}", c.name), doc, ValueKind::Numbers));
-                    v.push(spec(
-                        format!("{prefix}{}_min", c.name),
-                        format!("Lowest {} (inclusive)", c.name),
-                        ValueKind::Number,
-                    ));
-                    v.push(spec(
-                        format!("{prefix}{}_max", c.name),
-                        format!("Highest {} (inclusive)", c.name),
-                        ValueKind::Number,
-                    ));
-                }
-                _ => v.push(spec(format!("{prefix}{}", c.name), doc, ValueKind::Strings)),
+/// The filter parameters of a table's columns, each name after `prefix`: every column filters
+/// by exact values (comma-separated: any of); a numeric one also by `_min` and `_max`.
+fn column_specs(cols: &[Col], prefix: &str) -> Vec<ParamSpec> {
+    let mut v = Vec::new();
+    for c in cols {
+        let doc = format!(
+            "{} (column {}; comma-separated values: any of)",
+            c.description, c.name
+        );
+        match c.ty {
+            ColType::Json => {}
+            ColType::Bool => v.push(spec(
+                format!("{prefix}{}", c.name),
+                doc,
+                ValueKind::Choice(vec!["true".into(), "false".into()]),
+            )),
+            t if t.is_numeric() => {
+                v.push(spec(format!("{prefix}{}", c.name), doc, ValueKind::Numbers));
+                v.push(spec(
+                    format!("{prefix}{}_min", c.name),
+                    format!("Lowest {} (inclusive)", c.name),
+                    ValueKind::Number,
+                ));
+                v.push(spec(
+                    format!("{prefix}{}_max", c.name),
+                    format!("Highest {} (inclusive)", c.name),
+                    ValueKind::Number,
+                ));
             }
+            _ => v.push(spec(format!("{prefix}{}", c.name), doc, ValueKind::Strings)),
         }
-        v
-    };
-    let names = |cols: &[crate::peer::schema::Col]| -> Vec<String> {
-        cols.iter()
-            .filter(|c| c.ty != ColType::Json)
-            .map(|c| c.name.to_string())
-            .collect()
-    };
+    }
+    v
+}
+
+/// The names of a table's columns a query may sort or group by (all but the JSON ones).
+fn orderable(cols: &[Col]) -> Vec<String> {
+    cols.iter()
+        .filter(|c| c.ty != ColType::Json)
+        .map(|c| c.name.to_string())
+        .collect()
+}
+
+/// `format`: the representations.
+fn format_spec() -> ParamSpec {
+    spec(
+        "format",
+        "Representation (else the Accept header)",
+        ValueKind::Choice(Format::ALL.iter().map(|f| f.name().to_string()).collect()),
+    )
+}
+
+/// A list's parameters: paging, sort, projection, format, and the column filters.
+fn list_specs(cols: &[Col]) -> Vec<ParamSpec> {
+    let mut v = vec![
+        spec(
+            "limit",
+            "Rows per page",
+            ValueKind::Count(super::declare::DEFAULT_MAX_ROWS as u64),
+        ),
+        spec(
+            "offset",
+            "Rows to skip",
+            ValueKind::Count(super::declare::MAX_OFFSET),
+        ),
+        spec(
+            "sort",
+            "Columns to sort by, `-` for descending",
+            ValueKind::SortKeys(orderable(cols)),
+        ),
+        spec(
+            "fields",
+            "Columns to return",
+            ValueKind::FieldList(names(cols)),
+        ),
+        format_spec(),
+    ];
+    v.extend(column_specs(cols, ""));
+    v
+}
+
+/// The statistics' own parameters: the metric, the trim and strictness.
+fn stats_specs() -> Vec<ParamSpec> {
     let numeric: Vec<String> = schema::RUN_COLUMNS
         .iter()
         .filter(|c| c.ty.is_numeric())
         .map(|c| c.name.to_string())
         .collect();
-    let formats = || ValueKind::Choice(Format::ALL.iter().map(|f| f.name().to_string()).collect());
-    let list = |cols: &[crate::peer::schema::Col]| {
-        let mut v = vec![
-            spec(
-                "limit",
-                "Rows per page",
-                ValueKind::Count(super::declare::DEFAULT_MAX_ROWS as u64),
-            ),
-            spec(
-                "offset",
-                "Rows to skip",
-                ValueKind::Count(super::declare::MAX_OFFSET),
-            ),
-            spec(
-                "sort",
-                "Columns to sort by, `-` for descending",
-                ValueKind::SortKeys(names(cols)),
-            ),
-            spec(
-                "fields",
-                "Columns to return",
-                ValueKind::FieldList(cols.iter().map(|c| c.name.to_string()).collect()),
-            ),
-            spec(
-                "format",
-                "Representation (else the Accept header)",
-                formats(),
-            ),
-        ];
-        v.extend(col_specs(cols, ""));
-        v
-    };
-    let stats = || {
-        vec![
-            spec(
-                "metric",
-                "Numeric run column (default energy_per_output_token_j)",
-                ValueKind::NumericField(numeric.clone()),
-            ),
-            spec(
-                "trim",
-                "Fraction dropped from each end of a group of 4 or more (at most 0.5; at least two values stay)",
-                ValueKind::NonNegative,
-            ),
-            spec(
-                "strict",
-                "Refuse runs that are not comparable",
-                ValueKind::Choice(vec!["true".into(), "false".into()]),
-            ),
-        ]
-    };
+    vec![
+        spec(
+            "metric",
+            "Numeric run column (default energy_per_output_token_j)",
+            ValueKind::NumericField(numeric),
+        ),
+        spec(
+            "trim",
+            "Fraction dropped from each end of a group of 4 or more (at most 0.5; at least two values stay)",
+            ValueKind::NonNegative,
+        ),
+        spec(
+            "strict",
+            "Refuse runs that are not comparable",
+            ValueKind::Choice(vec!["true".into(), "false".into()]),
+        ),
+    ]
+}
+
+/// The query parameters of a measurement operation, from the measurement tables' catalog: every
+/// column filters (exact values; numeric ones also `_min`/`_max`), with the list parameters or the
+/// statistics' own. `table` picks the table of `/v1/measurements/{table}`.
+pub fn measurement_specs(path: &str, table: Option<&str>) -> Option<Vec<ParamSpec>> {
     Some(match path {
-        "/v1/measurements/runs" => list(schema::RUN_COLUMNS),
+        "/v1/measurements/runs" => list_specs(schema::RUN_COLUMNS),
         "/v1/measurements/runs/{run_id}" => vec![
             spec(
                 "fields",
                 "Columns to return",
-                ValueKind::FieldList(
-                    schema::RUN_COLUMNS
-                        .iter()
-                        .map(|c| c.name.to_string())
-                        .collect(),
-                ),
+                ValueKind::FieldList(names(schema::RUN_COLUMNS)),
             ),
-            spec(
-                "format",
-                "Representation (else the Accept header)",
-                formats(),
-            ),
+            format_spec(),
         ],
-        "/v1/measurements/{table}" => list(schema::columns(table?)?),
+        "/v1/measurements/{table}" => list_specs(schema::columns(table?)?),
         "/v1/measurements/repeat-stats" => {
             let mut v = vec![spec(
                 "by",
                 "Run columns to group by (default source_id,experiment_id)",
-                ValueKind::FieldList(names(schema::RUN_COLUMNS)),
+                ValueKind::FieldList(orderable(schema::RUN_COLUMNS)),
             )];
-            v.extend(stats());
-            v.push(spec(
-                "format",
-                "Representation (else the Accept header)",
-                formats(),
-            ));
-            v.extend(col_specs(schema::RUN_COLUMNS, ""));
+            v.extend(stats_specs());
+            v.push(format_spec());
+            v.extend(column_specs(schema::RUN_COLUMNS, ""));
             v
         }
         "/v1/measurements/compare" => {
-            let mut v = stats();
-            v.extend(col_specs(schema::RUN_COLUMNS, "a."));
-            v.extend(col_specs(schema::RUN_COLUMNS, "b."));
+            let mut v = stats_specs();
+            v.extend(column_specs(schema::RUN_COLUMNS, "a."));
+            v.extend(column_specs(schema::RUN_COLUMNS, "b."));
             v
         }
         _ => return None,

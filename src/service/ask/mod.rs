@@ -1,7 +1,7 @@
 //! The service's one door for questions. What each question takes is declared once
 //! (`declare`); every front end's parameters are read with one grammar (`grammar`) into a
 //! [`Request`], which the [`Door`] answers (`door`: the answer cache, keyed on the canonical
-//! request) with an [`Answer`] (`answer`: rows and the envelope around them), written in one of
+//! request, and the places costly questions take, `places`) with an [`Answer`] (`answer`: rows and the envelope around them), written in one of
 //! the representations (`format`) by one writer. The questions answered at the door so far: the
 //! run table's (`runs`), the sweeps' fits (`fits`), the predictor's (`predict`) and the raw-derived data answered whole
 //! (`raw`: timelines, ITL statistics), and the charts drawn of them (`charts`). SQL is asked of it too (`sql`), and
@@ -15,6 +15,7 @@ mod fits;
 pub mod format;
 pub mod grammar;
 pub mod measurements;
+pub mod places;
 pub mod predict;
 pub mod raw;
 pub mod request;

@@ -63,6 +63,7 @@ impl Door {
         if let Some(hit) = key.as_ref().and_then(|k| self.cache().get(k)) {
             return Ok(hit);
         }
+        let _place = self.costly_place()?;
         let answer = service
             .sql(&Surface::PLAIN, &snapshot, q.text, q.params.into(), None)
             .await
