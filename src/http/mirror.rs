@@ -165,6 +165,17 @@ async fn resolve(
             return r;
         }
     };
+    file_response(file, range, &repo.commit)
+}
+
+/// A mirrored file's answer: the whole file, or the one `range` asked for (206), with its length,
+/// its digest as the ETag and the repository's commit.
+fn file_response(
+    file: crate::service::mirror::MirrorFile,
+    range: Option<(u64, u64)>,
+    commit: &str,
+) -> Response {
+    let len = file.len;
     let stream = file.opened.into_stream();
     let (status, body, sent) = match range {
         Some((start, end)) => {
@@ -195,10 +206,7 @@ async fn resolve(
     if let Ok(v) = HeaderValue::from_str(&format!("\"{}\"", file.sha256)) {
         h.insert(header::ETAG, v);
     }
-    h.insert(
-        "x-repo-commit",
-        HeaderValue::from_str(&repo.commit).expect("hex"),
-    );
+    h.insert("x-repo-commit", HeaderValue::from_str(commit).expect("hex"));
     resp
 }
 

@@ -1,6 +1,9 @@
 //! The one error type of the service layer.
 
+use std::time::Duration;
+
 use crate::engine::Domain;
+use crate::engine::sql::SqlError;
 use crate::store::FetchError;
 
 /// What the service can refuse or fail with; the HTTP layer maps each kind to one status.
@@ -44,7 +47,7 @@ pub enum ServiceError {
     Engine(std::sync::Arc<crate::engine::EngineError>),
     /// An SQL query not answered: the gate was full, or the query failed.
     #[error(transparent)]
-    Sql(std::sync::Arc<crate::service::sql::SqlFailure>),
+    Sql(std::sync::Arc<SqlFailure>),
     /// No place for a costly question: all are taken (try again shortly).
     #[error("{0}")]
     Busy(String),
@@ -56,4 +59,19 @@ impl From<crate::engine::EngineError> for ServiceError {
     fn from(e: crate::engine::EngineError) -> Self {
         ServiceError::Engine(std::sync::Arc::new(e))
     }
+}
+
+/// Why a query was not answered: the gate was full, or the query failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SqlFailure {
+    #[error(
+        "{running} queries are running and {waiting} waiting, the most this server takes; try again shortly"
+    )]
+    Busy {
+        running: usize,
+        waiting: usize,
+        retry_after: Duration,
+    },
+    #[error(transparent)]
+    Query(#[from] SqlError),
 }

@@ -22,6 +22,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use std::sync::Arc;
 
 use super::derived::DerivedData;
+pub use super::error::SqlFailure;
 use super::snapshot::Snapshot;
 use super::sql_tables::{MAX_RAW_RUNS, RawTable, RawTableKind};
 use crate::engine::sql::{self, SqlAnswer, SqlError, SqlLimits};
@@ -76,21 +77,6 @@ impl Surface {
         name: "plain",
         setup: |_| Ok(()),
     };
-}
-
-/// Why a query was not answered: the gate was full, or the query failed.
-#[derive(Debug, thiserror::Error)]
-pub enum SqlFailure {
-    #[error(
-        "{running} queries are running and {waiting} waiting, the most this server takes; try again shortly"
-    )]
-    Busy {
-        running: usize,
-        waiting: usize,
-        retry_after: Duration,
-    },
-    #[error(transparent)]
-    Query(#[from] SqlError),
 }
 
 pub struct Sql {
