@@ -16,7 +16,7 @@ use arrow::array::{
     Array, ArrayRef, BooleanArray, Float64Array, Int64Array, ListArray, RecordBatch, StringArray,
     UInt8Array, UInt64Array,
 };
-use arrow::buffer::{Buffer, OffsetBuffer};
+use arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::ipc::reader::StreamDecoder;
 use arrow::ipc::writer::StreamEncoder;
@@ -77,88 +77,154 @@ pub fn to_ipc(d: &RunDerived) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-/// Write `d` as an Arrow IPC stream to `out`. The batches are framed by arrow's `StreamEncoder`,
-/// whose buffers are written as they are, so nothing larger than one batch's timeline points is
-/// copied on the way.
-pub fn write_ipc(d: &RunDerived, mut out: impl std::io::Write) -> Result<(), String> {
-    let mut series_metric = Vec::new();
-    let mut series_key = Vec::new();
-    let mut series_points = Vec::new();
-    let mut series_errors = Vec::new();
-    // The series' points in order; they go out `POINTS` at a time.
-    let mut all_points: Vec<&[(f64, f64)]> = Vec::new();
-    let mut presence = [Presence::Missing; 3];
-    let (mut tl, mut power, mut start, mut end) =
-        (Presence::Missing, Presence::Missing, None, None);
-    if let Timeline::NotObject = d.timeline {
-        tl = Presence::NotObject;
-    }
-    if let Timeline::Object {
-        power: p,
-        temperature,
-        steady_state_start_time,
-        steady_state_end_time,
-    } = &d.timeline
-    {
-        tl = Presence::Object;
-        start = steady_state_start_time.map(f64::to_bits);
-        end = steady_state_end_time.map(f64::to_bits);
-        let (instant, average) = match p {
-            Power::Missing => (&None, &None),
-            Power::NotObject => {
-                power = Presence::NotObject;
-                (&None, &None)
-            }
-            Power::Object {
-                device_instant,
-                device_average,
-            } => {
-                power = Presence::Object;
-                (device_instant, device_average)
-            }
+/// The timeline's states that are not columns (which parts are present, the steady-state
+/// bounds as bits), kept in the metadata.
+struct TimelineStates {
+    timeline: Presence,
+    power: Presence,
+    /// Per metric (instant, average, temperature).
+    series: [Presence; 3],
+    start: Option<u64>,
+    end: Option<u64>,
+}
+
+/// The timeline flattened into the series columns, one entry per (metric, device), with its
+/// states and the series whose points could not be read.
+struct FlatTimeline<'a> {
+    metric: Vec<u8>,
+    key: Vec<&'a str>,
+    points: Vec<u64>,
+    /// Series entries (index into the columns) whose points could not be read.
+    errors: Vec<(usize, String)>,
+    /// The series' points in order; they go out `POINTS` at a time.
+    all_points: Vec<&'a [(f64, f64)]>,
+    states: TimelineStates,
+}
+
+impl<'a> FlatTimeline<'a> {
+    /// `timeline` flattened: the series of each metric (instant, average, temperature) in turn,
+    /// their devices in the timeline's order.
+    fn new(timeline: &'a Timeline) -> Self {
+        let mut flat = FlatTimeline {
+            metric: Vec::new(),
+            key: Vec::new(),
+            points: Vec::new(),
+            errors: Vec::new(),
+            all_points: Vec::new(),
+            states: TimelineStates {
+                timeline: Presence::Missing,
+                power: Presence::Missing,
+                series: [Presence::Missing; 3],
+                start: None,
+                end: None,
+            },
         };
-        for (m, s) in [instant, average, temperature].into_iter().enumerate() {
-            match s {
-                None => {}
-                Some(Series::NotObject) => presence[m] = Presence::NotObject,
-                Some(Series::Devices(devs)) => {
-                    presence[m] = Presence::Object;
-                    for (key, pts) in devs {
-                        match pts {
-                            Ok(p) => {
-                                series_points.push(p.len() as u64);
-                                all_points.push(p);
-                            }
-                            Err(e) => {
-                                series_errors.push((series_key.len(), e.clone()));
-                                series_points.push(0);
-                            }
-                        }
-                        series_metric.push(m as u8);
-                        series_key.push(key.as_str());
+        if let Timeline::NotObject = timeline {
+            flat.states.timeline = Presence::NotObject;
+        }
+        if let Timeline::Object {
+            power: p,
+            temperature,
+            steady_state_start_time,
+            steady_state_end_time,
+        } = timeline
+        {
+            flat.states.timeline = Presence::Object;
+            flat.states.start = steady_state_start_time.map(f64::to_bits);
+            flat.states.end = steady_state_end_time.map(f64::to_bits);
+            let (instant, average) = match p {
+                Power::Missing => (&None, &None),
+                Power::NotObject => {
+                    flat.states.power = Presence::NotObject;
+                    (&None, &None)
+                }
+                Power::Object {
+                    device_instant,
+                    device_average,
+                } => {
+                    flat.states.power = Presence::Object;
+                    (device_instant, device_average)
+                }
+            };
+            for (m, s) in [instant, average, temperature].into_iter().enumerate() {
+                match s {
+                    None => {}
+                    Some(Series::NotObject) => flat.states.series[m] = Presence::NotObject,
+                    Some(Series::Devices(devs)) => {
+                        flat.states.series[m] = Presence::Object;
+                        flat.push_devices(m, devs);
                     }
                 }
             }
         }
+        flat
     }
-    let meta = Meta {
-        version: FORMAT_VERSION,
-        results: match d.results {
-            ResultsList::Missing => "missing",
-            ResultsList::NotAList => "not_a_list",
-            ResultsList::List => "list",
+
+    /// Metric `m`'s device series appended to the columns (one that could not be read as no
+    /// points, its error noted).
+    fn push_devices(&mut self, m: usize, devs: &'a [(String, Points)]) {
+        for (key, pts) in devs {
+            match pts {
+                Ok(p) => {
+                    self.points.push(p.len() as u64);
+                    self.all_points.push(p);
+                }
+                Err(e) => {
+                    self.errors.push((self.key.len(), e.clone()));
+                    self.points.push(0);
+                }
+            }
+            self.metric.push(m as u8);
+            self.key.push(key.as_str());
         }
-        .into(),
-        non_object: d.non_object,
-        bad_output_len: d.bad_output_len.clone(),
-        itl_error: d.itl.as_ref().err().cloned(),
-        timeline: tl,
-        power,
-        series: presence,
-        series_errors,
-        steady_state_start_bits: start,
-        steady_state_end_bits: end,
-    };
+    }
+}
+
+impl Meta {
+    /// The metadata of `d`: its format version and the states and messages that are not columns.
+    fn new(d: &RunDerived, states: TimelineStates, series_errors: Vec<(usize, String)>) -> Self {
+        Meta {
+            version: FORMAT_VERSION,
+            results: match d.results {
+                ResultsList::Missing => "missing",
+                ResultsList::NotAList => "not_a_list",
+                ResultsList::List => "list",
+            }
+            .into(),
+            non_object: d.non_object,
+            bad_output_len: d.bad_output_len.clone(),
+            itl_error: d.itl.as_ref().err().cloned(),
+            timeline: states.timeline,
+            power: states.power,
+            series: states.series,
+            series_errors,
+            steady_state_start_bits: states.start,
+            steady_state_end_bits: states.end,
+        }
+    }
+}
+
+/// The stream's schema: each first-batch column and `t`, `v` as a list, the metadata under
+/// [`META_KEY`].
+fn schema_of(first: &[(&str, ArrayRef)], meta: &Meta) -> Result<Arc<Schema>, String> {
+    let fields: Vec<Field> = first
+        .iter()
+        .map(|(name, a)| (*name, a.data_type().clone()))
+        .chain([("t", DataType::Float64), ("v", DataType::Float64)])
+        .map(|(name, ty)| Field::new(name, DataType::List(item(ty)), false))
+        .collect();
+    let meta = serde_json::to_string(meta).map_err(|e| e.to_string())?;
+    Ok(Arc::new(
+        Schema::new(fields).with_metadata([(META_KEY.to_string(), meta)].into()),
+    ))
+}
+
+/// Write `d` as an Arrow IPC stream to `out`. The batches are framed by arrow's `StreamEncoder`,
+/// whose buffers are written as they are, so nothing larger than one batch's timeline points is
+/// copied on the way.
+pub fn write_ipc(d: &RunDerived, mut out: impl std::io::Write) -> Result<(), String> {
+    let flat = FlatTimeline::new(&d.timeline);
+    let meta = Meta::new(d, flat.states, flat.errors);
     let chunks = d.itl.as_ref().map(|s| s.chunks()).unwrap_or_default();
     let itl = |i: usize| -> ArrayRef {
         Arc::new(Float64Array::new(
@@ -166,7 +232,7 @@ pub fn write_ipc(d: &RunDerived, mut out: impl std::io::Write) -> Result<(), Str
             None,
         ))
     };
-    let mut groups = PointGroups::new(&all_points);
+    let mut groups = PointGroups::new(&flat.all_points);
     let first: Vec<(&str, ArrayRef)> = vec![
         ("success", Arc::new(BooleanArray::from(d.success.clone()))),
         (
@@ -174,18 +240,11 @@ pub fn write_ipc(d: &RunDerived, mut out: impl std::io::Write) -> Result<(), Str
             Arc::new(Int64Array::from(d.output_len.clone())),
         ),
         ("itl_s", itl(0)),
-        ("series_metric", Arc::new(UInt8Array::from(series_metric))),
-        ("series_key", Arc::new(StringArray::from(series_key))),
-        ("series_points", Arc::new(UInt64Array::from(series_points))),
+        ("series_metric", Arc::new(UInt8Array::from(flat.metric))),
+        ("series_key", Arc::new(StringArray::from(flat.key))),
+        ("series_points", Arc::new(UInt64Array::from(flat.points))),
     ];
-    let fields: Vec<Field> = first
-        .iter()
-        .map(|(name, a)| (*name, a.data_type().clone()))
-        .chain([("t", DataType::Float64), ("v", DataType::Float64)])
-        .map(|(name, ty)| Field::new(name, DataType::List(item(ty)), false))
-        .collect();
-    let meta = serde_json::to_string(&meta).map_err(|e| e.to_string())?;
-    let schema = Arc::new(Schema::new(fields).with_metadata([(META_KEY.to_string(), meta)].into()));
+    let schema = schema_of(&first, &meta)?;
     let mut encoder = StreamEncoder::try_new(&schema).map_err(|e| e.to_string())?;
     let mut write = |buffers: Vec<Buffer>| {
         buffers
@@ -295,20 +354,8 @@ fn values<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> Result<&'a T, S
         .ok_or_else(|| format!("{name} has type {}", l.values().data_type()))
 }
 
-/// Decode what `to_ipc` wrote; `Err` for another format version or a damaged file. The arrays
-/// are slices of `bytes` where they can be (the ITL samples are not copied).
-pub fn from_ipc(bytes: bytes::Bytes) -> Result<RunDerived, String> {
-    // A stream written whole ends with the end-of-stream marker.
-    const EOS: [u8; 8] = [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0];
-    if !bytes.ends_with(&EOS) {
-        return Err("no end-of-stream marker".into());
-    }
-    let mut buf = Buffer::from(bytes);
-    let mut decoder = StreamDecoder::new();
-    let batch = decoder
-        .decode(&mut buf)
-        .map_err(|e| e.to_string())?
-        .ok_or("no record batch")?;
+/// The metadata of the first batch, refused when it is missing or of another format version.
+fn read_meta(batch: &RecordBatch) -> Result<Meta, String> {
     let meta: Meta = serde_json::from_str(
         batch
             .schema_ref()
@@ -323,11 +370,26 @@ pub fn from_ipc(bytes: bytes::Bytes) -> Result<RunDerived, String> {
             meta.version
         ));
     }
-    let success = values::<BooleanArray>(&batch, "success")?;
-    let output_len = values::<Int64Array>(&batch, "output_len")?;
-    let mut itl_chunks = vec![values::<Float64Array>(&batch, "itl_s")?.values().clone()];
-    // Each batch's `t` and `v` (slices of `bytes`), read in order into the series below.
-    let mut point_batches = Vec::new();
+    Ok(meta)
+}
+
+/// The columns spread over the batches, each batch's piece in order (slices of the stream's
+/// bytes).
+struct Chunked {
+    itl: Vec<ScalarBuffer<f64>>,
+    /// Each batch's `t` and `v`.
+    points: Vec<(ScalarBuffer<f64>, ScalarBuffer<f64>)>,
+}
+
+/// The ITL chunks and points of the first batch and of every batch after it, to the end of the
+/// stream; a later batch whose other columns are not empty is refused.
+fn read_chunked(
+    decoder: &mut StreamDecoder,
+    buf: &mut Buffer,
+    first: &RecordBatch,
+) -> Result<Chunked, String> {
+    let mut itl = vec![values::<Float64Array>(first, "itl_s")?.values().clone()];
+    let mut points = Vec::new();
     let mut points_of = |b: &RecordBatch| -> Result<(), String> {
         let (bt, bv) = (
             values::<Float64Array>(b, "t")?,
@@ -336,28 +398,34 @@ pub fn from_ipc(bytes: bytes::Bytes) -> Result<RunDerived, String> {
         if bt.len() != bv.len() {
             return Err("column lengths disagree".into());
         }
-        point_batches.push((bt.values().clone(), bv.values().clone()));
+        points.push((bt.values().clone(), bv.values().clone()));
         Ok(())
     };
-    points_of(&batch)?;
-    while let Some(more) = decoder.decode(&mut buf).map_err(|e| e.to_string())? {
+    points_of(first)?;
+    while let Some(more) = decoder.decode(buf).map_err(|e| e.to_string())? {
         for name in NOT_CHUNKED {
             if !is_empty_list(&more, name) {
                 return Err(format!("{name} is not empty after the first batch"));
             }
         }
-        itl_chunks.push(values::<Float64Array>(&more, "itl_s")?.values().clone());
+        itl.push(values::<Float64Array>(&more, "itl_s")?.values().clone());
         points_of(&more)?;
     }
     decoder.finish().map_err(|e| e.to_string())?;
-    let metric = values::<UInt8Array>(&batch, "series_metric")?;
-    let key = values::<StringArray>(&batch, "series_key")?;
-    let points = values::<UInt64Array>(&batch, "series_points")?;
-    if success.len() != output_len.len() || metric.len() != key.len() || key.len() != points.len() {
-        return Err("column lengths disagree".into());
-    }
+    Ok(Chunked { itl, points })
+}
+
+/// The series entries' device series, per metric (instant, average, temperature): each takes its
+/// count of points from the batches' points in order, or is the error noted for it.
+fn device_series(
+    metric: &UInt8Array,
+    key: &StringArray,
+    points: &UInt64Array,
+    series_errors: Vec<(usize, String)>,
+    point_batches: &[(ScalarBuffer<f64>, ScalarBuffer<f64>)],
+) -> Result<[Vec<(String, Points)>; 3], String> {
     let mut devices: [Vec<(String, Points)>; 3] = Default::default();
-    let mut errors = meta.series_errors.into_iter().peekable();
+    let mut errors = series_errors.into_iter().peekable();
     let mut left: usize = point_batches.iter().map(|(t, _)| t.len()).sum();
     let mut all_points = point_batches
         .iter()
@@ -379,13 +447,18 @@ pub fn from_ipc(bytes: bytes::Bytes) -> Result<RunDerived, String> {
             .ok_or("bad series metric")?
             .push((key.value(i).to_string(), pts));
     }
+    Ok(devices)
+}
+
+/// The timeline as the metadata's states say it was, with the device series read back.
+fn timeline_of(meta: &Meta, devices: [Vec<(String, Points)>; 3]) -> Timeline {
     let [instant, average, temperature] = devices;
     let series = |p: Presence, d: Vec<(String, Points)>| match p {
         Presence::Missing => None,
         Presence::NotObject => Some(Series::NotObject),
         Presence::Object => Some(Series::Devices(d)),
     };
-    let timeline = match meta.timeline {
+    match meta.timeline {
         Presence::Missing => Timeline::Missing,
         Presence::NotObject => Timeline::NotObject,
         Presence::Object => Timeline::Object {
@@ -401,7 +474,41 @@ pub fn from_ipc(bytes: bytes::Bytes) -> Result<RunDerived, String> {
             steady_state_start_time: meta.steady_state_start_bits.map(f64::from_bits),
             steady_state_end_time: meta.steady_state_end_bits.map(f64::from_bits),
         },
-    };
+    }
+}
+
+/// Decode what `to_ipc` wrote; `Err` for another format version or a damaged file. The arrays
+/// are slices of `bytes` where they can be (the ITL samples are not copied).
+pub fn from_ipc(bytes: bytes::Bytes) -> Result<RunDerived, String> {
+    // A stream written whole ends with the end-of-stream marker.
+    const EOS: [u8; 8] = [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0];
+    if !bytes.ends_with(&EOS) {
+        return Err("no end-of-stream marker".into());
+    }
+    let mut buf = Buffer::from(bytes);
+    let mut decoder = StreamDecoder::new();
+    let batch = decoder
+        .decode(&mut buf)
+        .map_err(|e| e.to_string())?
+        .ok_or("no record batch")?;
+    let mut meta = read_meta(&batch)?;
+    let success = values::<BooleanArray>(&batch, "success")?;
+    let output_len = values::<Int64Array>(&batch, "output_len")?;
+    let chunked = read_chunked(&mut decoder, &mut buf, &batch)?;
+    let metric = values::<UInt8Array>(&batch, "series_metric")?;
+    let key = values::<StringArray>(&batch, "series_key")?;
+    let points = values::<UInt64Array>(&batch, "series_points")?;
+    if success.len() != output_len.len() || metric.len() != key.len() || key.len() != points.len() {
+        return Err("column lengths disagree".into());
+    }
+    let devices = device_series(
+        metric,
+        key,
+        points,
+        std::mem::take(&mut meta.series_errors),
+        &chunked.points,
+    )?;
+    let timeline = timeline_of(&meta, devices);
     Ok(RunDerived {
         results: match meta.results.as_str() {
             "missing" => ResultsList::Missing,
@@ -415,7 +522,7 @@ pub fn from_ipc(bytes: bytes::Bytes) -> Result<RunDerived, String> {
         bad_output_len: meta.bad_output_len,
         itl: match meta.itl_error {
             Some(e) => Err(e),
-            None => Ok(ItlSamples::from_chunks(itl_chunks)),
+            None => Ok(ItlSamples::from_chunks(chunked.itl)),
         },
         timeline,
         // Only what the raw endpoints read (`Reading::derived`) is persisted: nothing is kept.
