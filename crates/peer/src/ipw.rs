@@ -303,6 +303,7 @@ struct Bases {
 }
 
 impl Bases {
+    /// The two words, each allocated once for the whole profile.
     fn new() -> Self {
         Bases {
             gpu: "gpu".into(),
@@ -499,6 +500,7 @@ struct ProfileSummary {
 }
 
 impl ProfileSummary {
+    /// The run's facts from the summary `s` (absent ones as `None`, concurrency 1 by default).
     fn read(s: J<'_>) -> Self {
         let conc = s.path("profiler_config.max_concurrency").i64().unwrap_or(1);
         let shared = conc > 1;
