@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
@@ -63,17 +63,18 @@ pub(super) async fn layer(State(keep): State<Keep>, req: Request, next: Next) ->
             keep.state
                 .metrics
                 .tool_call(&call.tool, "ok", started.elapsed());
-            return answer(&call.id, &tail);
+            return answer(&call.id, vec![tail]);
         }
         if plain.on(Piece::McpDirect)
             && let Some(tail) = keep.server.direct(&call.tool, call.arguments.clone()).await
         {
             if kept {
+                let whole: Vec<u8> = tail.concat();
                 keep.state
                     .cache
-                    .put_keyed(call.key.clone(), "application/json", tail.clone());
+                    .put_keyed(call.key.clone(), "application/json", whole.into());
             }
-            return answer(&call.id, &tail);
+            return answer(&call.id, tail);
         }
     }
     let resp = next
@@ -135,17 +136,16 @@ fn tool_call(headers: &HeaderMap, body: &[u8], generation: u64) -> Option<ToolCa
     })
 }
 
-fn answer(id: &str, tail: &Bytes) -> Response {
-    let mut body = BytesMut::with_capacity(HEAD.len() + id.len() + tail.len());
-    body.extend_from_slice(HEAD);
-    body.extend_from_slice(id.as_bytes());
-    body.extend_from_slice(tail);
-    let mut resp = Body::from(body.freeze()).into_response();
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    resp
+/// The JSON-RPC answer of the call `id` whose result (after the id) is `tail`, in pieces sent
+/// one after the other: none of them is copied into one body.
+fn answer(id: &str, tail: Vec<Bytes>) -> Response {
+    let mut start = BytesMut::with_capacity(HEAD.len() + id.len());
+    start.extend_from_slice(HEAD);
+    start.extend_from_slice(id.as_bytes());
+    let mut parts = Vec::with_capacity(tail.len() + 1);
+    parts.push(start.freeze());
+    parts.extend(tail);
+    crate::http::answer::pieces("application/json", None, parts)
 }
 
 /// The check against DNS rebinding: `Host` names an allowed host (an entry without a port allows

@@ -84,9 +84,14 @@ pub(super) fn plain(headers: &HeaderMap, call: &Map<String, Value>) -> bool {
 
 impl McpServer {
     /// The result of a call of the door's tool `name`, as the JSON-RPC answer has it after the
-    /// id (`,"result":{…}}`); none when the tool is not the door's or its answer is not a page of
-    /// rows, which rmcp's path answers instead.
-    pub(super) async fn direct(&self, name: &str, arguments: Map<String, Value>) -> Option<Bytes> {
+    /// id (`,"result":{…}}`), in pieces (the door's body among them, shared, not copied); none
+    /// when the tool is not the door's or its answer is not a page of rows, which rmcp's path
+    /// answers instead.
+    pub(super) async fn direct(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Option<Vec<Bytes>> {
         let spec = self.tools.iter().find(|t| t.name == name)?;
         let Kind::Ask(question, path, wrap) = spec.kind else {
             return None;
@@ -101,10 +106,13 @@ impl McpServer {
 
 /// The tool result of the door's JSON answer: a bare list wrapped under `wrap` with its count,
 /// or an envelope with a list of rows, as the structured content; the text `server::rows_result`
-/// makes, from the head of the list (`Encoded::head`) rather than from the body.
-fn result(answer: &Encoded, wrap: &str) -> Option<Bytes> {
+/// makes, from the head of the list (`Encoded::head`) rather than from the body. In three pieces:
+/// what comes before the body, the body (the door's, shared), what comes after it.
+fn result(answer: &Encoded, wrap: &str) -> Option<Vec<Bytes>> {
     let head = answer.head.as_ref()?;
-    let body = answer.body.trim_ascii();
+    let trimmed = answer.body.trim_ascii();
+    let start = trimmed.as_ptr() as usize - answer.body.as_ptr() as usize;
+    let body = answer.body.slice(start..start + trimmed.len());
     // A bare list is wrapped under `wrap`, with its count; an envelope is the content as it is.
     let (list, warnings) = match head.key {
         None => (wrap, &[][..]),
@@ -125,21 +133,19 @@ fn result(answer: &Encoded, wrap: &str) -> Option<Bytes> {
     for w in warnings {
         t.push_str(&format!("warning: {w}\n"));
     }
-    let mut out = Vec::with_capacity(body.len() + wrap.len() + t.len() + 128);
-    out.extend_from_slice(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
-    serde_json::to_writer(&mut out, &t).ok()?;
-    out.extend_from_slice(b"}],\"structuredContent\":");
+    let mut before = Vec::with_capacity(wrap.len() + t.len() + 96);
+    before.extend_from_slice(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
+    serde_json::to_writer(&mut before, &t).ok()?;
+    before.extend_from_slice(b"}],\"structuredContent\":");
+    let mut after = Vec::with_capacity(48);
     if head.key.is_none() {
-        out.push(b'{');
-        serde_json::to_writer(&mut out, wrap).ok()?;
-        out.push(b':');
-        out.extend_from_slice(body);
-        out.extend_from_slice(format!(",\"count\":{}}}", head.rows).as_bytes());
-    } else {
-        out.extend_from_slice(body);
+        before.push(b'{');
+        serde_json::to_writer(&mut before, wrap).ok()?;
+        before.push(b':');
+        after.extend_from_slice(format!(",\"count\":{}}}", head.rows).as_bytes());
     }
-    out.extend_from_slice(b",\"isError\":false}}");
-    Some(out.into())
+    after.extend_from_slice(b",\"isError\":false}}");
+    Some(vec![before.into(), body, after.into()])
 }
 
 /// The first rows (a JSON array of objects) as the text table shows them, each row's members read
