@@ -16,6 +16,7 @@ use crate::engine::Domain;
 use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::models::ItlMixtureModel;
 use crate::service::ServiceError;
+use crate::service::ask::raw::{KEY_COLUMNS, table_columns};
 use crate::service::ask::{self as ask, Question};
 
 /// A fit frame as rows, cached per request.
@@ -79,9 +80,6 @@ pub async fn logistic_fits(
     .await
 }
 
-/// The columns of one run's mixture row.
-const MIXTURE_KEYS: [&str; 5] = ["run_id", "task", "model_id", "num_gpus", "max_num_seqs"];
-
 /// The mixture fit of one LLM run (a frame of one row), through the fit cache.
 async fn run_mixture(
     state: &AppState,
@@ -122,15 +120,7 @@ fn mixture_row(
     fit: Option<(usize, &ItlMixtureModel, usize, usize)>,
 ) -> Frame {
     let rows: Vec<Option<usize>> = fit.iter().map(|f| Some(f.0)).collect();
-    let mut columns: Vec<FrameColumn> = MIXTURE_KEYS
-        .iter()
-        .map(|name| FrameColumn {
-            name: name.to_string(),
-            data: t
-                .column(t.field_index(name).expect("llm key field"))
-                .take(&rows),
-        })
-        .collect();
+    let mut columns = table_columns(t, &KEY_COLUMNS, &rows);
     let values: Option<[f64; 9]> = fit.map(|(_, m, _, _)| {
         let (mean, var) = m.mean_var();
         [

@@ -321,7 +321,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
             args: specs
                 .into_iter()
                 .filter(|s| s.name != "format")
-                .map(|s| flag_as_boolean(s))
+                .map(flag_as_boolean)
                 .map(|s| schema::arg(&s.name, &s.description, &s.value))
                 .collect(),
             own: Vec::new(),

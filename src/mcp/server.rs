@@ -372,7 +372,7 @@ impl McpServer {
         let answer = self.ask(*question, of, run, path.clone(), &q).await?;
         let (ct, bytes) = (answer.content_type, &answer.body);
         let path = with_query(&path, &q);
-        let svg = String::from_utf8_lossy(&bytes).into_owned();
+        let svg = String::from_utf8_lossy(bytes).into_owned();
         let info = json!({"kind": kind, "path": path, "media_type": ct, "bytes": bytes.len()});
         let uri = format!("mlenergy://charts{path}");
         let content = vec![

@@ -748,7 +748,7 @@ fn best_of(
     let best = Best {
         deadline: deadline.map(|dl| format!("{latency} ≤ {} {latency_unit}", number(dl))),
         deadline_default: view.deadline.is_none() && deadline.is_some(),
-        columns: columns_of(&view, table, &q, &best_fields, false),
+        columns: columns_of(view, table, q, &best_fields, false),
         rows: rows_of(
             table,
             &chosen.rows[..chosen.rows.len().min(BEST_ROWS)],

@@ -279,8 +279,8 @@ pub(super) async fn timeline(
     let run_id = req.run_id.as_deref().unwrap_or_default();
     let domain = req.domain;
     let params = &req.params;
-    let m = raw::metric(&params)?;
-    let bucket = raw::every(&params)?;
+    let m = raw::metric(params)?;
+    let bucket = raw::every(params)?;
     let row = run_row(req, snapshot)?;
     let mut t = raw::device_timeline(service, snapshot, domain, row, m, true, bucket).await?;
     // Without `every`, about one point per pixel of the plot: the mean of each slice.

@@ -14,8 +14,8 @@ use super::declare::{ITL_MANY, ITL_ONE, TIMELINE_MANY, TIMELINE_ONE};
 use super::grammar::Params;
 use super::request::Request;
 
-/// Whether `question` (with its parameters) is one of this module's: a timeline, or ITL
-/// statistics (`summary=true`).
+/// Whether `req` asks one of this module's questions: a timeline, or ITL statistics
+/// (`summary=true`).
 pub(super) fn answers(req: &Request) -> Result<bool, ServiceError> {
     Ok(match req.question {
         TIMELINE_ONE | TIMELINE_MANY => true,
@@ -181,13 +181,18 @@ fn float_col(name: &str, v: &[f64]) -> FrameColumn {
 
 /// The toolkit's key columns of a run, repeated `n` times.
 fn key_columns(snapshot: &Dataset, domain: Domain, rows: &[Option<usize>]) -> Vec<FrameColumn> {
-    let t = snapshot.table(domain);
     let last = if domain == Domain::Llm {
         "max_num_seqs"
     } else {
         "batch_size"
     };
-    ["task", "model_id", "num_gpus", last]
+    let names = ["task", "model_id", "num_gpus", last];
+    table_columns(snapshot.table(domain), &names, rows)
+}
+
+/// The run table's columns `names` at `rows`, a row each (null where a row is none).
+pub fn table_columns(t: &RunTable, names: &[&str], rows: &[Option<usize>]) -> Vec<FrameColumn> {
+    names
         .iter()
         .map(|n| FrameColumn {
             name: n.to_string(),
@@ -345,13 +350,5 @@ async fn itl_summary(
 /// The key columns (`KEY_COLUMNS`) of LLM `rows`, one row each.
 fn key_frame(t: &RunTable, rows: &[usize]) -> Vec<FrameColumn> {
     let rows: Vec<Option<usize>> = rows.iter().copied().map(Some).collect();
-    KEY_COLUMNS
-        .iter()
-        .map(|name| FrameColumn {
-            name: name.to_string(),
-            data: t
-                .column(t.field_index(name).expect("llm key field"))
-                .take(&rows),
-        })
-        .collect()
+    table_columns(t, &KEY_COLUMNS, &rows)
 }
