@@ -278,9 +278,8 @@ async fn raw_answer(
         (Kind::Itl, None) => ask::ITL_MANY,
     };
     let p = prepare(&state, "llm", endpoint, query.as_deref(), headers)?;
-    let rows = target_rows(&p, run)?;
     if matches!(kind, Kind::Itl) && p.params.flag("summary")? {
-        // Per-run statistics: answered whole at the service's door.
+        // Per-run statistics: answered whole at the service's door, which selects the runs.
         let run = run.map(str::to_string);
         return ask(
             &state,
@@ -293,6 +292,7 @@ async fn raw_answer(
         )
         .await;
     }
+    let rows = target_rows(&p, run)?;
     let door = state.door.clone();
     let _place = door.costly_place()?;
     answer(state, uri, p, rows, kind).await
