@@ -11,19 +11,16 @@
 //! one rmcp writes; `--plain mcp-direct` switches this path off (`tests/it/machinery.rs` checks
 //! both answer the same).
 
-use std::borrow::Cow;
 use std::time::Instant;
 
 use axum::http::{HeaderMap, header};
 use bytes::Bytes;
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::catalog::Kind;
 use super::server::McpServer;
 use super::text;
-use crate::service::ask::Encoded;
+use crate::service::ask::{Cell, Encoded, Head};
 
 /// Protocol versions whose `tools/call` rmcp takes with no check beyond the header naming a known
 /// version. Later versions carry standard headers (`Mcp-Method`, `Mcp-Name`) that rmcp checks
@@ -127,7 +124,7 @@ fn result(answer: &Encoded, wrap: &str) -> Option<Vec<Bytes>> {
     if head.rows == 0 && (!named || !warnings.is_empty()) {
         return None;
     }
-    let shown = shown(&head.first)?;
+    let shown = shown(head);
     let total = head.total.map(|n| n as u64);
     let mut t = text::table_of(shown.as_ref(), head.rows, total);
     for w in warnings {
@@ -148,80 +145,36 @@ fn result(answer: &Encoded, wrap: &str) -> Option<Vec<Bytes>> {
     Some(vec![before.into(), body, after.into()])
 }
 
-/// The first rows (a JSON array of objects) as the text table shows them, each row's members read
-/// in order with their values unread but for the few shown; none when a row is not an object.
-fn shown(first: &[u8]) -> Option<Option<text::Shown>> {
-    let rows: Vec<Members> = serde_json::from_slice(first).ok()?;
-    let Some(head) = rows.first() else {
-        return Some(None);
-    };
-    let columns: Vec<&str> = head
-        .0
-        .iter()
-        .filter(|(_, v)| !v.get().starts_with(['{', '[']))
-        .map(|(k, _)| k.as_ref())
-        .take(text::TABLE_COLUMNS)
+/// The head's cells as the text table shows them: each as the JSON value the body has; none when
+/// the list is empty.
+fn shown(head: &Head) -> Option<text::Shown> {
+    if head.rows == 0 {
+        return None;
+    }
+    let width = head.columns.len();
+    let cells = (0..head.rows.min(text::TABLE_ROWS))
+        .map(|r| {
+            head.cells[r * width..(r + 1) * width]
+                .iter()
+                .map(value)
+                .collect()
+        })
         .collect();
-    let mut cells = Vec::with_capacity(rows.len());
-    for row in rows.iter().take(text::TABLE_ROWS) {
-        let mut values = Vec::with_capacity(columns.len());
-        for c in &columns {
-            values.push(match row.0.iter().rev().find(|(k, _)| k == c) {
-                Some((_, v)) => serde_json::from_str(v.get()).ok()?,
-                None => Value::Null,
-            });
-        }
-        cells.push(values);
-    }
-    Some(Some(text::Shown {
-        fields: head.0.len(),
-        columns: columns.into_iter().map(str::to_string).collect(),
+    Some(text::Shown {
+        fields: head.fields,
+        columns: head.columns.clone(),
         cells,
-    }))
+    })
 }
 
-/// A JSON object's members in order, each value left unread; a name is borrowed from the text
-/// when it has no escapes.
-struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-
-impl<'de> Deserialize<'de> for Members<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Object;
-        impl<'de> Visitor<'de> for Object {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
-                let mut members = Vec::new();
-                while let Some((Name(name), value)) = map.next_entry::<Name, &RawValue>()? {
-                    members.push((name, value));
-                }
-                Ok(Members(members))
-            }
-        }
-        d.deserialize_map(Object)
-    }
-}
-
-/// A member's name, borrowed when it can be.
-struct Name<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Name<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Text;
-        impl<'de> Visitor<'de> for Text {
-            type Value = Name<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a name")
-            }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Name<'de>, E> {
-                Ok(Name(Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Name<'de>, E> {
-                Ok(Name(Cow::Owned(s.to_string())))
-            }
-        }
-        d.deserialize_str(Text)
+/// A head's cell as the JSON value the body writes.
+fn value(cell: &Cell) -> Value {
+    match cell {
+        Cell::Null => Value::Null,
+        Cell::Int(i) => Value::from(*i),
+        Cell::Float(x) => Value::from(*x),
+        Cell::Bool(b) => Value::Bool(*b),
+        Cell::Text(s) => Value::String(s.to_string()),
+        Cell::Json(t) => serde_json::from_str(t).unwrap_or(Value::Null),
     }
 }

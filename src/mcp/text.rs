@@ -6,8 +6,8 @@ use serde_json::Value;
 
 /// Rows shown in a text table: those the door writes at the head of a list (`Encoded::head`).
 pub(super) const TABLE_ROWS: usize = crate::service::ask::HEAD_ROWS;
-/// Columns shown in a text table.
-pub(super) const TABLE_COLUMNS: usize = 8;
+/// Columns shown in a text table: those the door puts in the head of a list.
+pub(super) const TABLE_COLUMNS: usize = crate::service::ask::HEAD_COLUMNS;
 
 /// A number as a table shows it: integers whole, others to six significant digits.
 pub(super) fn number(v: &Value) -> String {

@@ -48,6 +48,14 @@ fn calls() -> Vec<(&'static str, Value)> {
             json!({"by": ["task", "gpu_model"], "agg": ["mean(energy_per_token_joules)"]}),
         ),
         ("group_runs", json!({"by": ["task"], "task": "gpqq"})),
+        (
+            "group_runs",
+            json!({"by": ["gpu_model"], "task": "gpqa", "agg": ["argmin(energy_per_token_joules)", "mean(mean_itl_ms)"]}),
+        ),
+        (
+            "group_runs",
+            json!({"by": ["task"], "agg": ["argmax(output_throughput_tokens_per_sec)"]}),
+        ),
         ("best_configuration", json!({"task": "gpqa"})),
         (
             "pareto_frontier",

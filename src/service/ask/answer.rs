@@ -3,9 +3,11 @@
 //! page and the warnings. [`Answer::encode`] is the one writer of every representation: JSON
 //! in its envelope, CSV, NDJSON, Arrow and Parquet with the rows alone.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
-use crate::engine::frame::Frame;
+use crate::engine::frame::{ColumnData, Frame, FrameColumn};
 use crate::engine::{Domain, EngineError};
 use crate::service::Snapshot;
 use crate::service::encode::{self, TableJsonCache};
@@ -147,7 +149,7 @@ impl Answer {
             }
         };
         let head = (format == Format::Json)
-            .then(|| self.head(snapshot, cells))
+            .then(|| self.head(snapshot))
             .flatten();
         Ok(Encoded {
             total: self.total,
@@ -159,7 +161,7 @@ impl Answer {
     }
 
     /// The head of the answer's list of rows, when its JSON is a list or an envelope of one.
-    fn head(&self, snapshot: &Snapshot, cells: Option<&TableJsonCache>) -> Option<Head> {
+    fn head(&self, snapshot: &Snapshot) -> Option<Head> {
         let (key, total) = match &self.shape {
             Shape::Array => (None, None),
             Shape::Envelope { members, key } => {
@@ -176,21 +178,66 @@ impl Answer {
             Rows::Frame(f) | Rows::Groups { frame: f, .. } => f.num_rows(),
             Rows::Shared(f) => f.num_rows(),
         };
-        let mut first = Vec::new();
-        self.json_rows(&mut first, snapshot, cells, false, HEAD_ROWS);
+        let (members, first) = self.members(snapshot);
+        let shown: Vec<&Source> = members
+            .iter()
+            .filter(|m| !m.nests(first.first().copied().unwrap_or(0)))
+            .take(HEAD_COLUMNS)
+            .collect();
+        let mut cells = Vec::with_capacity(shown.len() * first.len());
+        for &r in &first {
+            cells.extend(shown.iter().map(|m| m.cell(r)));
+        }
         Some(Head {
             key,
             rows,
-            first,
             total,
+            fields: members.len(),
+            columns: shown.iter().map(|m| m.name().to_string()).collect(),
+            cells,
         })
+    }
+
+    /// The members of the answer's rows as its JSON writes them, in order, and the first
+    /// `HEAD_ROWS` rows (their positions in the members' columns).
+    fn members<'a>(&'a self, snapshot: &'a Snapshot) -> (Vec<Source<'a>>, Vec<usize>) {
+        let first = |n: usize| (0..n.min(HEAD_ROWS)).collect();
+        match &self.rows {
+            Rows::Table {
+                domain,
+                rows,
+                columns,
+            } => {
+                let frame = &snapshot.table(*domain).frame;
+                let members = columns
+                    .iter()
+                    .map(|&c| Source::Column(&frame.columns[c]))
+                    .collect();
+                (members, rows.iter().take(HEAD_ROWS).copied().collect())
+            }
+            Rows::Frame(f) => (
+                f.columns.iter().map(Source::Column).collect(),
+                first(f.num_rows()),
+            ),
+            Rows::Shared(f) => (
+                f.columns.iter().map(Source::Column).collect(),
+                first(f.num_rows()),
+            ),
+            Rows::Groups { frame, by } => {
+                let key = Source::Key(&frame.columns[..*by]);
+                let members = std::iter::once(key)
+                    .chain(frame.columns.iter().map(Source::Column))
+                    .collect();
+                (members, first(frame.num_rows()))
+            }
+        }
     }
 
     fn json(&self, snapshot: &Snapshot, cells: Option<&TableJsonCache>) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.estimated_json_bytes());
         match &self.shape {
-            Shape::Object => self.json_rows(&mut out, snapshot, cells, true, usize::MAX),
-            Shape::Array => self.json_rows(&mut out, snapshot, cells, false, usize::MAX),
+            Shape::Object => self.json_rows(&mut out, snapshot, cells, true),
+            Shape::Array => self.json_rows(&mut out, snapshot, cells, false),
             Shape::Document(doc) => {
                 serde_json::to_writer(&mut out, doc).expect("a JSON value writes to memory")
             }
@@ -208,7 +255,7 @@ impl Answer {
                 out.push(b',');
                 encode::json_str(&mut out, key);
                 out.push(b':');
-                self.json_rows(&mut out, snapshot, cells, false, usize::MAX);
+                self.json_rows(&mut out, snapshot, cells, false);
                 out.push(b'}');
             }
         }
@@ -224,15 +271,13 @@ impl Answer {
         cells * 64 + 256
     }
 
-    /// The rows as a JSON array (the first `limit` of them), or the first as an object
-    /// (`object`).
+    /// The rows as a JSON array, or the first as an object (`object`).
     fn json_rows(
         &self,
         out: &mut Vec<u8>,
         snapshot: &Snapshot,
         cells: Option<&TableJsonCache>,
         object: bool,
-        limit: usize,
     ) {
         match &self.rows {
             Rows::Table {
@@ -240,7 +285,6 @@ impl Answer {
                 rows,
                 columns,
             } => {
-                let rows = &rows[..rows.len().min(limit)];
                 let table = snapshot.table(*domain);
                 match cells {
                     Some(cells) if !object => cells
@@ -248,32 +292,23 @@ impl Answer {
                         .write_array(out, rows, columns),
                     _ => {
                         let frame = table.frame.select(rows, columns);
-                        json_list(out, &frame, object, limit);
+                        json_list(out, &frame, object);
                     }
                 }
             }
-            Rows::Frame(frame) => json_list(out, frame, object, limit),
-            Rows::Shared(frame) => json_list(out, frame, object, limit),
-            Rows::Groups { frame, by } => json_groups(out, frame, *by, limit),
+            Rows::Frame(frame) => json_list(out, frame, object),
+            Rows::Shared(frame) => json_list(out, frame, object),
+            Rows::Groups { frame, by } => json_groups(out, frame, *by),
         }
     }
 }
 
-/// The first `limit` rows of `frame` as a JSON array, or the first as an object (`object`).
-fn json_list(out: &mut Vec<u8>, frame: &Frame, object: bool, limit: usize) {
+/// The rows of `frame` as a JSON array, or the first as an object (`object`).
+fn json_list(out: &mut Vec<u8>, frame: &Frame, object: bool) {
     if object {
         encode::json_object(out, frame, 0);
-    } else if limit >= frame.num_rows() {
-        encode::json_array(out, frame);
     } else {
-        out.push(b'[');
-        for r in 0..limit {
-            if r > 0 {
-                out.push(b',');
-            }
-            encode::json_object(out, frame, r);
-        }
-        out.push(b']');
+        encode::json_array(out, frame);
     }
 }
 
@@ -300,30 +335,35 @@ fn json_member(out: &mut Vec<u8>, value: &Member) {
     }
 }
 
-/// Groups (the first `limit`) as the toolkit's group_by shapes them: each its `key` (the bare
+/// Groups as the toolkit's group_by shapes them: each its `key` (the bare
 /// value for one field, an array for several, an empty array for none), then every column.
-fn json_groups(out: &mut Vec<u8>, frame: &Frame, by: usize, limit: usize) {
+fn json_groups(out: &mut Vec<u8>, frame: &Frame, by: usize) {
     out.push(b'[');
-    for r in 0..frame.num_rows().min(limit) {
+    for r in 0..frame.num_rows() {
         if r > 0 {
             out.push(b',');
         }
         out.extend_from_slice(b"{\"key\":");
-        if by == 1 {
-            encode::json_cell_of(out, &frame.columns[0], r);
-        } else {
-            out.push(b'[');
-            for i in 0..by {
-                if i > 0 {
-                    out.push(b',');
-                }
-                encode::json_cell_of(out, &frame.columns[i], r);
-            }
-            out.push(b']');
-        }
+        json_key(out, &frame.columns[..by], r);
         out.push(b',');
         encode::json_members(out, frame, r);
         out.push(b'}');
+    }
+    out.push(b']');
+}
+
+/// A group's key in row `r` of its columns `by`: the bare value of one, an array of several.
+fn json_key(out: &mut Vec<u8>, by: &[FrameColumn], r: usize) {
+    if let [col] = by {
+        encode::json_cell_of(out, col, r);
+        return;
+    }
+    out.push(b'[');
+    for (i, col) in by.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        encode::json_cell_of(out, col, r);
     }
     out.push(b']');
 }
@@ -366,19 +406,112 @@ impl Encoded {
     }
 }
 
-/// The list of rows of a JSON answer in short: where it is, how many rows it has, its first
-/// rows, and the envelope's `total`.
+/// The list of rows of a JSON answer in short: where it is, how many rows it has, and the cells
+/// of its first rows' first members that hold no object or array (a table a front end shows).
 #[derive(Debug)]
 pub struct Head {
     /// The envelope's member holding the list; none when the answer is the bare list.
     pub key: Option<&'static str>,
     /// Rows of the list.
     pub rows: usize,
-    /// The first `HEAD_ROWS` rows (or all), as a JSON array written as the body writes them.
-    pub first: Vec<u8>,
     /// The envelope's `total` member, if it has one and it is a count.
     pub total: Option<usize>,
+    /// Members of a row.
+    pub fields: usize,
+    /// The first `HEAD_COLUMNS` members of the first row that hold no object or array.
+    pub columns: Vec<String>,
+    /// Their cells in each of the first `HEAD_ROWS` rows, row after row.
+    pub cells: Vec<Cell>,
+}
+
+impl Head {
+    /// About how much memory the head holds (a text's bytes are shared with the table).
+    pub fn bytes(&self) -> usize {
+        let names: usize = self.columns.iter().map(String::len).sum();
+        names + self.cells.len() * std::mem::size_of::<Cell>()
+    }
 }
 
 /// Rows of a [`Head`].
 pub const HEAD_ROWS: usize = 10;
+/// Columns of a [`Head`].
+pub const HEAD_COLUMNS: usize = 8;
+
+/// A cell of a [`Head`], as the JSON body has it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Null,
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Text(Arc<str>),
+    /// A JSON value as the body writes it (an object, an array, or a JSON column's text).
+    Json(Arc<str>),
+}
+
+/// A member of an answer's JSON rows: a column, or a group's `key` (the grouping columns' value:
+/// the bare value of one, an array of several or none).
+enum Source<'a> {
+    Column(&'a FrameColumn),
+    Key(&'a [FrameColumn]),
+}
+
+impl Source<'_> {
+    fn name(&self) -> &str {
+        match self {
+            Source::Column(c) => &c.name,
+            Source::Key(_) => "key",
+        }
+    }
+
+    /// The one column the member's value is of; none for a key of several columns (an array).
+    fn column(&self) -> Option<&FrameColumn> {
+        match *self {
+            Source::Column(col) | Source::Key([col]) => Some(col),
+            Source::Key(_) => None,
+        }
+    }
+
+    /// Whether the member's JSON value in row `r` is an object or an array.
+    fn nests(&self, r: usize) -> bool {
+        let Some(col) = self.column() else {
+            return true;
+        };
+        match &col.data {
+            ColumnData::Struct { valid, .. } => valid.get(r).copied().unwrap_or(false),
+            ColumnData::Json(v) => v
+                .get(r)
+                .and_then(Option::as_deref)
+                .is_some_and(|t| t.trim_start().starts_with(['{', '['])),
+            _ => false,
+        }
+    }
+
+    /// The member's value in row `r`.
+    fn cell(&self, r: usize) -> Cell {
+        let Some(col) = self.column() else {
+            return Cell::Json(self.json(r).into());
+        };
+        match &col.data {
+            ColumnData::Str(v) => v[r].clone().map_or(Cell::Null, Cell::Text),
+            ColumnData::Json(v) => v[r].clone().map_or(Cell::Null, Cell::Json),
+            ColumnData::Int(v) => v[r].map_or(Cell::Null, Cell::Int),
+            ColumnData::Float(v) => v[r]
+                .filter(|x| x.is_finite())
+                .map_or(Cell::Null, Cell::Float),
+            ColumnData::Bool(v) => v[r].map_or(Cell::Null, Cell::Bool),
+            ColumnData::Struct { .. } if self.nests(r) => Cell::Json(self.json(r).into()),
+            ColumnData::Struct { .. } => Cell::Null,
+        }
+    }
+
+    /// The member's value in row `r` as JSON text.
+    fn json(&self, r: usize) -> String {
+        let mut out = Vec::new();
+        match *self {
+            Source::Column(col) => encode::json_cell_of(&mut out, col, r),
+            Source::Key(by) => json_key(&mut out, by, r),
+        }
+        String::from_utf8(out).expect("JSON is UTF-8")
+    }
+}

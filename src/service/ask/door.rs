@@ -12,7 +12,7 @@ use crate::service::encode::TableJsonCache;
 use crate::service::machinery::{Piece, Plain};
 use crate::service::{Service, ServiceError, Snapshot};
 
-use super::answer::Encoded;
+use super::answer::{Encoded, Head};
 use super::declare::{QUERIES, Question};
 use super::places::{Place, Places};
 use super::request::Request;
@@ -299,7 +299,7 @@ pub fn answer_cache(bytes: u64) -> AnswerCache {
         // The compressed forms are made after the entry is weighed: counted at half the body
         // (three codings of JSON, each much smaller than it).
         .weigher(|_: &AnswerKey, v: &Arc<Encoded>| {
-            let head = v.head.as_ref().map_or(0, |h| h.first.len());
+            let head = v.head.as_ref().map_or(0, Head::bytes);
             u32::try_from(16 + v.body.len() * 3 / 2 + head + v.next.as_ref().map_or(0, String::len))
                 .unwrap_or(u32::MAX)
         })

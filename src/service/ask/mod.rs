@@ -22,7 +22,9 @@ pub mod request;
 mod runs;
 pub mod sql;
 
-pub use self::answer::{Answer, Encoded, HEAD_ROWS, Head, Member, Nullable, Rows, Shape};
+pub use self::answer::{
+    Answer, Cell, Encoded, HEAD_COLUMNS, HEAD_ROWS, Head, Member, Nullable, Rows, Shape,
+};
 pub use self::declare::*;
 pub use self::door::{AnswerCache, Door, answer_cache};
 pub use self::format::Format;
