@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use super::catalog::Kind;
 use super::server::McpServer;
 use super::text;
-use crate::service::ask::{Cell, Encoded, Head};
+use crate::service::ask::{Encoded, Head};
 
 /// Protocol versions whose `tools/call` rmcp takes with no check beyond the header naming a known
 /// version. Later versions carry standard headers (`Mcp-Method`, `Mcp-Name`) that rmcp checks
@@ -145,36 +145,11 @@ fn result(answer: &Encoded, wrap: &str) -> Option<Vec<Bytes>> {
     Some(vec![before.into(), body, after.into()])
 }
 
-/// The head's cells as the text table shows them: each as the JSON value the body has; none when
-/// the list is empty.
-fn shown(head: &Head) -> Option<text::Shown> {
-    if head.rows == 0 {
-        return None;
-    }
-    let width = head.columns.len();
-    let cells = (0..head.rows.min(text::TABLE_ROWS))
-        .map(|r| {
-            head.cells[r * width..(r + 1) * width]
-                .iter()
-                .map(value)
-                .collect()
-        })
-        .collect();
-    Some(text::Shown {
+/// The head's cells as the text table shows them; none when the list is empty.
+fn shown(head: &Head) -> Option<text::Shown<'_>> {
+    (head.rows > 0).then_some(text::Shown {
         fields: head.fields,
-        columns: head.columns.clone(),
-        cells,
+        columns: &head.columns,
+        cells: &head.cells,
     })
-}
-
-/// A head's cell as the JSON value the body writes.
-fn value(cell: &Cell) -> Value {
-    match cell {
-        Cell::Null => Value::Null,
-        Cell::Int(i) => Value::from(*i),
-        Cell::Float(x) => Value::from(*x),
-        Cell::Bool(b) => Value::Bool(*b),
-        Cell::Text(s) => Value::String(s.to_string()),
-        Cell::Json(t) => serde_json::from_str(t).unwrap_or(Value::Null),
-    }
 }

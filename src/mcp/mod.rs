@@ -76,11 +76,14 @@ pub fn routes(state: &AppState, options: &McpOptions) -> Router<AppState> {
         metrics: state.metrics.clone(),
     };
     let each = server.clone();
-    let service = StreamableHttpService::new(
+    // Shared, not cloned for each request as a route's service is: rmcp's configuration holds
+    // the lists of hosts and origins.
+    let service = std::sync::Arc::new(StreamableHttpService::new(
         move || Ok(each.clone()),
         std::sync::Arc::new(NeverSessionManager::default()),
         config,
-    );
+    ));
+    let rmcp = axum::routing::any(move |req: Request| async move { service.handle(req).await });
     let keep = cache::Keep {
         state: state.clone(),
         hosts: std::sync::Arc::new(hosts_for_cache),
@@ -88,7 +91,7 @@ pub fn routes(state: &AppState, options: &McpOptions) -> Router<AppState> {
     };
     // Inside out: rmcp; tool answers kept (after the Host and Origin check); the token.
     Router::new()
-        .route_service(PATH, service)
+        .route(PATH, rmcp)
         .layer(axum::middleware::from_fn_with_state(keep, cache::layer))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -2,7 +2,12 @@
 //! lines. The structured content has everything; the text is what a reader (or a model without
 //! structured output) sees first.
 
+use std::fmt::Write;
+use std::sync::Arc;
+
 use serde_json::Value;
+
+use crate::service::ask::Cell;
 
 /// Rows shown in a text table: those the door writes at the head of a list (`Encoded::head`).
 pub(super) const TABLE_ROWS: usize = crate::service::ask::HEAD_ROWS;
@@ -11,72 +16,112 @@ pub(super) const TABLE_COLUMNS: usize = crate::service::ask::HEAD_COLUMNS;
 
 /// A number as a table shows it: integers whole, others to six significant digits.
 pub(super) fn number(v: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, v);
+    out
+}
+
+fn write_value(out: &mut String, v: &Value) {
     match v {
-        Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
-        Value::Number(n) => {
-            let x = n.as_f64().unwrap_or(f64::NAN);
-            if x == 0.0 || !x.is_finite() {
-                return format!("{x}");
-            }
-            let digits = (5 - x.abs().log10().floor() as i32).clamp(0, 12) as usize;
-            let s = format!("{x:.digits$}");
-            if s.contains('.') {
-                s.trim_end_matches('0').trim_end_matches('.').to_string()
-            } else {
-                s
-            }
+        Value::Number(n) if n.is_i64() || n.is_u64() => {
+            let _ = write!(out, "{n}");
         }
-        Value::Null => "-".into(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+        Value::Number(n) => write_float(out, n.as_f64().unwrap_or(f64::NAN)),
+        Value::Null => out.push('-'),
+        Value::String(s) => out.push_str(s),
+        other => {
+            let _ = write!(out, "{other}");
+        }
+    }
+}
+
+/// A cell as `number` shows the JSON value the body has for it.
+fn write_cell(out: &mut String, cell: &Cell) {
+    match cell {
+        Cell::Null => out.push('-'),
+        Cell::Int(i) => out.push_str(itoa::Buffer::new().format(*i)),
+        Cell::Float(x) => write_float(out, *x),
+        Cell::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Cell::Text(s) => out.push_str(s),
+        Cell::Json(t) => match serde_json::from_str::<Value>(t) {
+            Ok(v) => write_value(out, &v),
+            Err(_) => out.push_str(t),
+        },
+    }
+}
+
+/// A float to six significant digits, trailing zeros dropped (a whole float shows no point).
+fn write_float(out: &mut String, x: f64) {
+    if x == 0.0 || !x.is_finite() {
+        let _ = write!(out, "{x}");
+        return;
+    }
+    let digits = (5 - x.abs().log10().floor() as i32).clamp(0, 12) as usize;
+    let start = out.len();
+    let _ = write!(out, "{x:.digits$}");
+    if out[start..].contains('.') {
+        let kept = out[start..]
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .len();
+        out.truncate(start + kept);
     }
 }
 
 /// Rows as a text table shows them: how many fields the first has, the names of its first
 /// `TABLE_COLUMNS` fields that hold no object or array, and those fields' values in each of the
-/// first `TABLE_ROWS` rows.
-pub(super) struct Shown {
+/// first `TABLE_ROWS` rows, row after row.
+pub(super) struct Shown<'a> {
     pub(super) fields: usize,
-    pub(super) columns: Vec<String>,
-    pub(super) cells: Vec<Vec<Value>>,
+    pub(super) columns: &'a [String],
+    pub(super) cells: &'a [Cell],
+}
+
+/// A JSON value as a cell of a table.
+fn cell_of(v: &Value) -> Cell {
+    match v {
+        Value::Null => Cell::Null,
+        Value::Bool(b) => Cell::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.is_f64()) {
+            (Some(i), _) => Cell::Int(i),
+            (None, true) => Cell::Float(n.as_f64().unwrap_or(f64::NAN)),
+            (None, false) => Cell::Json(Arc::from(n.to_string())),
+        },
+        Value::String(s) => Cell::Text(Arc::from(s.as_str())),
+        other => Cell::Json(Arc::from(other.to_string())),
+    }
 }
 
 /// Up to `TABLE_ROWS` rows of objects as a pipe table over their first columns, with a line
 /// saying how many rows there are in all and where the rest is.
 pub(super) fn table(rows: &[Value], total: Option<u64>) -> String {
-    let shown = match rows.first() {
-        Some(Value::Object(first)) => {
-            let columns: Vec<String> = first
-                .iter()
-                .filter(|(_, v)| !v.is_object() && !v.is_array())
-                .map(|(k, _)| k.clone())
-                .take(TABLE_COLUMNS)
-                .collect();
-            let cells = rows
-                .iter()
-                .take(TABLE_ROWS)
-                .map(|row| {
-                    columns
-                        .iter()
-                        .map(|c| row.get(c.as_str()).cloned().unwrap_or(Value::Null))
-                        .collect()
-                })
-                .collect();
-            Some(Shown {
-                fields: first.len(),
-                columns,
-                cells,
-            })
-        }
-        _ => None,
+    let Some(Value::Object(first)) = rows.first() else {
+        return table_of(None, rows.len(), total);
     };
-    table_of(shown.as_ref(), rows.len(), total)
+    let columns: Vec<String> = first
+        .iter()
+        .filter(|(_, v)| !v.is_object() && !v.is_array())
+        .map(|(k, _)| k.clone())
+        .take(TABLE_COLUMNS)
+        .collect();
+    let cells: Vec<Cell> = rows
+        .iter()
+        .take(TABLE_ROWS)
+        .flat_map(|row| columns.iter().map(move |c| row.get(c.as_str())))
+        .map(|v| v.map_or(Cell::Null, cell_of))
+        .collect();
+    let shown = Shown {
+        fields: first.len(),
+        columns: &columns,
+        cells: &cells,
+    };
+    table_of(Some(&shown), rows.len(), total)
 }
 
 /// `table` of a list of `len` rows shown as `shown` (none: the list is empty, or its first row
 /// is not an object).
 pub(super) fn table_of(shown: Option<&Shown>, len: usize, total: Option<u64>) -> String {
-    let Some(Shown {
+    let Some(&Shown {
         fields,
         columns,
         cells,
@@ -87,27 +132,31 @@ pub(super) fn table_of(shown: Option<&Shown>, len: usize, total: Option<u64>) ->
             _ => "No rows.\n".to_string(),
         };
     };
-    let mut out = String::new();
-    out.push_str(&format!(
-        "| {} |\n|{}\n",
-        columns.join(" | "),
-        " --- |".repeat(columns.len())
-    ));
-    for row in cells {
-        let cells: Vec<String> = row.iter().map(number).collect();
-        out.push_str(&format!("| {} |\n", cells.join(" | ")));
-    }
     let shown = len.min(TABLE_ROWS);
-    let all = total.unwrap_or(len as u64);
-    if (shown as u64) < all || columns.len() < *fields {
-        out.push_str(&format!(
-            "({shown} of {all} rows shown{}; every row and field is in the structured content)\n",
-            if columns.len() < *fields {
-                format!(", {} of {} fields", columns.len(), fields)
-            } else {
-                String::new()
+    let mut out = String::with_capacity(64 + (shown + 2) * columns.len() * 16);
+    out.push_str("| ");
+    out.push_str(&columns.join(" | "));
+    out.push_str(" |\n|");
+    out.push_str(&" --- |".repeat(columns.len()));
+    out.push('\n');
+    for r in 0..shown {
+        out.push_str("| ");
+        let row = &cells[r * columns.len()..(r + 1) * columns.len()];
+        for (i, cell) in row.iter().enumerate() {
+            if i > 0 {
+                out.push_str(" | ");
             }
-        ));
+            write_cell(&mut out, cell);
+        }
+        out.push_str(" |\n");
+    }
+    let all = total.unwrap_or(len as u64);
+    if (shown as u64) < all || columns.len() < fields {
+        let _ = write!(out, "({shown} of {all} rows shown");
+        if columns.len() < fields {
+            let _ = write!(out, ", {} of {} fields", columns.len(), fields);
+        }
+        out.push_str("; every row and field is in the structured content)\n");
     }
     out
 }
