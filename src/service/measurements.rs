@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
-use crate::engine::frame_query::filter_rows;
 use crate::engine::query::Filter;
+use crate::engine::query::filter_frame;
 use crate::engine::stats::{self, Describe, Welch};
 use crate::engine::{Domain, EngineError};
 use crate::peer::files::Frames;
@@ -258,7 +258,7 @@ pub fn repeat_stats(
     trim: f64,
 ) -> Result<Vec<Group>, EngineError> {
     let runs = frames.table("runs");
-    let rows = filter_rows(runs, filters)?;
+    let rows = filter_frame(runs, filters)?;
     let mut groups: BTreeMap<Vec<Option<String>>, Vec<usize>> = BTreeMap::new();
     let mut order: Vec<Vec<Option<String>>> = Vec::new();
     let key_cols: Vec<&FrameColumn> = by
@@ -339,7 +339,7 @@ pub fn compare(
     trim: f64,
 ) -> Result<Comparison, EngineError> {
     let runs = frames.table("runs");
-    let (ra, rb) = (filter_rows(runs, a)?, filter_rows(runs, b)?);
+    let (ra, rb) = (filter_frame(runs, a)?, filter_frame(runs, b)?);
     let side = |rows: &[usize]| {
         let (v, missing) = values(runs, metric, rows);
         let kept = stats::trimmed(&v, trim);

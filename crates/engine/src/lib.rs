@@ -15,7 +15,6 @@ pub mod domain;
 pub mod error;
 pub mod fields;
 pub mod frame;
-pub mod frame_query;
 pub mod frontier;
 pub mod group;
 #[cfg(feature = "datafusion")]

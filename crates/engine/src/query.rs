@@ -1,6 +1,8 @@
-//! Run selection with the toolkit's filter semantics (docs/toolkit.md §10.2): exact-set
+//! Row selection with the toolkit's filter semantics (docs/toolkit.md §10.2): exact-set
 //! membership per field (OR within a filter, AND across filters), inclusive numeric ranges,
-//! stability, then sorting, paging and projection.
+//! stability, then sorting (nulls last, the table's own order breaking ties), paging and
+//! projection. One engine for a domain's run table (its fields checked against the domain's) and
+//! for any frame by column name (the imported measurements' tables).
 
 use std::cmp::Ordering;
 
@@ -31,6 +33,17 @@ pub enum Filter {
         min: Option<f64>,
         max: Option<f64>,
     },
+}
+
+impl Filter {
+    /// The field the filter is on.
+    pub fn field(&self) -> &str {
+        match self {
+            Filter::OneOf { field, .. }
+            | Filter::NumOneOf { field, .. }
+            | Filter::Range { field, .. } => field,
+        }
+    }
 }
 
 /// A sort key; `descending` for a leading `-`.
@@ -65,6 +78,7 @@ pub struct Selection {
     pub columns: Vec<usize>,
 }
 
+/// A filter on the column at a position.
 enum Compiled {
     OneOf(usize, Vec<String>),
     NumOneOf(usize, Vec<f64>),
@@ -72,19 +86,30 @@ enum Compiled {
 }
 
 impl Compiled {
-    fn keep(&self, t: &RunTable, row: usize) -> bool {
+    /// `f` on the column at `c`.
+    fn new(f: &Filter, c: usize) -> Compiled {
+        match f {
+            Filter::OneOf { values, .. } => Compiled::OneOf(c, values.clone()),
+            Filter::NumOneOf { values, .. } => Compiled::NumOneOf(c, values.clone()),
+            Filter::Range { min, max, .. } => Compiled::Range(c, *min, *max),
+        }
+    }
+
+    /// Whether row `row` of `t` passes (a boolean matches the texts `true` and `false`).
+    fn keep(&self, t: &Frame, row: usize) -> bool {
         match self {
-            Compiled::OneOf(c, vals) => match t.column(*c).get(row) {
+            Compiled::OneOf(c, vals) => match t.columns[*c].data.get(row) {
                 Value::Str(s) => vals.iter().any(|v| v == s),
+                Value::Bool(b) => vals.iter().any(|v| v == if b { "true" } else { "false" }),
                 _ => false,
             },
-            Compiled::NumOneOf(c, vals) => t
-                .column(*c)
+            Compiled::NumOneOf(c, vals) => t.columns[*c]
+                .data
                 .get(row)
                 .as_f64()
                 .is_some_and(|x| vals.contains(&x)),
-            Compiled::Range(c, min, max) => t
-                .column(*c)
+            Compiled::Range(c, min, max) => t.columns[*c]
+                .data
                 .get(row)
                 .as_f64()
                 .is_some_and(|x| min.is_none_or(|m| x >= m) && max.is_none_or(|m| x <= m)),
@@ -93,18 +118,19 @@ impl Compiled {
 
     /// Keep the `rows` this filter keeps: a column's values read as its own type over all the
     /// rows (`keep`, a row at a time through `Value`, was most of a fresh run query's filtering).
-    fn retain(&self, t: &RunTable, rows: &mut Vec<usize>) {
+    fn retain(&self, t: &Frame, rows: &mut Vec<usize>) {
+        let column = |c: &usize| &t.columns[*c].data;
         let within = |x: f64, min: &Option<f64>, max: &Option<f64>| {
             min.is_none_or(|m| x >= m) && max.is_none_or(|m| x <= m)
         };
         match self {
             Compiled::OneOf(c, vals) => {
-                if let ColumnData::Str(v) = t.column(*c) {
+                if let ColumnData::Str(v) = column(c) {
                     return rows
                         .retain(|&r| v[r].as_deref().is_some_and(|s| vals.iter().any(|x| x == s)));
                 }
             }
-            Compiled::NumOneOf(c, vals) => match t.column(*c) {
+            Compiled::NumOneOf(c, vals) => match column(c) {
                 ColumnData::Int(v) => {
                     return rows.retain(|&r| v[r].is_some_and(|x| vals.contains(&(x as f64))));
                 }
@@ -113,7 +139,7 @@ impl Compiled {
                 }
                 _ => {}
             },
-            Compiled::Range(c, min, max) => match t.column(*c) {
+            Compiled::Range(c, min, max) => match column(c) {
                 ColumnData::Int(v) => {
                     return rows.retain(|&r| v[r].is_some_and(|x| within(x as f64, min, max)));
                 }
@@ -177,18 +203,15 @@ impl SortColumn<'_> {
 }
 
 impl RunTable {
+    /// `f` on its field, which must be one of the domain's (numeric, for a number filter).
     fn compile(&self, f: &Filter) -> Result<Compiled, EngineError> {
-        Ok(match f {
-            Filter::OneOf { field, values } => {
-                Compiled::OneOf(self.require_field(field)?, values.clone())
+        let c = match f {
+            Filter::OneOf { field, .. } => self.require_field(field)?,
+            Filter::NumOneOf { field, .. } | Filter::Range { field, .. } => {
+                self.require_numeric(field)?
             }
-            Filter::NumOneOf { field, values } => {
-                Compiled::NumOneOf(self.require_numeric(field)?, values.clone())
-            }
-            Filter::Range { field, min, max } => {
-                Compiled::Range(self.require_numeric(field)?, *min, *max)
-            }
-        })
+        };
+        Ok(Compiled::new(f, c))
     }
 
     /// Rows (in default order) that pass the filters and the stability rule.
@@ -215,7 +238,7 @@ impl RunTable {
             .iter()
             .partition(|f| matches!(f, Compiled::OneOf(..)));
         for f in &strings {
-            f.retain(self, &mut rows);
+            f.retain(&self.frame, &mut rows);
         }
         if let Some(c) = stable_col {
             match self.column(c) {
@@ -229,7 +252,7 @@ impl RunTable {
             }
         }
         for f in &numbers {
-            f.retain(self, &mut rows);
+            f.retain(&self.frame, &mut rows);
         }
         Ok(rows)
     }
@@ -243,19 +266,7 @@ impl RunTable {
             .iter()
             .map(|k| Ok((self.require_field(&k.field)?, k.descending)))
             .collect::<Result<Vec<_>, EngineError>>()?;
-        let keys: Vec<(SortColumn<'_>, bool)> = cols
-            .iter()
-            .map(|&(c, desc)| (SortColumn::of(self.column(c)), desc))
-            .collect();
-        rows.sort_by(|&a, &b| {
-            for (col, desc) in &keys {
-                let o = col.cmp(a, b, *desc);
-                if o != Ordering::Equal {
-                    return o;
-                }
-            }
-            Ordering::Equal
-        });
+        sort_by_columns(&self.frame, rows, &cols);
         Ok(())
     }
 
@@ -297,6 +308,84 @@ impl RunTable {
     pub fn frame_of(&self, sel: &Selection) -> Frame {
         self.frame.select(&sel.rows, &sel.columns)
     }
+}
+
+/// Stable sort of `rows` of `frame` by the columns at these positions, each descending or not.
+fn sort_by_columns(frame: &Frame, rows: &mut [usize], cols: &[(usize, bool)]) {
+    let keys: Vec<(SortColumn<'_>, bool)> = cols
+        .iter()
+        .map(|&(c, desc)| (SortColumn::of(&frame.columns[c].data), desc))
+        .collect();
+    rows.sort_by(|&a, &b| {
+        for (col, desc) in &keys {
+            let o = col.cmp(a, b, *desc);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    });
+}
+
+/// The position of the column `name` of a frame whose columns are not a domain's.
+fn column_index(frame: &Frame, name: &str) -> Result<usize, EngineError> {
+    frame
+        .columns
+        .iter()
+        .position(|c| c.name == name)
+        .ok_or_else(|| EngineError::InvalidQuery(format!("unknown column '{name}'")))
+}
+
+/// Rows of `frame` (in its order) that pass every filter, its columns found by name.
+pub fn filter_frame(frame: &Frame, filters: &[Filter]) -> Result<Vec<usize>, EngineError> {
+    let compiled = filters
+        .iter()
+        .map(|f| Ok(Compiled::new(f, column_index(frame, f.field())?)))
+        .collect::<Result<Vec<_>, EngineError>>()?;
+    let mut rows: Vec<usize> = (0..frame.num_rows()).collect();
+    for f in &compiled {
+        f.retain(frame, &mut rows);
+    }
+    Ok(rows)
+}
+
+/// Stable sort of `rows` of `frame` by the keys (nulls last in either direction), its columns
+/// found by name.
+pub fn sort_frame(frame: &Frame, rows: &mut [usize], keys: &[SortKey]) -> Result<(), EngineError> {
+    let cols = keys
+        .iter()
+        .map(|k| Ok((column_index(frame, &k.field)?, k.descending)))
+        .collect::<Result<Vec<_>, EngineError>>()?;
+    sort_by_columns(frame, rows, &cols);
+    Ok(())
+}
+
+/// The page `offset`, `limit` of `rows` of `frame`, with every column or the named ones (`key`
+/// always first).
+pub fn page_frame(
+    frame: &Frame,
+    rows: &[usize],
+    offset: usize,
+    limit: Option<usize>,
+    fields: Option<&[String]>,
+    key: &str,
+) -> Result<Frame, EngineError> {
+    let cols: Vec<usize> = match fields {
+        None => (0..frame.columns.len()).collect(),
+        Some(names) => {
+            let mut cols = vec![column_index(frame, key)?];
+            for n in names {
+                let c = column_index(frame, n)?;
+                if !cols.contains(&c) {
+                    cols.push(c);
+                }
+            }
+            cols
+        }
+    };
+    let start = offset.min(rows.len());
+    let end = limit.map_or(rows.len(), |l| start.saturating_add(l).min(rows.len()));
+    Ok(frame.select(&rows[start..end], &cols))
 }
 
 #[cfg(all(test, feature = "datafusion"))]
@@ -356,7 +445,7 @@ mod tests {
                             _ => s != Stability::Stable,
                         },
                     })
-                    .filter(|&r| compiled.iter().all(|f| f.keep(t, r)))
+                    .filter(|&r| compiled.iter().all(|f| f.keep(&t.frame, r)))
                     .collect();
                 assert_eq!(rows, each, "{filters:?} {stability:?}");
                 kept.push(rows.len());
@@ -418,5 +507,95 @@ mod tests {
             assert_eq!(rows, want, "{keys:?}");
             assert_ne!(rows, (0..t.len()).rev().collect::<Vec<_>>(), "{keys:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod frame_tests {
+    use super::*;
+    use crate::frame::{ColumnData, FrameColumn};
+
+    /// The frame version of the engine: any frame's columns by name (the imported measurements).
+
+    fn frame() -> Frame {
+        Frame {
+            columns: vec![
+                FrameColumn {
+                    name: "id".into(),
+                    data: ColumnData::Str(vec![
+                        Some("a".into()),
+                        Some("b".into()),
+                        Some("c".into()),
+                        Some("d".into()),
+                    ]),
+                },
+                FrameColumn {
+                    name: "x".into(),
+                    data: ColumnData::Float(vec![Some(2.0), None, Some(1.0), Some(2.0)]),
+                },
+                FrameColumn {
+                    name: "k".into(),
+                    data: ColumnData::Str(vec![
+                        Some("p".into()),
+                        Some("q".into()),
+                        Some("p".into()),
+                        None,
+                    ]),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn filters_sort_and_page() {
+        let f = frame();
+        let rows = filter_frame(
+            &f,
+            &[Filter::OneOf {
+                field: "k".into(),
+                values: vec!["p".into()],
+            }],
+        )
+        .unwrap();
+        assert_eq!(rows, vec![0, 2]);
+        let rows = filter_frame(
+            &f,
+            &[Filter::Range {
+                field: "x".into(),
+                min: Some(1.5),
+                max: None,
+            }],
+        )
+        .unwrap();
+        assert_eq!(rows, vec![0, 3]);
+        let mut all: Vec<usize> = (0..4).collect();
+        sort_frame(
+            &f,
+            &mut all,
+            &[SortKey {
+                field: "x".into(),
+                descending: true,
+            }],
+        )
+        .unwrap();
+        assert_eq!(
+            all,
+            vec![0, 3, 2, 1],
+            "descending, ties in frame order, null last"
+        );
+        let p = page_frame(&f, &all, 1, Some(2), Some(&["k".to_string()]), "id").unwrap();
+        assert_eq!(p.columns.len(), 2);
+        assert_eq!(p.columns[0].data.get(0), Value::Str("d"));
+        assert_eq!(p.num_rows(), 2);
+        assert!(
+            filter_frame(
+                &f,
+                &[Filter::OneOf {
+                    field: "nope".into(),
+                    values: vec![]
+                }]
+            )
+            .is_err()
+        );
     }
 }

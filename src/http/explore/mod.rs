@@ -387,14 +387,6 @@ fn filter_value(v: Value<'_>) -> Option<String> {
     }
 }
 
-fn filter_field(f: &Filter) -> &str {
-    match f {
-        Filter::OneOf { field, .. }
-        | Filter::NumOneOf { field, .. }
-        | Filter::Range { field, .. } => field,
-    }
-}
-
 /// The filters of the form with select lists: (parameter, field).
 fn chosen_filters(domain: Domain) -> Vec<(&'static str, &'static str)> {
     let mut out: Vec<(&'static str, &'static str)> = ask::string_filters(domain)
@@ -420,7 +412,7 @@ fn control(
     let others: Vec<Filter> = q
         .filters
         .iter()
-        .filter(|f| filter_field(f) != field)
+        .filter(|f| f.field() != field)
         .cloned()
         .collect();
     let rows = table.filter_rows(&others, q.stability)?;

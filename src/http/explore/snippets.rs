@@ -44,17 +44,13 @@ pub fn python(origin: &str, domain: Domain, q: &RunQuery, query: &str) -> String
     }
     let mut whole = true;
     for f in &q.filters {
-        let method = match f {
-            Filter::OneOf { field, .. }
-            | Filter::NumOneOf { field, .. }
-            | Filter::Range { field, .. } => match field.as_str() {
-                "weight_precision" => "precision",
-                "run_id" => {
-                    whole = false;
-                    continue;
-                }
-                other => other,
-            },
+        let method = match f.field() {
+            "weight_precision" => "precision",
+            "run_id" => {
+                whole = false;
+                continue;
+            }
+            other => other,
         };
         let args = match f {
             Filter::OneOf { values, .. } => values

@@ -8,14 +8,13 @@
 use std::sync::Arc;
 
 use crate::engine::frame::Frame;
-use crate::engine::frame_query::{filter_rows, page, sort_rows};
 use crate::engine::query::{Filter, SortKey};
+use crate::engine::query::{filter_frame, page_frame, sort_frame};
 use crate::peer::schema::{self, Col, ColType};
-use crate::service::encode;
 use crate::service::measurements::{self, Group};
 use crate::service::{ServiceError, Snapshot};
 
-use super::answer::Encoded;
+use super::answer::{Answer, Encoded, Member, Nullable, Rows, Shape};
 use super::declare::{ParamSpec, ValueKind, spec};
 use super::door::{AnswerKey, Door, keep};
 use super::format::Format;
@@ -441,40 +440,34 @@ fn list(
     let offset = count(pairs, "offset", MAX_OFFSET)?.unwrap_or(0);
     let view = door.service().measurements(snapshot);
     let frame = view.table(table);
-    let mut rows = filter_rows(frame, &filters)?;
-    sort_rows(frame, &mut rows, &sort)?;
+    let mut rows = filter_frame(frame, &filters)?;
+    sort_frame(frame, &mut rows, &sort)?;
     let total = rows.len();
-    let out = page(frame, &rows, offset, limit, fields.as_deref(), key_col)?;
+    let out = page_frame(frame, &rows, offset, limit, fields.as_deref(), key_col)?;
     let next = match limit {
         Some(l) if offset.saturating_add(l) < total => {
             Some(page_link(&req.path, &req.query, offset + l))
         }
         _ => None,
     };
-    let body = encode::encode_frame(&out, req.format, &|_| true, |buf, f| {
-        buf.extend_from_slice(
-            format!("{{\"total\":{total},\"offset\":{offset},\"limit\":").as_bytes(),
-        );
-        match limit {
-            Some(l) => buf.extend_from_slice(l.to_string().as_bytes()),
-            None => buf.extend_from_slice(b"null"),
-        }
-        buf.extend_from_slice(format!(",\"count\":{},\"next\":", f.num_rows()).as_bytes());
-        match &next {
-            Some(n) => encode::json_str(buf, n),
-            None => buf.extend_from_slice(b"null"),
-        }
-        buf.extend_from_slice(b",");
-        encode::json_str(buf, table);
-        buf.push(b':');
-        encode::json_array(buf, f);
-        buf.push(b'}');
-    })?;
-    Ok(Encoded {
+    let answer = Answer {
+        shape: Shape::Envelope {
+            members: vec![
+                ("total", Member::Count(total)),
+                ("offset", Member::Count(offset)),
+                ("limit", Member::MaybeCount(limit)),
+                ("count", Member::Count(out.num_rows())),
+                ("next", Member::MaybeText(next.clone())),
+            ],
+            key: table,
+        },
+        rows: Rows::Frame(out),
+        nullable: Nullable::All,
         total: Some(total),
         next,
-        ..Encoded::new(req.format.content_type(), body)
-    })
+        warnings: Vec::new(),
+    };
+    Ok(answer.encode(req.format, snapshot, None)?)
 }
 
 /// One run by id (`{source_id}~{local_id}`), every column or those named by `fields`.
@@ -487,7 +480,7 @@ fn one(
     let fields = projection(&req.pairs, schema::RUN_COLUMNS)?;
     let view = door.service().measurements(snapshot);
     let runs = view.table("runs");
-    let rows = filter_rows(
+    let rows = filter_frame(
         runs,
         &[Filter::OneOf {
             field: "run_id".into(),
@@ -499,11 +492,16 @@ fn one(
             run_id: run_id.to_string(),
         });
     }
-    let out = page(runs, &rows[..1], 0, None, fields.as_deref(), "run_id")?;
-    let body = encode::encode_frame(&out, req.format, &|_| true, |buf, f| {
-        encode::json_object(buf, f, 0)
-    })?;
-    Ok(Encoded::new(req.format.content_type(), body))
+    let out = page_frame(runs, &rows[..1], 0, None, fields.as_deref(), "run_id")?;
+    let answer = Answer {
+        shape: Shape::Object,
+        rows: Rows::Frame(out),
+        nullable: Nullable::All,
+        total: None,
+        next: None,
+        warnings: Vec::new(),
+    };
+    Ok(answer.encode(req.format, snapshot, None)?)
 }
 
 /// Repeat statistics per group of `by` (default `source_id,experiment_id`, the repeats of one
@@ -549,15 +547,17 @@ fn repeat_stats(
     warnings.dedup();
     refuse_if_strict(strict, &warnings)?;
     let frame: Frame = measurements::group_frame(&groups, &by);
-    let body = encode::encode_frame(&frame, req.format, &|_| true, |buf, _| {
-        let list: Vec<serde_json::Value> = groups.iter().map(group_json).collect();
-        let doc = serde_json::json!({"metric": metric, "by": by, "trim": trim, "groups": list, "warnings": warnings});
-        buf.extend_from_slice(doc.to_string().as_bytes());
-    })?;
-    Ok(Encoded {
+    let list: Vec<serde_json::Value> = groups.iter().map(group_json).collect();
+    let doc = serde_json::json!({"metric": metric, "by": by, "trim": trim, "groups": list, "warnings": warnings});
+    let answer = Answer {
+        shape: Shape::Document(doc),
+        rows: Rows::Frame(frame),
+        nullable: Nullable::All,
         total: Some(groups.len()),
-        ..Encoded::new(req.format.content_type(), body)
-    })
+        next: None,
+        warnings: Vec::new(),
+    };
+    Ok(answer.encode(req.format, snapshot, None)?)
 }
 
 /// A group of the repeat statistics in JSON: its statistics, key, what was trimmed or missing,
