@@ -57,7 +57,8 @@ pub(super) async fn layer(State(keep): State<Keep>, req: Request, next: Next) ->
         &bytes,
         keep.state.service.snapshot().generation,
     );
-    let kept = plain.on(Piece::McpCache);
+    // Nothing is looked up or joined to be kept when the answer cache keeps nothing.
+    let kept = plain.on(Piece::McpCache) && keep.state.cache.enabled();
     if let Some(call) = &call {
         if kept && let Some(tail) = keep.state.cache.get_keyed(&call.key) {
             keep.state

@@ -249,6 +249,11 @@ pub struct AnswerCache {
 }
 
 impl AnswerCache {
+    /// Whether answers are kept at all (a budget above zero).
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     pub(crate) fn get(&self, key: &AnswerKey) -> Option<Arc<Encoded>> {
         if !self.enabled {
             return None;
