@@ -52,14 +52,14 @@ pub(super) async fn layer(State(keep): State<Keep>, req: Request, next: Next) ->
         return AppError::PayloadTooLarge { limit }.into_response();
     };
     let plain = keep.state.http.plain;
-    let call = tool_call(
+    let mut call = tool_call(
         &parts.headers,
         &bytes,
         keep.state.service.snapshot().generation,
     );
     // Nothing is looked up or joined to be kept when the answer cache keeps nothing.
     let kept = plain.on(Piece::McpCache) && keep.state.cache.enabled();
-    if let Some(call) = &call {
+    if let Some(call) = &mut call {
         if kept && let Some(tail) = keep.state.cache.get_keyed(&call.key) {
             keep.state
                 .metrics
@@ -67,7 +67,11 @@ pub(super) async fn layer(State(keep): State<Keep>, req: Request, next: Next) ->
             return answer(&call.id, vec![tail]);
         }
         if plain.on(Piece::McpDirect)
-            && let Some(tail) = keep.server.direct(&call.tool, call.arguments.clone()).await
+            // The arguments are read once, by the tool (rmcp's path reads the body again).
+            && let Some(tail) = keep
+                .server
+                .direct(&call.tool, std::mem::take(&mut call.arguments))
+                .await
         {
             if kept {
                 let whole: Vec<u8> = tail.concat();
