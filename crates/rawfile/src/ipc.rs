@@ -595,13 +595,23 @@ mod tests {
             "timeline": {"power": {"device_instant": {"0": [[1.0, 100.0], [2.0, 110.0]]}}}}"#;
         let d = read_run(doc.as_bytes(), "test", true).unwrap();
         let bytes = to_ipc(&d).unwrap();
+        assert_eq!(
+            format!("{:?}", from_ipc(bytes::Bytes::from(bytes.clone())).unwrap()),
+            format!("{d:?}")
+        );
+        let mut refused = 0;
         for at in 0..bytes.len() {
             for flip in [0x01, 0x80, 0xff] {
                 let mut changed = bytes.clone();
                 changed[at] ^= flip;
-                let _ = from_ipc(bytes::Bytes::from(changed));
+                if let Err(e) = from_ipc(bytes::Bytes::from(changed)) {
+                    assert!(!e.is_empty(), "byte {at} ^ {flip:#x}: a refusal says why");
+                    refused += 1;
+                }
             }
         }
+        // The end-of-stream marker alone is eight bytes whose change is always refused.
+        assert!(refused >= 8 * 3, "{refused} changes refused");
     }
 
     /// A timeline of more points than one batch holds, a series split between batches and one

@@ -80,6 +80,15 @@ impl Nullable {
 }
 
 impl Rows {
+    /// How many rows there are.
+    fn len(&self) -> usize {
+        match self {
+            Rows::Table { rows, .. } => rows.len(),
+            Rows::Frame(f) | Rows::Groups { frame: f, .. } => f.num_rows(),
+            Rows::Shared(f) => f.num_rows(),
+        }
+    }
+
     /// The selected rows and columns of a run table, as a frame.
     fn table_frame(&self, snapshot: &Snapshot) -> Option<Frame> {
         match self {
@@ -173,11 +182,7 @@ impl Answer {
             }
             Shape::Object | Shape::Document(_) => return None,
         };
-        let rows = match &self.rows {
-            Rows::Table { rows, .. } => rows.len(),
-            Rows::Frame(f) | Rows::Groups { frame: f, .. } => f.num_rows(),
-            Rows::Shared(f) => f.num_rows(),
-        };
+        let rows = self.rows.len();
         let (members, first) = self.members(snapshot);
         let shown: Vec<&Source> = members
             .iter()
@@ -202,6 +207,12 @@ impl Answer {
     /// `HEAD_ROWS` rows (their positions in the members' columns).
     fn members<'a>(&'a self, snapshot: &'a Snapshot) -> (Vec<Source<'a>>, Vec<usize>) {
         let first = |n: usize| (0..n.min(HEAD_ROWS)).collect();
+        let columns_of = |f: &'a Frame| {
+            (
+                f.columns.iter().map(Source::Column).collect(),
+                first(f.num_rows()),
+            )
+        };
         match &self.rows {
             Rows::Table {
                 domain,
@@ -215,14 +226,8 @@ impl Answer {
                     .collect();
                 (members, rows.iter().take(HEAD_ROWS).copied().collect())
             }
-            Rows::Frame(f) => (
-                f.columns.iter().map(Source::Column).collect(),
-                first(f.num_rows()),
-            ),
-            Rows::Shared(f) => (
-                f.columns.iter().map(Source::Column).collect(),
-                first(f.num_rows()),
-            ),
+            Rows::Frame(f) => columns_of(f),
+            Rows::Shared(f) => columns_of(f),
             Rows::Groups { frame, by } => {
                 let key = Source::Key(&frame.columns[..*by]);
                 let members = std::iter::once(key)
