@@ -9,9 +9,9 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
 use super::error::AppError;
-use super::negotiate::Format;
 use crate::service::Snapshot;
 pub use crate::service::ask::Encoded;
+use crate::service::ask::{Reply, SentBody};
 pub use crate::service::ask::door::{AnswerCache, AnswerKey, answer_cache, keep};
 
 /// Responses of the answer cache by entity-tag stem (`transport`): a GET whose answer was sent
@@ -72,41 +72,8 @@ fn cache_key(snapshot: &Snapshot, uri: &Uri, representation: &str) -> AnswerKey 
     ])
 }
 
-/// The cached answer for a request, if any: endpoints whose inputs are costly to gather (raw
-/// files) check this before gathering them.
-pub fn lookup(
-    cache: &AnswerCache,
-    snapshot: &Snapshot,
-    uri: &Uri,
-    format: Format,
-) -> Option<Response> {
-    lookup_as(cache, snapshot, uri, format.name())
-}
-
-/// `lookup` for a representation other than the five formats (`svg`).
-pub fn lookup_as(
-    cache: &AnswerCache,
-    snapshot: &Snapshot,
-    uri: &Uri,
-    representation: &str,
-) -> Option<Response> {
-    cache
-        .get(&cache_key(snapshot, uri, representation))
-        .map(|e| respond(&e))
-}
-
-/// Answer from the cache, or compute, cache and answer. Errors are not cached.
-pub fn cached(
-    cache: &AnswerCache,
-    snapshot: &Snapshot,
-    uri: &Uri,
-    format: Format,
-    compute: impl FnOnce() -> Result<Encoded, AppError>,
-) -> Result<Arc<Encoded>, AppError> {
-    cached_as(cache, snapshot, uri, format.name(), compute)
-}
-
-/// `cached` for a representation other than the five formats (`svg`).
+/// Answer from the cache, or compute, cache and answer (by the request URI, for the front ends
+/// that keep answers of their own making). Errors are not cached.
 pub fn cached_as(
     cache: &AnswerCache,
     snapshot: &Snapshot,
@@ -119,6 +86,19 @@ pub fn cached_as(
         return Ok(hit);
     }
     Ok(keep(cache, key, compute()?))
+}
+
+/// The HTTP response for the door's answer: whole, in pieces, or streamed while it is written.
+pub fn reply(reply: Reply) -> Response {
+    let sent = match reply {
+        Reply::Whole(e) => return respond(&e),
+        Reply::Sent(sent) => sent,
+    };
+    let resp = match sent.body {
+        SentBody::Pieces(parts) => pieces(sent.content_type, sent.total, parts),
+        SentBody::Written(write) => streamed(sent.content_type, sent.total, write),
+    };
+    with_warnings(resp, &sent.warnings)
 }
 
 /// The HTTP response for an encoded answer.
@@ -285,32 +265,4 @@ mod tests {
         assert!(resp.headers().get("x-total-count").is_none());
         assert!(resp.into_body().collect().await.is_err());
     }
-}
-
-/// A frame answered as rows (JSON: a bare array of row objects; the other formats as they
-/// encode frames), made by `make` only when the answer is not cached.
-pub fn frame_rows<F: std::borrow::Borrow<crate::engine::frame::Frame>>(
-    cache: &AnswerCache,
-    snapshot: &Snapshot,
-    uri: &Uri,
-    format: Format,
-    warnings: Vec<String>,
-    make: impl FnOnce() -> Result<F, AppError>,
-) -> Result<Response, AppError> {
-    let e = cached(cache, snapshot, uri, format, || {
-        let made = make()?;
-        let frame = made.borrow();
-        let body = crate::service::encode::encode_frame(
-            frame,
-            format,
-            &|_| true,
-            crate::service::encode::json_array,
-        )?;
-        Ok(Encoded {
-            total: Some(frame.num_rows()),
-            warnings,
-            ..Encoded::new(format.content_type(), body)
-        })
-    })?;
-    Ok(respond(&e))
 }

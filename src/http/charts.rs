@@ -11,7 +11,7 @@ use axum::extract::{OriginalUri, RawQuery, State};
 use axum::http::Uri;
 use axum::response::Response;
 
-use super::answer::respond;
+use super::answer::reply;
 use super::error::AppError;
 use super::state::{ApiPath, AppState, parse_domain};
 use crate::service::ask::{self as ask, Question, Request};
@@ -28,7 +28,7 @@ async fn draw(
 ) -> Result<Response, AppError> {
     let domain = parse_domain(domain)?;
     let req = Request::parse(question, domain, run_id, query, uri.path().to_string())?;
-    Ok(respond(&state.door.ask(&req).await?))
+    Ok(reply(state.door.ask(&req).await?))
 }
 
 /// The Pareto frontier drawn: per `per` group its frontier runs joined by a line (latency

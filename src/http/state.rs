@@ -313,8 +313,12 @@ impl AppState {
             service.leaderboard_date()
         );
         let http = HttpOptions::default();
-        let mut door =
-            crate::service::ask::Door::new(service.clone(), cache_bytes, limits.max_rows);
+        let mut door = crate::service::ask::Door::new(
+            service.clone(),
+            cache_bytes,
+            limits.max_rows,
+            limits.stream_bytes,
+        );
         door.set_costly_places(http.guard.max_costly_in_flight);
         let door = Arc::new(door);
         AppState(Arc::new(StateParts {
@@ -431,5 +435,5 @@ pub async fn ask(
         req.params.format()?,
         headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
     )?;
-    Ok(super::answer::respond(&state.door.ask(&req).await?))
+    Ok(super::answer::reply(state.door.ask(&req).await?))
 }

@@ -422,7 +422,11 @@ impl McpServer {
         let domain = Domain::parse(domain).ok_or_else(|| Problem::internal("domain"))?;
         let req = ask::Request::parse(question, domain, run_id, Some(q), path)
             .map_err(Problem::service)?;
-        self.door.ask(&req).await.map_err(Problem::service)
+        let reply = self.door.ask(&req).await.map_err(Problem::service)?;
+        // No tool asks for samples, the one kind of answer sent as it is made.
+        reply
+            .whole()
+            .ok_or_else(|| Problem::internal("an answer too long to hold"))
     }
 
     /// The snapshot, its datasets and both domains' fields.

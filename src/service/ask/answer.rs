@@ -81,7 +81,7 @@ impl Nullable {
 
 impl Rows {
     /// How many rows there are.
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         match self {
             Rows::Table { rows, .. } => rows.len(),
             Rows::Frame(f) | Rows::Groups { frame: f, .. } => f.num_rows(),
@@ -409,6 +409,41 @@ impl Encoded {
             head: None,
         }
     }
+}
+
+/// How the door's answer goes out: whole (kept in the answer cache, or too cheap to keep), or
+/// sent as it is made.
+pub enum Reply {
+    Whole(Arc<Encoded>),
+    Sent(Sent),
+}
+
+impl Reply {
+    /// The whole answer; none when it is sent as it is made (an answer of millions of rows,
+    /// which only an HTTP response carries).
+    pub fn whole(self) -> Option<Arc<Encoded>> {
+        match self {
+            Reply::Whole(e) => Some(e),
+            Reply::Sent(_) => None,
+        }
+    }
+}
+
+/// An answer sent as it is made, never held whole: its headers' facts and its body.
+pub struct Sent {
+    pub content_type: &'static str,
+    /// Rows (`X-Total-Count`).
+    pub total: Option<usize>,
+    pub warnings: Vec<String>,
+    pub body: SentBody,
+}
+
+/// The body of a [`Sent`] answer.
+pub enum SentBody {
+    /// Pieces sharing memory held elsewhere (the derived data), sent one after the other.
+    Pieces(Vec<Bytes>),
+    /// Written while it is sent (on a blocking thread); an error cuts the body short.
+    Written(Box<dyn FnOnce(&mut (dyn std::io::Write + Send)) -> Result<(), String> + Send>),
 }
 
 /// The list of rows of a JSON answer in short: where it is, how many rows it has, and the cells

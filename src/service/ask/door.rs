@@ -12,8 +12,8 @@ use crate::service::encode::TableJsonCache;
 use crate::service::machinery::{Piece, Plain};
 use crate::service::{Service, ServiceError, Snapshot};
 
-use super::answer::{Encoded, Head};
-use super::declare::{QUERIES, Question};
+use super::answer::{Encoded, Head, Reply};
+use super::declare::{ITL_MIXTURE_MANY, ITL_MIXTURE_ONE, QUERIES, Question};
 use super::places::{Place, Places};
 use super::request::Request;
 
@@ -44,6 +44,9 @@ pub struct Door {
     cells: Option<TableJsonCache>,
     /// Largest `limit` a run list accepts.
     max_rows: usize,
+    /// Samples answers estimated at this many bytes or more are sent as they are written, not
+    /// held (a filter over many runs reaches gigabytes).
+    stream_bytes: usize,
     /// The places costly questions take while they are computed.
     places: Places,
     /// Questions answered here (from the cache or computed), by their place in `QUERIES`.
@@ -52,13 +55,19 @@ pub struct Door {
 
 impl Door {
     /// A door to `service` keeping at most `cache_bytes` of answers, with pages of at most
-    /// `max_rows` rows.
-    pub fn new(service: Arc<Service>, cache_bytes: u64, max_rows: usize) -> Door {
+    /// `max_rows` rows, holding no samples answer of `stream_bytes` or more.
+    pub fn new(
+        service: Arc<Service>,
+        cache_bytes: u64,
+        max_rows: usize,
+        stream_bytes: usize,
+    ) -> Door {
         Door {
             service,
             cache: answer_cache(cache_bytes),
             cells: Some(TableJsonCache::default()),
             max_rows,
+            stream_bytes,
             places: Places::new(usize::MAX),
             asked: Default::default(),
         }
@@ -111,8 +120,9 @@ impl Door {
         &self.cache
     }
 
-    /// The answer to `req`, from the cache or computed and kept. Refusals are not kept.
-    pub async fn ask(&self, req: &Request) -> Result<Arc<Encoded>, ServiceError> {
+    /// The answer to `req`, from the cache or computed and kept. Refusals are not kept, nor an
+    /// answer sent as it is made.
+    pub async fn ask(&self, req: &Request) -> Result<Reply, ServiceError> {
         // The question's place in `QUERIES`: what it is counted under, and its part of the key.
         let question = QUERIES.iter().position(|(_, q)| *q == req.question);
         if let Some(i) = question {
@@ -121,15 +131,26 @@ impl Door {
         let snapshot = self.service.snapshot();
         let key = key(req, question, snapshot.generation);
         if let Some(hit) = self.cache.get(&key) {
-            return Ok(hit);
+            return Ok(Reply::Whole(hit));
         }
         let _place = req
             .question
             .costly()
             .then(|| self.places.take())
             .transpose()?;
+        if let Some(kind) = super::samples::Kind::of(req)? {
+            let made =
+                super::samples::answer(&self.service, req, &snapshot, kind, self.stream_bytes)
+                    .await?;
+            return Ok(match made {
+                super::samples::Made::Whole(encoded) => {
+                    Reply::Whole(keep(&self.cache, key, encoded))
+                }
+                super::samples::Made::Sent(sent) => Reply::Sent(sent),
+            });
+        }
         let encoded = self.compute(req, &snapshot).await?;
-        Ok(keep(&self.cache, key, encoded))
+        Ok(Reply::Whole(keep(&self.cache, key, encoded)))
     }
 
     async fn compute(
@@ -142,6 +163,9 @@ impl Door {
         }
         let answer = match req.question {
             Question::Sweep => super::fits::sweep(&self.service, req, snapshot).await?,
+            ITL_MIXTURE_ONE | ITL_MIXTURE_MANY => {
+                super::fits::mixtures(&self.service, req, snapshot).await?
+            }
             _ if super::raw::answers(req)? => {
                 super::raw::answer(&self.service, req, snapshot).await?
             }

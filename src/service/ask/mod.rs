@@ -20,10 +20,12 @@ pub mod predict;
 pub mod raw;
 pub mod request;
 mod runs;
+mod samples;
 pub mod sql;
 
 pub use self::answer::{
-    Answer, Cell, Encoded, HEAD_COLUMNS, HEAD_ROWS, Head, Member, Nullable, Rows, Shape,
+    Answer, Cell, Encoded, HEAD_COLUMNS, HEAD_ROWS, Head, Member, Nullable, Reply, Rows, Sent,
+    SentBody, Shape,
 };
 pub use self::declare::*;
 pub use self::door::{AnswerCache, Door, answer_cache};

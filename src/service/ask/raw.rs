@@ -74,7 +74,7 @@ fn run_row(req: &Request, table: &RunTable) -> Result<usize, ServiceError> {
 }
 
 /// Which rows a question covers: its one run, or the filtered runs in default order.
-fn target_rows(req: &Request, snapshot: &Snapshot) -> Result<Vec<usize>, ServiceError> {
+pub(super) fn target_rows(req: &Request, snapshot: &Snapshot) -> Result<Vec<usize>, ServiceError> {
     let table = snapshot.table(req.domain);
     if req.run_id.is_some() {
         return Ok(vec![run_row(req, table)?]);
