@@ -11,8 +11,8 @@ use bytes::Bytes;
 use super::error::AppError;
 use crate::service::Snapshot;
 pub use crate::service::ask::Encoded;
-use crate::service::ask::{Reply, SentBody};
 pub use crate::service::ask::door::{AnswerCache, AnswerKey, answer_cache, keep};
+use crate::service::ask::{Reply, SentBody};
 
 /// Responses of the answer cache by entity-tag stem (`transport`): a GET whose answer was sent
 /// twice before is answered from the kept answer and the headers the layers inside

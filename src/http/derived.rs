@@ -39,7 +39,16 @@ pub async fn run_output_lengths(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let q = query.as_deref();
-    ask(&state, ask::OUTPUT_LENGTHS_ONE, "llm", Some(run), uri.path(), q, &headers).await
+    ask(
+        &state,
+        ask::OUTPUT_LENGTHS_ONE,
+        "llm",
+        Some(run),
+        uri.path(),
+        q,
+        &headers,
+    )
+    .await
 }
 
 /// Output lengths of the filtered LLM runs, long form, runs in default order and requests in file
@@ -70,7 +79,16 @@ pub async fn output_lengths(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let q = query.as_deref();
-    ask(&state, ask::OUTPUT_LENGTHS_MANY, "llm", None, uri.path(), q, &headers).await
+    ask(
+        &state,
+        ask::OUTPUT_LENGTHS_MANY,
+        "llm",
+        None,
+        uri.path(),
+        q,
+        &headers,
+    )
+    .await
 }
 
 /// Smoothed inter-token latencies of one LLM run, in seconds (positive and finite samples).
@@ -102,7 +120,16 @@ pub async fn run_itl(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let q = query.as_deref();
-    ask(&state, ask::ITL_ONE, "llm", Some(run), uri.path(), q, &headers).await
+    ask(
+        &state,
+        ask::ITL_ONE,
+        "llm",
+        Some(run),
+        uri.path(),
+        q,
+        &headers,
+    )
+    .await
 }
 
 /// Smoothed inter-token latencies of the filtered LLM runs, long form.

@@ -522,6 +522,16 @@ impl From<crate::service::ServiceError> for AppError {
             },
             S::Engine(e) => AppError::from(&*e),
             S::Sql(f) => AppError::from(&*f),
+            S::InvalidBody { field, detail } => AppError::InvalidBody { field, detail },
+            S::UnknownLeaderboardFile {
+                kind,
+                name,
+                allowed,
+            } => AppError::UnknownLeaderboardFile {
+                kind,
+                name,
+                allowed,
+            },
             S::Busy(detail) => AppError::Busy {
                 detail,
                 retry_after: 1,

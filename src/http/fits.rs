@@ -94,7 +94,16 @@ pub async fn run_itl_mixture(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let q = query.as_deref();
-    ask(&state, ask::ITL_MIXTURE_ONE, "llm", Some(run), uri.path(), q, &headers).await
+    ask(
+        &state,
+        ask::ITL_MIXTURE_ONE,
+        "llm",
+        Some(run),
+        uri.path(),
+        q,
+        &headers,
+    )
+    .await
 }
 
 /// ITL mixtures of the filtered LLM runs, one row per run in the default order. Any run without
@@ -123,5 +132,14 @@ pub async fn itl_mixtures(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let q = query.as_deref();
-    ask(&state, ask::ITL_MIXTURE_MANY, "llm", None, uri.path(), q, &headers).await
+    ask(
+        &state,
+        ask::ITL_MIXTURE_MANY,
+        "llm",
+        None,
+        uri.path(),
+        q,
+        &headers,
+    )
+    .await
 }

@@ -58,30 +58,10 @@ pub fn site_file_response(file: &SiteFile, coding: Coding, content_type: &'stati
     }
 }
 
-/// The file at `path` of the served snapshot's leaderboard, or 404 naming the files of its kind.
+/// The file at `path` of the served snapshot's leaderboard, from the door.
 async fn serve(state: &AppState, coding: Coding, path: &str) -> Result<Response, AppError> {
-    let snapshot = state.service.snapshot();
-    let site = state.service.leaderboard_site(&snapshot);
-    match state
-        .service
-        .leaderboard_file(&site, &snapshot, path)
-        .await?
-    {
-        Some(file) => Ok(site_file_response(&file, coding, "application/json")),
-        None => {
-            let (dir, name) = path.split_once('/').unwrap_or(("", path));
-            let allowed = site
-                .paths()
-                .into_iter()
-                .filter_map(|p| p.strip_prefix(&format!("{dir}/")).map(str::to_string))
-                .collect();
-            Err(AppError::UnknownLeaderboardFile {
-                kind: if dir == "tasks" { "task" } else { "model" },
-                name: name.to_string(),
-                allowed,
-            })
-        }
-    }
+    let file = state.door.leaderboard_file(path).await?;
+    Ok(site_file_response(&file, coding, "application/json"))
 }
 
 /// The leaderboard's index: tasks, their architecture groups, and each model's metadata.

@@ -48,6 +48,21 @@ pub enum ServiceError {
     /// An SQL query not answered: the gate was full, or the query failed.
     #[error(transparent)]
     Sql(std::sync::Arc<SqlFailure>),
+    /// A request body whose values cannot be used (`field` names the member at fault, when
+    /// there is one).
+    #[error("{detail}")]
+    InvalidBody {
+        field: Option<String>,
+        detail: String,
+    },
+    /// A leaderboard data file the served snapshot does not have (`kind`: task or model), and
+    /// the files of its kind it has.
+    #[error("no leaderboard {kind} file '{name}'")]
+    UnknownLeaderboardFile {
+        kind: &'static str,
+        name: String,
+        allowed: Vec<String>,
+    },
     /// No place for a costly question: all are taken (try again shortly).
     #[error("{0}")]
     Busy(String),

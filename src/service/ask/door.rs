@@ -9,11 +9,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::service::encode::TableJsonCache;
+use crate::service::leaderboard::SiteFile;
 use crate::service::machinery::{Piece, Plain};
 use crate::service::{Service, ServiceError, Snapshot};
 
 use super::answer::{Encoded, Head, Reply};
 use super::declare::{ITL_MIXTURE_MANY, ITL_MIXTURE_ONE, QUERIES, Question};
+use super::models::ModelRequest;
 use super::places::{Place, Places};
 use super::request::Request;
 
@@ -151,6 +153,39 @@ impl Door {
         }
         let encoded = self.compute(req, &snapshot).await?;
         Ok(Reply::Whole(keep(&self.cache, key, encoded)))
+    }
+
+    /// The answer to a question about a model of the caller's own data, computed on a place for
+    /// costly work.
+    pub async fn model(&self, req: ModelRequest) -> Result<serde_json::Value, ServiceError> {
+        let _place = self.places.take()?;
+        req.answer().await
+    }
+
+    /// The served snapshot's leaderboard file at `path` (`index.json`, `tasks/…`, `models/…`),
+    /// made now from raw files if it needs them; refused naming the files of its kind when the
+    /// leaderboard has no such file. The files are held per snapshot, not in the answer cache.
+    pub async fn leaderboard_file(&self, path: &str) -> Result<Arc<SiteFile>, ServiceError> {
+        let snapshot = self.service.snapshot();
+        let site = self.service.leaderboard_site(&snapshot);
+        if let Some(file) = self
+            .service
+            .leaderboard_file(&site, &snapshot, path)
+            .await?
+        {
+            return Ok(file);
+        }
+        let (dir, name) = path.split_once('/').unwrap_or(("", path));
+        let allowed = site
+            .paths()
+            .into_iter()
+            .filter_map(|p| p.strip_prefix(&format!("{dir}/")).map(str::to_string))
+            .collect();
+        Err(ServiceError::UnknownLeaderboardFile {
+            kind: if dir == "tasks" { "task" } else { "model" },
+            name: name.to_string(),
+            allowed,
+        })
     }
 
     async fn compute(

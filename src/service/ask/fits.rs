@@ -170,4 +170,3 @@ fn stack(frames: &[Arc<Frame>]) -> Frame {
     }
     out
 }
-

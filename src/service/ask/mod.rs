@@ -15,6 +15,7 @@ mod fits;
 pub mod format;
 pub mod grammar;
 pub mod measurements;
+pub mod models;
 pub mod places;
 pub mod predict;
 pub mod raw;

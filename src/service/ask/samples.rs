@@ -76,7 +76,8 @@ pub(super) async fn answer(
         let refused = |e: rawfile::RawError| crate::service::derived::raw_error(t.run_id(row), &e);
         match kind {
             Kind::OutputLengths => {
-                let lengths = rawfile::output_lengths(&raw, include_unsuccessful).map_err(refused)?;
+                let lengths =
+                    rawfile::output_lengths(&raw, include_unsuccessful).map_err(refused)?;
                 segments.push(Segment {
                     row,
                     values: Values::Int(lengths.into()),
