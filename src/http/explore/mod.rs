@@ -30,10 +30,8 @@ use super::answer::{Encoded, cached_as, respond};
 use super::error::AppError;
 use super::state::AppState;
 use crate::engine::frame::Value;
-use crate::engine::frontier::{self, BestQuery};
-use crate::engine::frontier::{default_deadline, default_energy, default_latency};
 use crate::engine::{Domain, Filter, RunQuery, RunTable};
-use crate::service::ask;
+use crate::service::ask::{self, Answer, Member, Question, Request, Rows, Shape};
 use crate::service::{RawFile, Snapshot};
 use crate::store::RawLocation;
 
@@ -573,7 +571,16 @@ fn explorer_of(
     let limit = *q.limit.get_or_insert(DEFAULT_LIMIT);
     let cols = view.columns(table)?;
     let shown_cols = &cols[1..];
-    let sel = table.select(&q)?;
+    let page_query = {
+        let mut pairs = view.pairs.clone();
+        if !pairs.iter().any(|(k, _)| k == "limit") {
+            pairs.push(("limit".into(), limit.to_string()));
+        }
+        encode(&pairs)
+    };
+    // The page's runs: the door's answer to the run list the page's query asks.
+    let list = ask_runs(state, snapshot, Question::List, domain, &page_query)?;
+    let total = list.total.unwrap_or(0);
 
     let mut covered: Vec<String> = Vec::new();
     let mut controls = Vec::new();
@@ -600,15 +607,7 @@ fn explorer_of(
         .collect();
 
     let filters = encode(&view.filter_pairs());
-    let page_query = {
-        let mut pairs = view.pairs.clone();
-        if !pairs.iter().any(|(k, _)| k == "limit") {
-            pairs.push(("limit".into(), limit.to_string()));
-        }
-        encode(&pairs)
-    };
-
-    let (best, latency_unit) = best_of(&view, table, &q, domain, batch)?;
+    let (best, latency_unit) = best_of(state, snapshot, &view, &q, batch)?;
 
     let sweep = if view.one("model_id").is_some()
         && view.one("gpu_model").is_some()
@@ -624,7 +623,7 @@ fn explorer_of(
     Ok(pages::Explorer {
         domain,
         action: format!("/explore/{d}"),
-        total: sel.total,
+        total,
         offset,
         limit,
         controls,
@@ -634,14 +633,14 @@ fn explorer_of(
         deadline_value: view.deadline.map(number).unwrap_or_default(),
         deadline_unit: latency_unit,
         columns: columns_of(&view, table, &q, shown_cols, true),
-        rows: rows_of(table, &sel.rows, shown_cols),
+        rows: rows_of(table, table_rows(&list), shown_cols),
         prev: (offset > 0).then(|| {
             format!(
                 "?{}",
                 view.with("offset", Some(&offset.saturating_sub(limit).to_string()))
             )
         }),
-        next: (offset.saturating_add(limit) < sel.total).then(|| {
+        next: (offset.saturating_add(limit) < total).then(|| {
             format!(
                 "?{}",
                 view.with("offset", Some(&(offset + limit).to_string()))
@@ -687,67 +686,76 @@ fn typed_inputs(view: &View, domain: Domain, covered: &mut Vec<String>) -> Vec<p
     inputs
 }
 
-/// The best configuration per model under the deadline (the view's, else the task's default),
-/// and the unit of the latency it is met on.
-fn best_of(
-    view: &View,
-    table: &RunTable,
-    q: &RunQuery,
+/// The door's answer to `question` of `domain`'s runs with the parameters of `query`.
+fn ask_runs(
+    state: &AppState,
+    snapshot: &Snapshot,
+    question: Question,
     domain: Domain,
+    query: &str,
+) -> Result<Answer, AppError> {
+    let path = format!("/v1/{}/runs", domain.as_str());
+    let req = Request::parse(question, domain, None, Some(query), path)?;
+    Ok(state.door.answer(&req, snapshot)?)
+}
+
+/// The run-table rows of an answer of the run table.
+fn table_rows(answer: &Answer) -> &[usize] {
+    match &answer.rows {
+        Rows::Table { rows, .. } => rows,
+        _ => &[],
+    }
+}
+
+/// The best configuration per model under the deadline (the view's, else the task's default):
+/// the door's answer to the JSON link the page gives, and the unit of the latency it is met on.
+fn best_of(
+    state: &AppState,
+    snapshot: &Snapshot,
+    view: &View,
+    q: &RunQuery,
     batch: &str,
 ) -> Result<(Best, &'static str), AppError> {
-    let d = domain.as_str();
-    let latency = default_latency(domain);
+    let domain = view.domain;
+    let table = snapshot.table(domain);
+    let mut best_pairs = view.filter_pairs();
+    if let Some(dl) = view.deadline {
+        best_pairs.push(("deadline".into(), number(dl)));
+    }
+    let best_query = encode(&best_pairs);
+    let chosen = ask_runs(state, snapshot, Question::Best, domain, &best_query)?;
+    let member = |name: &str| match &chosen.shape {
+        Shape::Envelope { members, .. } => members.iter().find(|(n, _)| *n == name).map(|m| &m.1),
+        _ => None,
+    };
+    let (Some(Member::Text(latency)), Some(Member::Number(deadline)), Some(Member::Text(energy))) =
+        (member("latency"), member("deadline"), member("energy"))
+    else {
+        return Err(AppError::Internal("the best runs' envelope".into()));
+    };
     let latency_unit = table
         .field_index(latency)
         .and_then(|i| table.fields[i].unit)
         .unwrap_or("");
-    let deadline = view.deadline.or_else(|| {
-        view.one("task")
-            .and_then(|t| default_deadline(domain, t, latency))
-    });
-    let best_q = BestQuery {
-        latency: latency.to_string(),
-        energy: default_energy(domain).to_string(),
-        deadline,
-        energy_budget: None,
-        per: vec!["model_id".to_string()],
-    };
-    let rows = crate::service::ask::rows_in_file_order(
-        table,
-        &RunQuery {
-            filters: q.filters.clone(),
-            stability: q.stability,
-            ..Default::default()
-        },
-    )?;
-    let chosen = frontier::best(table, &rows, &best_q)?;
     let best_fields: Vec<usize> = [
         "model_id",
         "gpu_model",
         "num_gpus",
         batch,
-        best_q.energy.as_str(),
-        latency,
+        energy.as_str(),
+        latency.as_str(),
     ]
     .iter()
     .filter_map(|f| table.field_index(f))
     .collect();
-    let mut best_pairs = view.filter_pairs();
-    if let Some(dl) = view.deadline {
-        best_pairs.push(("deadline".into(), number(dl)));
-    }
+    let rows = table_rows(&chosen);
     let best = Best {
         deadline: deadline.map(|dl| format!("{latency} ≤ {} {latency_unit}", number(dl))),
         deadline_default: view.deadline.is_none() && deadline.is_some(),
         columns: columns_of(view, table, q, &best_fields, false),
-        rows: rows_of(
-            table,
-            &chosen.rows[..chosen.rows.len().min(BEST_ROWS)],
-            &best_fields,
-        ),
-        more: chosen.rows.len().saturating_sub(BEST_ROWS),
-        json: with_query(&format!("/v1/{d}/best"), &encode(&best_pairs)),
+        rows: rows_of(table, &rows[..rows.len().min(BEST_ROWS)], &best_fields),
+        more: rows.len().saturating_sub(BEST_ROWS),
+        json: with_query(&format!("/v1/{}/best", domain.as_str()), &best_query),
     };
     Ok((best, latency_unit))
 }

@@ -13,7 +13,7 @@ use crate::service::leaderboard::SiteFile;
 use crate::service::machinery::{Piece, Plain};
 use crate::service::{Service, ServiceError, Snapshot};
 
-use super::answer::{Encoded, Head, Reply};
+use super::answer::{Answer, Encoded, Head, Reply};
 use super::declare::{ITL_MIXTURE_MANY, ITL_MIXTURE_ONE, QUERIES, Question};
 use super::models::ModelRequest;
 use super::places::{Place, Places};
@@ -125,11 +125,7 @@ impl Door {
     /// The answer to `req`, from the cache or computed and kept. Refusals are not kept, nor an
     /// answer sent as it is made.
     pub async fn ask(&self, req: &Request) -> Result<Reply, ServiceError> {
-        // The question's place in `QUERIES`: what it is counted under, and its part of the key.
-        let question = QUERIES.iter().position(|(_, q)| *q == req.question);
-        if let Some(i) = question {
-            self.asked[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
+        let question = self.count(req.question);
         let snapshot = self.service.snapshot();
         let key = key(req, question, snapshot.generation);
         if let Some(hit) = self.cache.get(&key) {
@@ -153,6 +149,27 @@ impl Door {
         }
         let encoded = self.compute(req, &snapshot).await?;
         Ok(Reply::Whole(keep(&self.cache, key, encoded)))
+    }
+
+    /// `question` asked once more: its place in `QUERIES`, what it is counted under and its part
+    /// of an answer's key.
+    fn count(&self, question: Question) -> Option<usize> {
+        let i = QUERIES.iter().position(|(_, q)| *q == question)?;
+        self.asked[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(i)
+    }
+
+    /// The answer to a question of `snapshot`'s run table (runs, one run, groups, a frontier,
+    /// the best runs) before it is written, for a front end that shows it its own way (the
+    /// explorer's pages, which keep the pages they make).
+    pub fn answer(&self, req: &Request, snapshot: &Snapshot) -> Result<Answer, ServiceError> {
+        self.count(req.question);
+        super::runs::answer(req, snapshot, self.max_rows).unwrap_or_else(|| {
+            Err(ServiceError::Internal(format!(
+                "{:?} is not a question of the run table",
+                req.question
+            )))
+        })
     }
 
     /// The answer to a question about a model of the caller's own data, computed on a place for

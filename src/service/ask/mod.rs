@@ -33,4 +33,3 @@ pub use self::door::{AnswerCache, Door, answer_cache};
 pub use self::format::Format;
 pub use self::grammar::*;
 pub use self::request::Request;
-pub use self::runs::rows_in_file_order;

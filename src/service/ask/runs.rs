@@ -114,7 +114,7 @@ fn group(req: &Request, table: &RunTable) -> Result<Answer, ServiceError> {
 }
 
 /// The filtered runs in the leaderboard's file order.
-pub fn rows_in_file_order(table: &RunTable, q: &RunQuery) -> Result<Vec<usize>, ServiceError> {
+fn rows_in_file_order(table: &RunTable, q: &RunQuery) -> Result<Vec<usize>, ServiceError> {
     let mut rows = table.filter_rows(&q.filters, q.stability)?;
     in_file_order(table, &mut rows);
     Ok(rows)
