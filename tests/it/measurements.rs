@@ -286,6 +286,56 @@ async fn bad_parameters_are_named() {
     assert_eq!(r.status, 404);
 }
 
+/// A measurement's numeric filters read as the run lists' do (one reading, `numeric_filter`):
+/// exact values or a range, each bound once; a range selects what its bounds say.
+#[tokio::test]
+async fn measurement_numeric_filters_read_as_the_run_lists_do() {
+    let app = TestApp::sample().await;
+    let all = app
+        .get("/v1/measurements/runs?source_kind=mlenergy_v3")
+        .await
+        .json();
+    let want = all["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| (2..=4).contains(&r["num_gpus"].as_i64().unwrap()))
+        .count();
+    let got = app
+        .get("/v1/measurements/runs?source_kind=mlenergy_v3&num_gpus_min=2&num_gpus_max=4")
+        .await
+        .json();
+    assert!(want > 0);
+    assert_eq!(got["runs"].as_array().unwrap().len(), want);
+    let run_list = app
+        .get("/v1/llm/runs?stability=all&num_gpus_min=2&num_gpus_max=4")
+        .await
+        .json();
+    assert_eq!(run_list["total"], want);
+    let p = app
+        .get("/v1/measurements/runs?num_gpus=2&num_gpus_min=1")
+        .await
+        .problem(400, "invalid_parameter");
+    assert_eq!(p["parameter"], "num_gpus");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("'num_gpus' (exact values) cannot be combined with 'num_gpus_min'")
+    );
+    let p = app
+        .get("/v1/measurements/runs?energy_j_min=1&energy_j_min=2")
+        .await
+        .problem(400, "invalid_parameter");
+    assert_eq!(p["parameter"], "energy_j_min");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("takes a single value")
+    );
+}
+
 #[tokio::test]
 async fn repeat_stats_over_the_datasets_seeds() {
     let app = TestApp::sample().await;

@@ -18,9 +18,9 @@ use super::declare::{
 use crate::service::ServiceError;
 
 /// A number written as the OpenAPI document allows (`[+-]?d{1,15}(.d{1,15})?([eE][+-]?d{1,2})?`),
-/// finite; `None` otherwise. The measurement filters read their values with it, so that what the
+/// finite; `None` otherwise. Exact values of numeric filters are read with it, so that what the
 /// document calls invalid is refused.
-pub fn documented_number(v: &str) -> Option<f64> {
+fn documented_number(v: &str) -> Option<f64> {
     let b = v.as_bytes();
     let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
     let digits = |i: &mut usize, max: usize| {
@@ -102,6 +102,54 @@ pub fn filtered_field(domain: Domain, param: &str) -> Option<&'static str> {
                 .find(|(p, _)| *p == base)
                 .map(|(p, _)| *p)
         })
+}
+
+/// A numeric field's filter from its parameters, each with the name it was given as: exact
+/// values (written as the document's number grammar), or a range (`_min`, `_max`: any finite
+/// number), not both. The one reading of numeric filters, for the run tables and the imported
+/// measurements.
+pub(crate) fn numeric_filter(
+    field: &str,
+    exact: Option<(String, Vec<&str>)>,
+    min: Option<(String, String)>,
+    max: Option<(String, String)>,
+) -> Result<Option<Filter>, ServiceError> {
+    let refuse = |name: &str, v: &str| ServiceError::InvalidParameter {
+        parameter: name.to_string(),
+        detail: format!("parameter '{name}' must be a number, got '{v}'"),
+        allowed: None,
+    };
+    let bound = |(name, v): (String, String)| {
+        v.parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| refuse(&name, &v))
+    };
+    match (exact, min.is_some() || max.is_some()) {
+        (Some((name, _)), true) => {
+            let range = min.or(max).map(|(n, _)| n).unwrap_or_default();
+            Err(ServiceError::InvalidParameter {
+                parameter: name.clone(),
+                detail: format!(
+                    "'{name}' (exact values) cannot be combined with '{range}' (a range); use one or the other"
+                ),
+                allowed: None,
+            })
+        }
+        (Some((name, values)), false) => Ok(Some(Filter::NumOneOf {
+            field: field.to_string(),
+            values: values
+                .iter()
+                .map(|v| documented_number(v).ok_or_else(|| refuse(&name, v)))
+                .collect::<Result<_, _>>()?,
+        })),
+        (None, true) => Ok(Some(Filter::Range {
+            field: field.to_string(),
+            min: min.map(bound).transpose()?,
+            max: max.map(bound).transpose()?,
+        })),
+        (None, false) => Ok(None),
+    }
 }
 
 /// Parsed query string: canonical parameter name → values (comma-split, in order).
@@ -358,36 +406,17 @@ impl Params {
             if !named.next().is_some_and(|(k, _)| k.starts_with(*p)) {
                 continue;
             }
-            let (min_key, max_key) = (format!("{p}_min"), format!("{p}_max"));
-            let exact = self.values.get(*p);
-            let (min, max) = (self.single(&min_key)?, self.single(&max_key)?);
-            if exact.is_some() && (min.is_some() || max.is_some()) {
-                let range = if min.is_some() { &min_key } else { &max_key };
-                return Err(ServiceError::InvalidParameter {
-                    parameter: self.name(p),
-                    detail: format!(
-                        "'{}' (exact values) cannot be combined with '{}' (a range); use one or the other",
-                        self.name(p),
-                        self.name(range)
-                    ),
-                    allowed: None,
-                });
-            }
-            if let Some(vals) = exact {
-                let nums = vals
-                    .iter()
-                    .map(|v| self.number(p, v))
-                    .collect::<Result<Vec<_>, _>>()?;
-                filters.push(Filter::NumOneOf {
-                    field: p.to_string(),
-                    values: nums,
-                });
-            } else if min.is_some() || max.is_some() {
-                filters.push(Filter::Range {
-                    field: p.to_string(),
-                    min: min.map(|v| self.number(&min_key, v)).transpose()?,
-                    max: max.map(|v| self.number(&max_key, v)).transpose()?,
-                });
+            let exact = self
+                .values
+                .get(*p)
+                .map(|v| (self.name(p), v.iter().map(String::as_str).collect()));
+            let bound = |key: &str| {
+                let v = self.single(key)?;
+                Ok::<_, ServiceError>(v.map(|v| (self.name(key), v.to_string())))
+            };
+            let (min, max) = (bound(&format!("{p}_min"))?, bound(&format!("{p}_max"))?);
+            if let Some(f) = numeric_filter(p, exact, min, max)? {
+                filters.push(f);
             }
         }
         let stability = match self.single("stability")? {

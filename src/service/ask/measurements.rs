@@ -18,6 +18,7 @@ use super::answer::{Answer, Encoded, Member, Nullable, Rows, Shape};
 use super::declare::{ParamSpec, ValueKind, spec};
 use super::door::{AnswerKey, Door, keep};
 use super::format::Format;
+use super::grammar::numeric_filter;
 
 /// A question of the measurements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,82 +206,62 @@ fn names(cols: &[Col]) -> Vec<String> {
 /// The largest `offset` (as for the run lists).
 const MAX_OFFSET: usize = super::declare::MAX_OFFSET as usize;
 
-/// The filter a parameter (without its prefix) stands for, or `None` if it names no column.
-fn filter_of(
-    cols: &[Col],
-    param: &str,
-    raw: &str,
-    value: &str,
-) -> Result<Option<Filter>, ServiceError> {
-    let refuse = |v: &str| ServiceError::InvalidParameter {
-        parameter: raw.into(),
-        detail: format!("'{raw}' takes numbers, not '{v}'"),
-        allowed: None,
-    };
-    // Exact values are written as the document's number grammar; a range bound is any finite number.
-    let number = |v: &str| crate::service::ask::documented_number(v).ok_or_else(|| refuse(v));
-    let bound = |v: &str| {
-        v.parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite())
-            .ok_or_else(|| refuse(v))
-    };
-    let values: Vec<String> = value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect();
+/// A numeric column's filter parameters as given (name and value): exact values, and the bounds.
+#[derive(Default)]
+struct Numeric {
+    exact: Option<(String, Vec<String>)>,
+    min: Option<(String, String)>,
+    max: Option<(String, String)>,
+}
+
+/// What a parameter (without its prefix) names: a column's exact values, or a bound of a numeric
+/// one (`_min`, `_max`); `None` if it names no column.
+fn named<'a>(cols: &'a [Col], param: &str) -> Option<(&'a Col, Option<bool>)> {
     if let Some(c) = cols
         .iter()
         .find(|c| c.name == param && c.ty != ColType::Json)
     {
-        return Ok(Some(match c.ty {
-            t if t.is_numeric() => Filter::NumOneOf {
-                field: c.name.into(),
-                values: value.split(',').map(number).collect::<Result<_, _>>()?,
-            },
-            ColType::Bool => {
-                // Every item, a blank one too (`is_stable=` names neither).
-                if let Some(bad) = value
-                    .split(',')
-                    .map(str::trim)
-                    .find(|v| !matches!(*v, "true" | "false"))
-                {
-                    return Err(ServiceError::InvalidParameter {
-                        parameter: raw.into(),
-                        detail: format!("'{raw}' is true or false, not '{bad}'"),
-                        allowed: Some(vec!["true".into(), "false".into()]),
-                    });
-                }
-                Filter::OneOf {
-                    field: c.name.into(),
-                    values,
-                }
-            }
-            _ => Filter::OneOf {
-                field: c.name.into(),
-                values,
-            },
-        }));
+        return Some((c, None));
     }
-    for (suffix, is_min) in [("_min", true), ("_max", false)] {
-        if let Some(base) = param.strip_suffix(suffix)
-            && let Some(c) = cols.iter().find(|c| c.name == base && c.ty.is_numeric())
+    [("_min", true), ("_max", false)]
+        .into_iter()
+        .find_map(|(suffix, is_min)| {
+            let base = param.strip_suffix(suffix)?;
+            let c = cols.iter().find(|c| c.name == base && c.ty.is_numeric())?;
+            Some((c, Some(is_min)))
+        })
+}
+
+/// The filter of a text or boolean column's values (`raw`: the parameter as given).
+fn values_filter(c: &Col, raw: &str, value: &str) -> Result<Filter, ServiceError> {
+    if c.ty == ColType::Bool {
+        // Every item, a blank one too (`is_stable=` names neither).
+        if let Some(bad) = value
+            .split(',')
+            .map(str::trim)
+            .find(|v| !matches!(*v, "true" | "false"))
         {
-            let x = bound(value)?;
-            return Ok(Some(Filter::Range {
-                field: c.name.into(),
-                min: is_min.then_some(x),
-                max: (!is_min).then_some(x),
-            }));
+            return Err(ServiceError::InvalidParameter {
+                parameter: raw.into(),
+                detail: format!("'{raw}' is true or false, not '{bad}'"),
+                allowed: Some(vec!["true".into(), "false".into()]),
+            });
         }
     }
-    Ok(None)
+    Ok(Filter::OneOf {
+        field: c.name.into(),
+        values: value
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect(),
+    })
 }
 
 /// The query's filters, one list per prefix (a parameter `<prefix><column>`, `_min` or `_max`),
-/// refusing any parameter that is neither a filter nor one the question declares.
+/// refusing any parameter that is neither a filter nor one the question declares. A numeric
+/// column's parameters are read together, as the run lists read theirs (`numeric_filter`).
 fn filters(
     req: &MeasurementsRequest<'_>,
     cols: &[Col],
@@ -288,14 +269,36 @@ fn filters(
 ) -> Result<Vec<Vec<Filter>>, ServiceError> {
     let specs = req.what.specs();
     let mut out = vec![Vec::new(); prefixes.len()];
+    // Numeric columns' parameters by (prefix, column), in the order first named.
+    let mut numeric: Vec<((usize, &str), Numeric)> = Vec::new();
     'pairs: for (k, v) in &req.pairs {
         for (i, p) in prefixes.iter().enumerate() {
-            if let Some(name) = k.strip_prefix(p)
-                && let Some(f) = filter_of(cols, name, k, v)?
-            {
-                out[i].push(f);
+            let Some((c, bound)) = k.strip_prefix(p).and_then(|name| named(cols, name)) else {
+                continue;
+            };
+            if !c.ty.is_numeric() {
+                out[i].push(values_filter(c, k, v)?);
                 continue 'pairs;
             }
+            let at = match numeric.iter().position(|(key, _)| *key == (i, c.name)) {
+                Some(at) => at,
+                None => {
+                    numeric.push(((i, c.name), Numeric::default()));
+                    numeric.len() - 1
+                }
+            };
+            let entry = &mut numeric[at].1;
+            let given = (k.clone(), v.clone());
+            match bound {
+                None => entry
+                    .exact
+                    .get_or_insert_with(|| (k.clone(), Vec::new()))
+                    .1
+                    .extend(v.split(',').map(str::to_string)),
+                Some(true) => once(&mut entry.min, given)?,
+                Some(false) => once(&mut entry.max, given)?,
+            }
+            continue 'pairs;
         }
         if !specs.iter().any(|s| s.name == *k) {
             return Err(ServiceError::UnknownParameter {
@@ -304,7 +307,29 @@ fn filters(
             });
         }
     }
+    for ((i, field), n) in numeric {
+        let exact = n
+            .exact
+            .as_ref()
+            .map(|(name, v)| (name.clone(), v.iter().map(String::as_str).collect()));
+        if let Some(f) = numeric_filter(field, exact, n.min, n.max)? {
+            out[i].push(f);
+        }
+    }
     Ok(out)
+}
+
+/// A bound given once; a second is refused.
+fn once(slot: &mut Option<(String, String)>, given: (String, String)) -> Result<(), ServiceError> {
+    if slot.is_some() {
+        return Err(ServiceError::InvalidParameter {
+            parameter: given.0.clone(),
+            detail: format!("parameter '{}' takes a single value", given.0),
+            allowed: None,
+        });
+    }
+    *slot = Some(given);
+    Ok(())
 }
 
 fn sort_keys(pairs: &[(String, String)], cols: &[Col]) -> Result<Vec<SortKey>, ServiceError> {
