@@ -52,15 +52,18 @@ pub(super) async fn layer(State(keep): State<Keep>, req: Request, next: Next) ->
         return AppError::PayloadTooLarge { limit }.into_response();
     };
     let plain = keep.state.http.plain;
+    // Nothing is keyed, looked up or joined to be kept when the answer cache keeps nothing.
+    let kept = plain.on(Piece::McpCache) && keep.state.cache.enabled();
     let mut call = tool_call(
         &parts.headers,
         &bytes,
         keep.state.service.snapshot().generation,
+        kept,
     );
-    // Nothing is looked up or joined to be kept when the answer cache keeps nothing.
-    let kept = plain.on(Piece::McpCache) && keep.state.cache.enabled();
     if let Some(call) = &mut call {
-        if kept && let Some(tail) = keep.state.cache.get_keyed(&call.key) {
+        if let Some(key) = &call.key
+            && let Some(tail) = keep.state.cache.get_keyed(key)
+        {
             keep.state
                 .metrics
                 .tool_call(&call.tool, "ok", started.elapsed());
@@ -73,11 +76,11 @@ pub(super) async fn layer(State(keep): State<Keep>, req: Request, next: Next) ->
                 .direct(&call.tool, std::mem::take(&mut call.arguments))
                 .await
         {
-            if kept {
+            if let Some(key) = call.key.take() {
                 let whole: Vec<u8> = tail.concat();
                 keep.state
                     .cache
-                    .put_keyed(call.key.clone(), "application/json", whole.into());
+                    .put_keyed(key, "application/json", whole.into());
             }
             return answer(&call.id, tail);
         }
@@ -85,7 +88,7 @@ pub(super) async fn layer(State(keep): State<Keep>, req: Request, next: Next) ->
     let resp = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
-    let Some(call) = call.filter(|_| kept) else {
+    let Some((id, key)) = call.and_then(|c| Some((c.id, c.key?))) else {
         return resp;
     };
     let json = resp
@@ -100,44 +103,49 @@ pub(super) async fn layer(State(keep): State<Keep>, req: Request, next: Next) ->
         return AppError::Internal("the tool's answer could not be read".into()).into_response();
     };
     let mut head = HEAD.to_vec();
-    head.extend_from_slice(call.id.as_bytes());
+    head.extend_from_slice(id.as_bytes());
     if bytes.starts_with(&head) && bytes.ends_with(OK_END) {
         keep.state
             .cache
-            .put_keyed(call.key, "application/json", bytes.slice(head.len()..));
+            .put_keyed(key, "application/json", bytes.slice(head.len()..));
     }
     Response::from_parts(parts, Body::from(bytes))
 }
 
 /// A plain `tools/call` request (`direct::plain`): its id as JSON, the tool's name and
-/// arguments, and the key of its answer.
+/// arguments, and the key of its answer when answers are kept.
 struct ToolCall {
     id: String,
     tool: String,
     arguments: Map<String, Value>,
-    key: String,
+    key: Option<String>,
 }
 
-fn tool_call(headers: &HeaderMap, body: &[u8], generation: u64) -> Option<ToolCall> {
-    let v: Value = serde_json::from_slice(body).ok()?;
-    let m = v.as_object()?;
+fn tool_call(headers: &HeaderMap, body: &[u8], generation: u64, kept: bool) -> Option<ToolCall> {
+    let mut v: Value = serde_json::from_slice(body).ok()?;
+    let m = v.as_object_mut()?;
     if !direct::plain(headers, m) {
         return None;
     }
-    let params = m.get("params")?;
+    let id = m.get("id")?.to_string();
+    let params = m.get_mut("params")?;
     let version = headers
         .get("mcp-protocol-version")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
+    // Made only when an answer may be kept: the call as sent, name and arguments.
+    let key = kept.then(|| format!("{generation}|mcp|{version}|{params}"));
+    let params = params.as_object_mut()?;
+    let tool = params.get("name")?.as_str()?.to_string();
+    let arguments = match params.remove("arguments") {
+        Some(Value::Object(arguments)) => arguments,
+        _ => Map::new(),
+    };
     Some(ToolCall {
-        id: m.get("id")?.to_string(),
-        tool: params.get("name")?.as_str()?.to_string(),
-        arguments: params
-            .get("arguments")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default(),
-        key: format!("{generation}|mcp|{version}|{params}"),
+        id,
+        tool,
+        arguments,
+        key,
     })
 }
 

@@ -1,11 +1,16 @@
 //! The service's one door for questions. What each question takes is declared once
 //! (`declare`); every front end's parameters are read with one grammar (`grammar`) into a
 //! [`Request`], which the [`Door`] answers (`door`: the answer cache, keyed on the canonical
-//! request, and the places costly questions take, `places`) with an [`Answer`] (`answer`: rows and the envelope around them), written in one of
-//! the representations (`format`) by one writer. The questions answered at the door so far: the
-//! run table's (`runs`), the sweeps' fits (`fits`), the predictor's (`predict`) and the raw-derived data answered whole
-//! (`raw`: timelines, ITL statistics), and the charts drawn of them (`charts`). SQL is asked of it too (`sql`), and
-//! the imported measurements' questions (`measurements`).
+//! request, and the places costly questions take, `places`) with an [`Answer`] (`answer`: rows
+//! and the envelope around them), written in one of the representations (`format`) by one
+//! writer, and sent whole or, when it is too long to hold, as it is written ([`Reply`]).
+//!
+//! The questions: the run table's (`runs`: runs, one run, groups, the Pareto frontier, the best
+//! runs), the fitted models' (`fits`: sweeps' logistic fits, runs' ITL mixtures), the
+//! predictor's (`predict`), the raw-derived data (`raw`: timelines and ITL statistics;
+//! `samples`: output lengths and ITL samples), the charts drawn of them (`charts`), SQL (`sql`),
+//! the imported measurements' (`measurements`), models of the caller's own data (`models`), and
+//! the leaderboard's files.
 
 pub mod answer;
 mod charts;
