@@ -104,16 +104,17 @@ pub fn filtered_field(domain: Domain, param: &str) -> Option<&'static str> {
         })
 }
 
-/// A numeric field's filter from its parameters, each with the name it was given as: exact
-/// values (written as the document's number grammar), or a range (`_min`, `_max`: any finite
-/// number), not both. The one reading of numeric filters, for the run tables and the imported
-/// measurements.
-pub(crate) fn numeric_filter(
+/// A numeric field's filters from its parameters, each with the name it was given as: exact
+/// values (written as the document's number grammar) and a range (`_min`, `_max`: any finite
+/// number), both applied when both are given. The one reading of numeric filters, for the run
+/// tables and the imported measurements (the run lists refuse exact values with a range first:
+/// their document makes a field's filter one object, one form or the other).
+pub(crate) fn numeric_filters_of(
     field: &str,
     exact: Option<(String, Vec<&str>)>,
     min: Option<(String, String)>,
     max: Option<(String, String)>,
-) -> Result<Option<Filter>, ServiceError> {
+) -> Result<Vec<Filter>, ServiceError> {
     let refuse = |name: &str, v: &str| ServiceError::InvalidParameter {
         parameter: name.to_string(),
         detail: format!("parameter '{name}' must be a number, got '{v}'"),
@@ -125,31 +126,24 @@ pub(crate) fn numeric_filter(
             .filter(|x| x.is_finite())
             .ok_or_else(|| refuse(&name, &v))
     };
-    match (exact, min.is_some() || max.is_some()) {
-        (Some((name, _)), true) => {
-            let range = min.or(max).map(|(n, _)| n).unwrap_or_default();
-            Err(ServiceError::InvalidParameter {
-                parameter: name.clone(),
-                detail: format!(
-                    "'{name}' (exact values) cannot be combined with '{range}' (a range); use one or the other"
-                ),
-                allowed: None,
-            })
-        }
-        (Some((name, values)), false) => Ok(Some(Filter::NumOneOf {
+    let mut out = Vec::new();
+    if let Some((name, values)) = exact {
+        out.push(Filter::NumOneOf {
             field: field.to_string(),
             values: values
                 .iter()
                 .map(|v| documented_number(v).ok_or_else(|| refuse(&name, v)))
                 .collect::<Result<_, _>>()?,
-        })),
-        (None, true) => Ok(Some(Filter::Range {
+        });
+    }
+    if min.is_some() || max.is_some() {
+        out.push(Filter::Range {
             field: field.to_string(),
             min: min.map(bound).transpose()?,
             max: max.map(bound).transpose()?,
-        })),
-        (None, false) => Ok(None),
+        });
     }
+    Ok(out)
 }
 
 /// Parsed query string: canonical parameter name → values (comma-split, in order).
@@ -415,9 +409,16 @@ impl Params {
                 Ok::<_, ServiceError>(v.map(|v| (self.name(key), v.to_string())))
             };
             let (min, max) = (bound(&format!("{p}_min"))?, bound(&format!("{p}_max"))?);
-            if let Some(f) = numeric_filter(p, exact, min, max)? {
-                filters.push(f);
+            if let (Some((name, _)), Some((range, _))) = (&exact, min.as_ref().or(max.as_ref())) {
+                return Err(ServiceError::InvalidParameter {
+                    parameter: name.clone(),
+                    detail: format!(
+                        "'{name}' (exact values) cannot be combined with '{range}' (a range); use one or the other"
+                    ),
+                    allowed: None,
+                });
             }
+            filters.extend(numeric_filters_of(p, exact, min, max)?);
         }
         let stability = match self.single("stability")? {
             None | Some("stable") => Stability::Stable,

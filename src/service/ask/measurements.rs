@@ -18,7 +18,7 @@ use super::answer::{Answer, Encoded, Member, Nullable, Rows, Shape};
 use super::declare::{ParamSpec, ValueKind, spec};
 use super::door::{AnswerKey, Door, keep};
 use super::format::Format;
-use super::grammar::numeric_filter;
+use super::grammar::numeric_filters_of;
 
 /// A question of the measurements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,7 +261,7 @@ fn values_filter(c: &Col, raw: &str, value: &str) -> Result<Filter, ServiceError
 
 /// The query's filters, one list per prefix (a parameter `<prefix><column>`, `_min` or `_max`),
 /// refusing any parameter that is neither a filter nor one the question declares. A numeric
-/// column's parameters are read together, as the run lists read theirs (`numeric_filter`).
+/// column's parameters are read together, as the run lists read theirs (`numeric_filters_of`).
 fn filters(
     req: &MeasurementsRequest<'_>,
     cols: &[Col],
@@ -312,9 +312,7 @@ fn filters(
             .exact
             .as_ref()
             .map(|(name, v)| (name.clone(), v.iter().map(String::as_str).collect()));
-        if let Some(f) = numeric_filter(field, exact, n.min, n.max)? {
-            out[i].push(f);
-        }
+        out[i].extend(numeric_filters_of(field, exact, n.min, n.max)?);
     }
     Ok(out)
 }
