@@ -146,6 +146,55 @@ pub(crate) fn numeric_filters_of(
     Ok(out)
 }
 
+/// Sort keys from `sort`'s items (`field` ascending, `-field` descending, `+field` ascending),
+/// each a field `known` says can be sorted by; else refused naming the fields (`allowed`). The
+/// one reading of `sort`, for the run tables and the imported measurements.
+pub(crate) fn sort_keys<'a>(
+    items: impl IntoIterator<Item = &'a str>,
+    known: impl Fn(&str) -> bool,
+    allowed: impl FnOnce() -> Vec<String>,
+) -> Result<Vec<SortKey>, ServiceError> {
+    let mut keys = Vec::new();
+    for key in items.into_iter().filter(|k| !k.is_empty()) {
+        let (field, descending) = match key.strip_prefix('-') {
+            Some(f) => (f, true),
+            None => (key.strip_prefix('+').unwrap_or(key), false),
+        };
+        if !known(field) {
+            return Err(ServiceError::UnknownField {
+                parameter: "sort".into(),
+                field: field.into(),
+                allowed: allowed(),
+            });
+        }
+        keys.push(SortKey {
+            field: field.into(),
+            descending,
+        });
+    }
+    Ok(keys)
+}
+
+/// The count `v` of parameter `name` (`limit`, `offset`), at most `max` ("<name> N is above the
+/// maximum of <max><unit>"). The one reading of counts, for the run tables and the imported
+/// measurements.
+pub(crate) fn count_of(name: &str, v: &str, max: u64, unit: &str) -> Result<usize, ServiceError> {
+    let refuse = |detail| ServiceError::InvalidParameter {
+        parameter: name.to_string(),
+        detail,
+        allowed: None,
+    };
+    match v.parse::<usize>() {
+        Ok(n) if n as u64 > max => Err(refuse(format!(
+            "{name} {n} is above the maximum of {max}{unit}"
+        ))),
+        Ok(n) => Ok(n),
+        Err(_) => Err(refuse(format!(
+            "parameter '{name}' must be a non-negative integer, got '{v}'"
+        ))),
+    }
+}
+
 /// Parsed query string: canonical parameter name → values (comma-split, in order).
 pub struct Params {
     values: BTreeMap<String, Vec<String>>,
@@ -348,37 +397,16 @@ impl Params {
         }
     }
 
-    fn count(&self, key: &str) -> Result<Option<usize>, ServiceError> {
-        self.single(key)?
-            .map(|v| {
-                v.parse::<usize>()
-                    .map_err(|_| ServiceError::InvalidParameter {
-                        parameter: self.name(key),
-                        detail: format!(
-                            "parameter '{}' must be a non-negative integer, got '{v}'",
-                            self.name(key)
-                        ),
-                        allowed: None,
-                    })
-            })
-            .transpose()
-    }
-
-    /// `count`, refused above `max` ("<name> N is above the maximum of <max><unit>").
+    /// `key`'s count, at most `max` (see `count_of`).
     fn count_at_most(
         &self,
         key: &str,
         max: u64,
         unit: &str,
     ) -> Result<Option<usize>, ServiceError> {
-        match self.count(key)? {
-            Some(n) if n as u64 > max => Err(ServiceError::InvalidParameter {
-                parameter: self.name(key),
-                detail: format!("{} {n} is above the maximum of {max}{unit}", self.name(key)),
-                allowed: None,
-            }),
-            n => Ok(n),
-        }
+        self.single(key)?
+            .map(|v| count_of(&self.name(key), v, max, unit))
+            .transpose()
     }
 
     /// Filters and stability shared by the list and group questions.
@@ -706,30 +734,15 @@ impl Params {
         max_rows: usize,
     ) -> Result<RunQuery, ServiceError> {
         let (filters, stability) = self.filters(domain)?;
-        let mut sort = Vec::new();
-        for key in self
-            .values
-            .get("sort")
-            .into_iter()
-            .flatten()
-            .filter(|k| !k.is_empty())
-        {
-            let (field, descending) = match key.strip_prefix('-') {
-                Some(f) => (f, true),
-                None => (key.strip_prefix('+').unwrap_or(key), false),
-            };
-            if table.field_index(field).is_none() {
-                return Err(ServiceError::UnknownField {
-                    parameter: "sort".into(),
-                    field: field.into(),
-                    allowed: table.field_names(),
-                });
-            }
-            sort.push(SortKey {
-                field: field.into(),
-                descending,
-            });
-        }
+        let sort = sort_keys(
+            self.values
+                .get("sort")
+                .into_iter()
+                .flatten()
+                .map(String::as_str),
+            |f| table.field_index(f).is_some(),
+            || table.field_names(),
+        )?;
         let limit = self.count_at_most("limit", max_rows as u64, " rows per response")?;
         Ok(RunQuery {
             filters,

@@ -18,7 +18,7 @@ use super::answer::{Answer, Encoded, Member, Nullable, Rows, Shape};
 use super::declare::{ParamSpec, ValueKind, spec};
 use super::door::{AnswerKey, Door, keep};
 use super::format::Format;
-use super::grammar::numeric_filters_of;
+use super::grammar::{self, count_of, numeric_filters_of};
 
 /// A question of the measurements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,7 +176,7 @@ fn single<'a>(pairs: &'a [(String, String)], key: &str) -> Result<Option<&'a str
     if it.next().is_some() {
         return Err(ServiceError::InvalidParameter {
             parameter: key.into(),
-            detail: format!("'{key}' is given more than once"),
+            detail: format!("parameter '{key}' takes a single value"),
             allowed: None,
         });
     }
@@ -184,19 +184,9 @@ fn single<'a>(pairs: &'a [(String, String)], key: &str) -> Result<Option<&'a str
 }
 
 fn count(pairs: &[(String, String)], key: &str, max: usize) -> Result<Option<usize>, ServiceError> {
-    match single(pairs, key)? {
-        None => Ok(None),
-        Some(v) => v
-            .parse::<usize>()
-            .ok()
-            .filter(|n| *n <= max)
-            .map(Some)
-            .ok_or_else(|| ServiceError::InvalidParameter {
-                parameter: key.into(),
-                detail: format!("'{key}' must be a whole number from 0 to {max}, not '{v}'"),
-                allowed: None,
-            }),
-    }
+    single(pairs, key)?
+        .map(|v| count_of(key, v, max as u64, ""))
+        .transpose()
 }
 
 fn names(cols: &[Col]) -> Vec<String> {
@@ -331,30 +321,12 @@ fn once(slot: &mut Option<(String, String)>, given: (String, String)) -> Result<
 }
 
 fn sort_keys(pairs: &[(String, String)], cols: &[Col]) -> Result<Vec<SortKey>, ServiceError> {
-    let mut keys = Vec::new();
-    for (_, v) in pairs.iter().filter(|(k, _)| k == "sort") {
-        for key in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (field, descending) = match key.strip_prefix('-') {
-                Some(f) => (f, true),
-                None => (key.strip_prefix('+').unwrap_or(key), false),
-            };
-            if !cols
-                .iter()
-                .any(|c| c.name == field && c.ty != ColType::Json)
-            {
-                return Err(ServiceError::UnknownField {
-                    parameter: "sort".into(),
-                    field: field.into(),
-                    allowed: names(cols),
-                });
-            }
-            keys.push(SortKey {
-                field: field.into(),
-                descending,
-            });
-        }
-    }
-    Ok(keys)
+    let items = pairs
+        .iter()
+        .filter(|(k, _)| k == "sort")
+        .flat_map(|(_, v)| v.split(',').map(str::trim));
+    let known = |f: &str| cols.iter().any(|c| c.name == f && c.ty != ColType::Json);
+    grammar::sort_keys(items, known, || names(cols))
 }
 
 fn projection(
