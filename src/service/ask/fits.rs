@@ -109,19 +109,9 @@ fn mixture_row(
 ) -> Frame {
     let rows: Vec<Option<usize>> = fit.iter().map(|f| Some(f.0)).collect();
     let mut columns = table_columns(t, &KEY_COLUMNS, &rows);
-    let values: Option<[f64; 9]> = fit.map(|(_, m, _, _)| {
+    let values: Option<Vec<f64>> = fit.map(|(_, m, _, _)| {
         let (mean, var) = m.mean_var();
-        [
-            m.loc,
-            m.pi_steady,
-            m.sigma_steady,
-            m.scale_steady,
-            m.pi_stall,
-            m.sigma_stall,
-            m.scale_stall,
-            mean,
-            var,
-        ]
+        m.parameters().into_iter().chain([mean, var]).collect()
     });
     let names = crate::engine::models::itl_mixture::PARAMETERS
         .iter()

@@ -269,18 +269,9 @@ fn mixture_fit(samples: &[f64], max_samples: Option<usize>, seed: u64) -> Value 
     let n = max_samples.map_or(usable, |m| usable.min(m));
     let m = ItlMixtureModel::fit(samples, max_samples, seed);
     let (mean, var) = m.mean_var();
-    let values = [
-        m.loc,
-        m.pi_steady,
-        m.sigma_steady,
-        m.scale_steady,
-        m.pi_stall,
-        m.sigma_stall,
-        m.scale_stall,
-    ];
     let mut out: Map<String, Value> = itl_mixture::PARAMETERS
         .iter()
-        .zip(values)
+        .zip(m.parameters())
         .map(|(k, v)| (k.to_string(), num(v)))
         .collect();
     out.insert("mean_s".into(), num(mean));

@@ -225,6 +225,19 @@ impl ItlMixtureModel {
         }
     }
 
+    /// The seven parameters' values, in `PARAMETERS`' order.
+    pub fn parameters(&self) -> [f64; 7] {
+        [
+            self.loc,
+            self.pi_steady,
+            self.sigma_steady,
+            self.scale_steady,
+            self.pi_stall,
+            self.sigma_stall,
+            self.scale_stall,
+        ]
+    }
+
     /// From the toolkit's `to_dict` shape, each key as is or with the `itl_mix_` prefix (the plain
     /// key preferred); `None` names the first key that is missing or not a number.
     pub fn from_map(get: impl Fn(&str) -> Option<f64>) -> Result<ItlMixtureModel, String> {
