@@ -331,6 +331,10 @@ async fn measurement_numeric_filters_read_as_the_run_lists_do() {
     assert!(two > 0);
     assert_eq!(total("num_gpus=2&num_gpus_min=1").await, two);
     assert_eq!(total("num_gpus=2&num_gpus_min=4").await, 0);
+    // A repeated parameter's values are one list, as the run lists read them.
+    let two_or_four = total("num_gpus=2,4").await;
+    assert!(two_or_four > two);
+    assert_eq!(total("num_gpus=2&num_gpus=4").await, two_or_four);
     let p = app
         .get("/v1/measurements/runs?energy_j_min=1&energy_j_min=2")
         .await
