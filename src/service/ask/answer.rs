@@ -443,8 +443,11 @@ pub enum SentBody {
     /// Pieces sharing memory held elsewhere (the derived data), sent one after the other.
     Pieces(Vec<Bytes>),
     /// Written while it is sent (on a blocking thread); an error cuts the body short.
-    Written(Box<dyn FnOnce(&mut (dyn std::io::Write + Send)) -> Result<(), String> + Send>),
+    Written(Writer),
 }
+
+/// What writes a [`SentBody::Written`] body to its output.
+pub type Writer = Box<dyn FnOnce(&mut (dyn std::io::Write + Send)) -> Result<(), String> + Send>;
 
 /// The list of rows of a JSON answer in short: where it is, how many rows it has, and the cells
 /// of its first rows' first members that hold no object or array (a table a front end shows).

@@ -142,7 +142,7 @@ impl Door {
                     .await?;
             return Ok(match made {
                 super::samples::Made::Whole(encoded) => {
-                    Reply::Whole(keep(&self.cache, key, encoded))
+                    Reply::Whole(keep(&self.cache, key, *encoded))
                 }
                 super::samples::Made::Sent(sent) => Reply::Sent(sent),
             });

@@ -48,7 +48,7 @@ impl Kind {
 
 /// A samples answer: whole (to be kept), or sent as it is made.
 pub(super) enum Made {
-    Whole(Encoded),
+    Whole(Box<Encoded>),
     Sent(Sent),
 }
 
@@ -120,9 +120,9 @@ pub(super) async fn answer(
         }))));
     }
     let body = encode_long(t, &keys, &segments, value, format)?;
-    Ok(Made::Whole(Encoded {
+    Ok(Made::Whole(Box::new(Encoded {
         total: Some(total),
         warnings,
         ..Encoded::new(format.content_type(), body)
-    }))
+    })))
 }
