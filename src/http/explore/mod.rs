@@ -579,7 +579,13 @@ fn explorer_of(
         encode(&pairs)
     };
     // The page's runs: the door's answer to the run list the page's query asks.
-    let list = ask_runs(state, snapshot, Question::List, domain, &page_query)?;
+    let list = ask_runs(
+        state,
+        snapshot,
+        (Question::List, "runs"),
+        domain,
+        &page_query,
+    )?;
     let total = list.total.unwrap_or(0);
 
     let mut covered: Vec<String> = Vec::new();
@@ -686,15 +692,16 @@ fn typed_inputs(view: &View, domain: Domain, covered: &mut Vec<String>) -> Vec<p
     inputs
 }
 
-/// The door's answer to `question` of `domain`'s runs with the parameters of `query`.
+/// The door's answer to `question` of `domain`'s runs with the parameters of `query`, asked at
+/// `/v1/{domain}/{resource}` (its JSON twin).
 fn ask_runs(
     state: &AppState,
     snapshot: &Snapshot,
-    question: Question,
+    (question, resource): (Question, &str),
     domain: Domain,
     query: &str,
 ) -> Result<Answer, AppError> {
-    let path = format!("/v1/{}/runs", domain.as_str());
+    let path = format!("/v1/{}/{resource}", domain.as_str());
     let req = Request::parse(question, domain, None, Some(query), path)?;
     Ok(state.door.answer(&req, snapshot)?)
 }
@@ -723,7 +730,13 @@ fn best_of(
         best_pairs.push(("deadline".into(), number(dl)));
     }
     let best_query = encode(&best_pairs);
-    let chosen = ask_runs(state, snapshot, Question::Best, domain, &best_query)?;
+    let chosen = ask_runs(
+        state,
+        snapshot,
+        (Question::Best, "best"),
+        domain,
+        &best_query,
+    )?;
     let member = |name: &str| match &chosen.shape {
         Shape::Envelope { members, .. } => members.iter().find(|(n, _)| *n == name).map(|m| &m.1),
         _ => None,

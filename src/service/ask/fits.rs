@@ -56,11 +56,11 @@ pub(super) async fn mixtures(
     for row in rows {
         frames.push(mixture(service, snapshot, row, max_samples, seed).await?);
     }
-    let rows = match <[Arc<Frame>; 1]>::try_from(frames) {
-        Ok([one]) => Rows::Shared(one),
+    let rows = match frames.len() {
         // No run: the columns still, so every format has its schema.
-        Err(none) if none.is_empty() => Rows::Frame(mixture_row(&snapshot.llm, None)),
-        Err(many) => Rows::Frame(stack(&many)),
+        0 => Rows::Frame(mixture_row(&snapshot.llm, None)),
+        1 => Rows::Shared(frames.remove(0)),
+        _ => Rows::Frame(stack(&frames)),
     };
     Ok(Answer {
         shape: Shape::Array,
