@@ -97,6 +97,22 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     };
     let mut options = args.service_options();
     options.reloader = Reloader::new(Arc::new(reopen));
+    let load_revision = {
+        let (spec, opts, catalog) = (spec.clone(), args.source_options(), catalog.clone());
+        let named = Arc::new(args.source.snapshots.clone());
+        move |revision: String| {
+            let (spec, opts, catalog, named) =
+                (spec.clone(), opts.clone(), catalog.clone(), named.clone());
+            Box::pin(async move {
+                crate::service::open::open_revision(&spec, &revision, &named, &opts, &catalog)
+                    .await
+            }) as futures::future::BoxFuture<'static, _>
+        }
+    };
+    options.revisions = crate::service::revisions::Revisions::new(
+        Some(Arc::new(load_revision)),
+        args.source.max_snapshots.max(1),
+    );
     if !args.source.imports.is_empty() {
         let specs: Vec<ImportSpec> = args
             .source

@@ -183,6 +183,14 @@ pub struct SourceArgs {
     /// once two reads in a row find it. Off by default.
     #[arg(long, env = "MLENERGY_WATCH", value_parser = humantime::parse_duration)]
     pub watch: Option<std::time::Duration>,
+    /// A local snapshot directory served beside --data under a revision name (repeatable):
+    /// `NAME=DIR`, asked for with `revision=NAME` on every read endpoint.
+    #[arg(long = "snapshot", value_name = "NAME=DIR", value_parser = parse_named_snapshot)]
+    pub snapshots: Vec<(String, String)>,
+    /// Snapshots held at once, the served one among them: another revision asked for is loaded
+    /// on first use, and the least recently used is dropped beyond this many.
+    #[arg(long, env = "MLENERGY_MAX_SNAPSHOTS", default_value_t = crate::service::revisions::Revisions::MAX_SNAPSHOTS, value_parser = clap::value_parser!(usize))]
+    pub max_snapshots: usize,
     /// Hugging Face endpoint.
     #[arg(long, env = "HF_ENDPOINT", default_value = "https://huggingface.co")]
     pub hf_endpoint: String,
@@ -198,6 +206,18 @@ pub struct SourceArgs {
     /// Extra attempts after an upstream 5xx, refused connection or timeout.
     #[arg(long, env = "MLENERGY_UPSTREAM_RETRIES", default_value_t = 2)]
     pub upstream_retries: u32,
+}
+
+/// `NAME=DIR` of `--snapshot`: a revision's name and its directory.
+fn parse_named_snapshot(s: &str) -> Result<(String, String), String> {
+    let (name, dir) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not NAME=DIR"))?;
+    crate::service::ask::check_revision(name).map_err(|e| e.to_string())?;
+    if dir.is_empty() {
+        return Err(format!("'{s}' names no directory"));
+    }
+    Ok((name.to_string(), dir.to_string()))
 }
 
 /// The raw cache, persisted derived data and the catalog.

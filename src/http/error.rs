@@ -146,6 +146,13 @@ pub enum AppError {
         parameter: &'static str,
         detail: String,
     },
+    /// A dataset revision that cannot be answered from (`revision`).
+    #[error("{detail}")]
+    Revision {
+        revision: String,
+        problem: crate::service::RevisionProblem,
+        detail: String,
+    },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -162,6 +169,11 @@ impl AppError {
             | AppError::RawUnavailable { .. }
             | AppError::HubNotFound { .. } => StatusCode::NOT_FOUND,
             AppError::RawInvalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::Revision { problem, .. } => match problem {
+                crate::service::RevisionProblem::Unknown => StatusCode::NOT_FOUND,
+                crate::service::RevisionProblem::Malformed => StatusCode::UNPROCESSABLE_ENTITY,
+                crate::service::RevisionProblem::Unavailable => StatusCode::BAD_GATEWAY,
+            },
             AppError::SourceDenied { .. } => StatusCode::FORBIDDEN,
             AppError::Upstream {
                 timed_out: true, ..
@@ -232,6 +244,11 @@ impl AppError {
                 ..
             } => "revision_not_found",
             AppError::HubNotFound { .. } => "entry_not_found",
+            AppError::Revision { problem, .. } => match problem {
+                crate::service::RevisionProblem::Unknown => "unknown_revision",
+                crate::service::RevisionProblem::Malformed => "malformed_revision",
+                crate::service::RevisionProblem::Unavailable => "revision_unavailable",
+            },
             AppError::Internal(_) => "internal",
         }
     }
@@ -271,6 +288,11 @@ impl AppError {
             AppError::HostNotAllowed(_) => "Host not allowed",
             AppError::ReloadFailed(_) => "Reload failed",
             AppError::HubNotFound { .. } => "Not found on this hub mirror",
+            AppError::Revision { problem, .. } => match problem {
+                crate::service::RevisionProblem::Unknown => "Unknown revision",
+                crate::service::RevisionProblem::Malformed => "Revision not in the published schema",
+                crate::service::RevisionProblem::Unavailable => "Revision could not be loaded",
+            },
             AppError::Internal(_) => "Internal server error",
         }
     }
@@ -374,6 +396,7 @@ impl AppError {
                     allowed.join(", ")
                 ),
             ),
+            AppError::Revision { detail, .. } => (Some("revision".into()), None, detail.clone()),
             AppError::InvalidBody { field, detail } => {
                 let (named, allowed) = body_parameter(detail);
                 (
@@ -531,6 +554,15 @@ impl From<crate::service::ServiceError> for AppError {
                 kind,
                 name,
                 allowed,
+            },
+            S::Revision {
+                revision,
+                problem,
+                detail,
+            } => AppError::Revision {
+                revision,
+                problem,
+                detail,
             },
             S::Busy(detail) => AppError::Busy {
                 detail,

@@ -15,7 +15,7 @@ use crate::service::catalog::{CacheInfo, DatasetList, FieldList, snapshot_id};
     get,
     path = "/v1/{domain}/fields",
     tag = "catalog",
-    params(("domain" = crate::engine::Domain, Path, description = "llm or diffusion")),
+    params(("domain" = crate::engine::Domain, Path, description = "llm or diffusion"), super::state::Revision),
     responses(
         (status = 200, description = "Fields in output order", body = FieldList),
         super::problems::NotFoundProblem,
@@ -24,9 +24,11 @@ use crate::service::catalog::{CacheInfo, DatasetList, FieldList, snapshot_id};
 pub async fn fields(
     State(state): State<AppState>,
     ApiPath(domain): ApiPath<String>,
+    revision: super::state::Revision,
 ) -> Result<Json<FieldList>, AppError> {
     let domain = parse_domain(&domain)?;
-    Ok(Json(FieldList::of(&state.service.snapshot(), domain)))
+    let snapshot = revision.snapshot(&state).await?;
+    Ok(Json(FieldList::of(&snapshot, domain)))
 }
 
 /// What is loaded.

@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use super::answer::with_warnings;
 use super::error::AppError;
-use super::state::{ApiPath, AppState};
+use super::state::{ApiPath, AppState, Revision};
 use super::transport::{Chosen, joined};
 use crate::service::coding::Coding;
 use crate::service::leaderboard::SiteFile;
@@ -58,9 +58,17 @@ pub fn site_file_response(file: &SiteFile, coding: Coding, content_type: &'stati
     }
 }
 
-/// The file at `path` of the served snapshot's leaderboard, from the door.
-async fn serve(state: &AppState, coding: Coding, path: &str) -> Result<Response, AppError> {
-    let file = state.door.leaderboard_file(path).await?;
+/// The file at `path` of the leaderboard of the snapshot `revision` names, from the door.
+async fn serve(
+    state: &AppState,
+    coding: Coding,
+    path: &str,
+    revision: Revision,
+) -> Result<Response, AppError> {
+    let file = state
+        .door
+        .leaderboard_file(path, revision.revision.as_deref())
+        .await?;
     Ok(site_file_response(&file, coding, "application/json"))
 }
 
@@ -69,13 +77,15 @@ async fn serve(state: &AppState, coding: Coding, path: &str) -> Result<Response,
     get,
     path = "/leaderboard/data/index.json",
     tag = "leaderboard",
+    params(Revision),
     responses((status = 200, description = "index.json, as the leaderboard publishes it", content_type = "application/json"))
 )]
 pub async fn index(
     State(state): State<AppState>,
     Chosen(coding): Chosen,
+    revision: Revision,
 ) -> Result<Response, AppError> {
-    serve(&state, coding, "index.json").await
+    serve(&state, coding, "index.json", revision).await
 }
 
 /// A task's configurations: one per run (stable LLM runs; every diffusion run), in the
@@ -84,7 +94,7 @@ pub async fn index(
     get,
     path = "/leaderboard/data/tasks/{file}",
     tag = "leaderboard",
-    params(("file" = String, Path, description = "`<task>.json`, e.g. gpqa.json")),
+    params(("file" = String, Path, description = "`<task>.json`, e.g. gpqa.json"), Revision),
     responses((status = 200, description = "tasks/<task>.json, as the leaderboard publishes it", content_type = "application/json"),
         super::problems::NotFoundProblem,
     )
@@ -93,8 +103,9 @@ pub async fn task(
     State(state): State<AppState>,
     ApiPath(file): ApiPath<String>,
     Chosen(coding): Chosen,
+    revision: Revision,
 ) -> Result<Response, AppError> {
-    serve(&state, coding, &format!("tasks/{file}")).await
+    serve(&state, coding, &format!("tasks/{file}"), revision).await
 }
 
 /// A (model, task) pair's configurations, with the LLM runs' output-length histograms.
@@ -102,7 +113,7 @@ pub async fn task(
     get,
     path = "/leaderboard/data/models/{file}",
     tag = "leaderboard",
-    params(("file" = String, Path, description = "`<org>__<name>__<task>.json`, e.g. Qwen__Qwen3-8B__gpqa.json")),
+    params(("file" = String, Path, description = "`<org>__<name>__<task>.json`, e.g. Qwen__Qwen3-8B__gpqa.json"), Revision),
     responses((status = 200, description = "models/<org>__<name>__<task>.json, as the leaderboard publishes it", content_type = "application/json"),
         super::problems::LeaderboardModelProblems,
     )
@@ -111,8 +122,9 @@ pub async fn model(
     State(state): State<AppState>,
     ApiPath(file): ApiPath<String>,
     Chosen(coding): Chosen,
+    revision: Revision,
 ) -> Result<Response, AppError> {
-    serve(&state, coding, &format!("models/{file}")).await
+    serve(&state, coding, &format!("models/{file}"), revision).await
 }
 
 /// `index.json` under `/data/` (a proxy that strips `/leaderboard`).
@@ -120,13 +132,15 @@ pub async fn model(
     get,
     path = "/data/index.json",
     tag = "leaderboard",
+    params(Revision),
     responses((status = 200, description = "index.json", content_type = "application/json"))
 )]
 pub async fn bare_index(
     State(state): State<AppState>,
     Chosen(coding): Chosen,
+    revision: Revision,
 ) -> Result<Response, AppError> {
-    serve(&state, coding, "index.json").await
+    serve(&state, coding, "index.json", revision).await
 }
 
 /// A task file under `/data/`.
@@ -134,7 +148,7 @@ pub async fn bare_index(
     get,
     path = "/data/tasks/{file}",
     tag = "leaderboard",
-    params(("file" = String, Path, description = "`<task>.json`")),
+    params(("file" = String, Path, description = "`<task>.json`"), Revision),
     responses((status = 200, description = "tasks/<task>.json", content_type = "application/json"),
         super::problems::NotFoundProblem,
     )
@@ -143,8 +157,9 @@ pub async fn bare_task(
     State(state): State<AppState>,
     ApiPath(file): ApiPath<String>,
     Chosen(coding): Chosen,
+    revision: Revision,
 ) -> Result<Response, AppError> {
-    serve(&state, coding, &format!("tasks/{file}")).await
+    serve(&state, coding, &format!("tasks/{file}"), revision).await
 }
 
 /// A model file under `/data/`.
@@ -152,7 +167,7 @@ pub async fn bare_task(
     get,
     path = "/data/models/{file}",
     tag = "leaderboard",
-    params(("file" = String, Path, description = "`<org>__<name>__<task>.json`")),
+    params(("file" = String, Path, description = "`<org>__<name>__<task>.json`"), Revision),
     responses((status = 200, description = "models/<org>__<name>__<task>.json", content_type = "application/json"),
         super::problems::LeaderboardModelProblems,
     )
@@ -161,6 +176,7 @@ pub async fn bare_model(
     State(state): State<AppState>,
     ApiPath(file): ApiPath<String>,
     Chosen(coding): Chosen,
+    revision: Revision,
 ) -> Result<Response, AppError> {
-    serve(&state, coding, &format!("models/{file}")).await
+    serve(&state, coding, &format!("models/{file}"), revision).await
 }

@@ -216,6 +216,7 @@ fn cors(origins: &[String]) -> CorsLayer {
             header::RETRY_AFTER,
             HeaderName::from_static("x-total-count"),
             transport::SNAPSHOT_ID,
+            transport::SNAPSHOT,
             REQUEST_ID,
         ])
         .max_age(std::time::Duration::from_secs(86400))

@@ -120,6 +120,8 @@ pub struct RunList {
     /// you mean 'H100'?`); also sent as `Warning` headers, in every format.
     #[schema(required = false)]
     warnings: Option<Vec<String>>,
+    /// The snapshot the answer is from.
+    snapshot: crate::service::snapshot::Identity,
     runs: Vec<Run>,
 }
 
@@ -142,6 +144,8 @@ pub struct ParetoAnswer {
     #[schema(required = false)]
     warnings: Option<Vec<String>>,
     /// Per group (in the order of the groups' first runs), by x, then y.
+    /// The snapshot the answer is from.
+    snapshot: crate::service::snapshot::Identity,
     runs: Vec<Run>,
 }
 
@@ -168,6 +172,8 @@ pub struct BestAnswer {
     #[schema(required = false)]
     warnings: Option<Vec<String>>,
     /// Ascending by energy.
+    /// The snapshot the answer is from.
+    snapshot: crate::service::snapshot::Identity,
     runs: Vec<Run>,
 }
 
@@ -203,6 +209,8 @@ pub struct GroupList {
     /// Number of groups.
     count: usize,
     groups: Vec<Group>,
+    /// The snapshot the answer is from.
+    snapshot: crate::service::snapshot::Identity,
     /// Hints, present when a filter value matches no run; also sent as `Warning` headers.
     #[schema(required = false)]
     warnings: Option<Vec<String>>,
@@ -361,6 +369,12 @@ fn value_schema(kind: &ValueKind) -> (Schema, Option<bool>) {
         ValueKind::CountOrAll => (
             string_schema()
                 .pattern(Some("^(?:all|[1-9][0-9]{0,8})$"))
+                .into(),
+            None,
+        ),
+        ValueKind::Revision => (
+            string_schema()
+                .pattern(Some(crate::service::ask::REVISION_PATTERN))
                 .into(),
             None,
         ),

@@ -35,7 +35,7 @@ pub async fn prefetch(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     super::guard::require_admin(&state, &headers)?;
-    let p = prepare(&state, &domain, ask::PREFETCH, query.as_deref(), &headers)?;
+    let p = prepare(&state, &domain, ask::PREFETCH, query.as_deref(), &headers).await?;
     let rows = p.filtered_rows()?;
     let row = state
         .service
@@ -95,7 +95,7 @@ pub async fn evict(
     headers: HeaderMap,
 ) -> Result<Json<Evicted>, AppError> {
     super::guard::require_admin(&state, &headers)?;
-    let p = prepare(&state, &domain, ask::EVICT, query.as_deref(), &headers)?;
+    let p = prepare(&state, &domain, ask::EVICT, query.as_deref(), &headers).await?;
     let row = p
         .snapshot
         .table(p.domain)

@@ -33,7 +33,7 @@ pub async fn raw_file(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let _place = state.door.costly_place()?;
-    let p = prepare(&state, &domain, ask::RAW_FILE, query.as_deref(), &headers)?;
+    let p = prepare(&state, &domain, ask::RAW_FILE, query.as_deref(), &headers).await?;
     let (opened, len) = open_named(&p.snapshot, p.domain, &run, &file).await?;
     let mut resp = Response::new(axum::body::Body::from_stream(opened.into_stream()));
     let h = resp.headers_mut();

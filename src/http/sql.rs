@@ -14,27 +14,25 @@ use super::answer::respond;
 use super::error::AppError;
 use super::models::ApiBytes;
 use super::negotiate::{Format, negotiate};
-use super::state::AppState;
+use super::state::{AppState, Revision};
 use crate::engine::sql::SqlError;
 use crate::service::ask::sql::{SqlAsked, json_param};
 use crate::service::catalog::SqlTable;
 use crate::service::sql::{SqlFailure, Surface};
 
-/// The query string of /v1/sql: `q` (GET only) and `format`.
-fn query_params(
-    query: Option<&str>,
-    with_q: bool,
-) -> Result<(Option<String>, Option<String>), AppError> {
+/// The query string of /v1/sql: `q` (GET only), `format` and `revision`.
+fn query_params(query: Option<&str>, with_q: bool) -> Result<SqlQuery, AppError> {
     let allowed: Vec<String> = if with_q {
-        vec!["q".into(), "format".into()]
+        vec!["q".into(), "format".into(), "revision".into()]
     } else {
-        vec!["format".into()]
+        vec!["format".into(), "revision".into()]
     };
-    let (mut q, mut format) = (None, None);
+    let (mut q, mut format, mut revision) = (None, None, None);
     for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         let slot = match k.as_ref() {
             "q" if with_q => &mut q,
             "format" => &mut format,
+            "revision" => &mut revision,
             _ => {
                 return Err(AppError::UnknownParameter {
                     parameter: k.into_owned(),
@@ -50,7 +48,21 @@ fn query_params(
             });
         }
     }
-    Ok((q, format))
+    if let Some(r) = &revision {
+        crate::service::ask::check_revision(r)?;
+    }
+    Ok(SqlQuery {
+        q,
+        format,
+        revision,
+    })
+}
+
+/// The query parameters of /v1/sql.
+struct SqlQuery {
+    q: Option<String>,
+    format: Option<String>,
+    revision: Option<String>,
 }
 
 impl From<SqlFailure> for AppError {
@@ -86,12 +98,14 @@ async fn answer(
     sql: &str,
     params: Vec<ScalarValue>,
     format: Format,
+    revision: Option<&str>,
 ) -> Result<Response, AppError> {
     let asked = SqlAsked {
         text: sql,
         params,
         format,
         keep,
+        revision,
     };
     Ok(respond(&state.door.sql(asked).await?))
 }
@@ -111,6 +125,7 @@ async fn answer(
     params(
         ("q" = String, Query, description = "The SQL query, e.g. SELECT model_id, min(energy_per_token_joules) FROM llm_runs GROUP BY model_id"),
         ("format" = Option<String>, Query, description = "json (default), csv, ndjson, arrow or parquet; overrides Accept."),
+        Revision,
     ),
     responses(
         (status = 200, description = "The query's rows, with `X-Total-Count`",
@@ -130,7 +145,11 @@ pub async fn sql_get(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let (q, format) = query_params(query.as_deref(), true)?;
+    let SqlQuery {
+        q,
+        format,
+        revision,
+    } = query_params(query.as_deref(), true)?;
     let format = negotiate(format.as_deref(), accept(&headers))?;
     let Some(q) = q else {
         return Err(AppError::InvalidParameter {
@@ -139,7 +158,7 @@ pub async fn sql_get(
             allowed: None,
         });
     };
-    answer(&state, true, &q, Vec::new(), format).await
+    answer(&state, true, &q, Vec::new(), format, revision.as_deref()).await
 }
 
 fn accept(headers: &HeaderMap) -> Option<&str> {
@@ -171,7 +190,7 @@ fn scalar(i: usize, v: serde_json::Value) -> Result<ScalarValue, AppError> {
     post,
     path = "/v1/sql",
     tag = "sql",
-    params(("format" = Option<String>, Query, description = "json (default), csv, ndjson, arrow or parquet; overrides Accept.")),
+    params(("format" = Option<String>, Query, description = "json (default), csv, ndjson, arrow or parquet; overrides Accept."), Revision),
     request_body(content(
         (SqlBody = "application/json"),
         (String = "text/plain"),
@@ -195,15 +214,15 @@ pub async fn sql_post(
     headers: HeaderMap,
     ApiBytes(body): ApiBytes,
 ) -> Result<Response, AppError> {
-    let (_, format) = query_params(query.as_deref(), false)?;
-    let format = negotiate(format.as_deref(), accept(&headers))?;
+    let asked = query_params(query.as_deref(), false)?;
+    let format = negotiate(asked.format.as_deref(), accept(&headers))?;
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("text/plain")
         .to_ascii_lowercase();
     let (sql, params) = sql_body(&ct, &body)?;
-    answer(&state, false, &sql, params, format).await
+    answer(&state, false, &sql, params, format, asked.revision.as_deref()).await
 }
 
 /// The SQL text and its parameters of a body of content type `ct` (lower case): SQL as text, or

@@ -395,7 +395,7 @@ impl Prepared {
     }
 }
 
-pub fn prepare(
+pub async fn prepare(
     state: &AppState,
     domain: &str,
     endpoint: Question,
@@ -408,11 +408,12 @@ pub fn prepare(
         params.format()?,
         headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
     )?;
+    let snapshot = state.service.snapshot_at(params.revision()?).await?;
     Ok(Prepared {
         domain,
         params,
         format,
-        snapshot: state.service.snapshot(),
+        snapshot,
     })
 }
 
@@ -436,4 +437,49 @@ pub async fn ask(
         headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
     )?;
     Ok(super::answer::reply(state.door.ask(&req).await?))
+}
+
+/// The `revision` a request names (none: the served one), read from its query alone: the
+/// extractor of the endpoints whose other query parameters are not the door's (leaderboard files,
+/// fields, SQL, the explorer, Croissant).
+#[derive(Debug, Clone, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct Revision {
+    /// The dataset revision to answer from: a hub commit, branch or tag, a local snapshot's name,
+    /// or a snapshot id (default: the served revision).
+    #[param(pattern = "^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")]
+    pub revision: Option<String>,
+}
+
+impl Revision {
+    /// The revision named in `query`, checked.
+    pub fn of_query(query: Option<&str>) -> Result<Revision, AppError> {
+        let mut revision = None;
+        for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            if k == "revision" {
+                if revision.is_some() {
+                    return Err(AppError::InvalidParameter {
+                        parameter: "revision".into(),
+                        detail: "parameter 'revision' takes a single value".into(),
+                        allowed: None,
+                    });
+                }
+                revision = Some(crate::service::ask::check_revision(&v)?.to_string());
+            }
+        }
+        Ok(Revision { revision })
+    }
+
+    /// The snapshot it names.
+    pub async fn snapshot(&self, state: &AppState) -> Result<Arc<Snapshot>, AppError> {
+        Ok(state.service.snapshot_at(self.revision.as_deref()).await?)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Revision {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, AppError> {
+        Revision::of_query(parts.uri.query())
+    }
 }

@@ -19,12 +19,17 @@ use sha2::{Digest, Sha256};
 
 use super::answer::{CachedAnswer, Kept};
 use super::state::AppState;
+use crate::service::Snapshot;
 use crate::service::coding::{Coding, Effort};
 use crate::service::machinery::Piece;
 
 /// The id of the snapshot an answer is from (`/v1/datasets`' `snapshot`).
 pub const SNAPSHOT_ID: axum::http::HeaderName =
     axum::http::HeaderName::from_static("x-snapshot-id");
+
+/// The snapshot an answer is from, citable: `revision="…", commit="…", content="…"` (the
+/// revision it is served as, its hub commit, the digest of its content; empty when it has none).
+pub const SNAPSHOT: axum::http::HeaderName = axum::http::HeaderName::from_static("x-snapshot");
 
 const FORWARDED_PROTO: axum::http::HeaderName =
     axum::http::HeaderName::from_static("x-forwarded-proto");
@@ -71,23 +76,59 @@ fn kind(path: &str) -> Kind {
     }
 }
 
-/// `x-snapshot-id` for `snapshot`'s answers, made once per snapshot on each thread (a header
-/// value's clone shares its bytes; this is on every answer).
-fn snapshot_header(snapshot: &crate::service::snapshot::Snapshot) -> HeaderValue {
+/// `x-snapshot-id` and `x-snapshot` for `snapshot`'s answers, made once per snapshot on each
+/// thread (a header value's clone shares its bytes; these are on every answer).
+fn snapshot_headers(snapshot: &Snapshot) -> (HeaderValue, HeaderValue) {
     thread_local! {
-        static MADE: std::cell::RefCell<Option<(u64, HeaderValue)>> =
+        static MADE: std::cell::RefCell<Option<(u64, HeaderValue, HeaderValue)>> =
             const { std::cell::RefCell::new(None) };
     }
     MADE.with_borrow_mut(|made| match made {
-        Some((generation, v)) if *generation == snapshot.generation => v.clone(),
+        Some((generation, id, named)) if *generation == snapshot.generation => {
+            (id.clone(), named.clone())
+        }
         _ => {
-            let v =
+            let id =
                 HeaderValue::from_str(crate::service::catalog::snapshot_id(&snapshot.content_id))
                     .expect("hex digits");
-            *made = Some((snapshot.generation, v.clone()));
-            v
+            let who = snapshot.identity();
+            let named = HeaderValue::from_str(&format!(
+                "revision=\"{}\", commit=\"{}\", content=\"{}\"",
+                who.revision.as_deref().unwrap_or(""),
+                who.commit.as_deref().unwrap_or(""),
+                who.content
+            ))
+            .expect("a revision's name, hex digits");
+            *made = Some((snapshot.generation, id.clone(), named.clone()));
+            (id, named)
         }
     })
+}
+
+/// The `revision` of a query, if it names one (a query without the word is not parsed).
+fn revision_of(query: Option<&str>) -> Option<String> {
+    let query = query.filter(|q| q.contains("revision"))?;
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "revision")
+        .map(|(_, v)| v.into_owned())
+}
+
+/// `Link: <path?query>; rel="canonical"`: the request with its revision pinned to `pin`.
+fn canonical(uri: &axum::http::Uri, pin: &str) -> Option<HeaderValue> {
+    let mut query: Vec<&str> = uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty() && *p != "revision" && !p.starts_with("revision="))
+        .collect();
+    let pinned = format!("revision={pin}");
+    query.push(&pinned);
+    HeaderValue::from_str(&format!(
+        "<{}?{}>; rel=\"canonical\"",
+        uri.path(),
+        query.join("&")
+    ))
+    .ok()
 }
 
 /// The stem of an answer's entity tag, and its key in the kept answers: `r-` and the digest of
@@ -258,16 +299,35 @@ pub async fn transport<F: Future<Output = Response>>(
         HeaderValue::from_static(coding.token()),
     );
     req.extensions_mut().insert(Chosen(coding));
-    let snapshot = state.service.snapshot();
-    let snapshot_id = snapshot_header(&snapshot);
-    if kind(req.uri().path()) == Kind::Volatile {
+    let revision = revision_of(req.uri().query());
+    let snapshot = match &revision {
+        None => Ok(state.service.snapshot()),
+        Some(r) => state.service.snapshot_at(Some(r)).await,
+    };
+    let volatile = kind(req.uri().path()) == Kind::Volatile;
+    let Ok(snapshot) = snapshot.as_ref().map(Arc::clone).map_err(|_| ()).or_else(|()| {
+        if volatile { Ok(state.service.snapshot()) } else { Err(()) }
+    }) else {
+        // A revision that cannot be answered from: the handler refuses it, uncached.
+        let mut resp = next(req).await;
+        resp.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        return resp;
+    };
+    let (snapshot_id, named) = snapshot_headers(&snapshot);
+    if volatile {
         let mut resp = next(req).await;
         let h = resp.headers_mut();
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         h.insert(SNAPSHOT_ID, snapshot_id);
         return resp;
     }
-    let pinned = snapshot.source.pinned();
+    // Answers for a commit never change: asked by it, or served pinned to it.
+    let pinned = match &revision {
+        None => snapshot.source.pinned(),
+        Some(r) => r.len() == 40 && snapshot.commit().is_some_and(|c| c.eq_ignore_ascii_case(r)),
+    };
+    let link = canonical(req.uri(), snapshot.pin());
     let stem = answer_tag(state, &snapshot.content_id, &req);
     drop(snapshot);
     let conditional = req.headers().contains_key(header::IF_NONE_MATCH);
@@ -301,6 +361,7 @@ pub async fn transport<F: Future<Output = Response>>(
     let ok = resp.status() == StatusCode::OK;
     let h = resp.headers_mut();
     h.insert(SNAPSHOT_ID, snapshot_id);
+    h.insert(SNAPSHOT, named);
     if !ok {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         return resp;
@@ -321,6 +382,9 @@ pub async fn transport<F: Future<Output = Response>>(
     }
     if !h.contains_key(header::CACHE_CONTROL) {
         h.insert(header::CACHE_CONTROL, cache_control(state, pinned));
+    }
+    if let Some(link) = link {
+        h.append(header::LINK, link);
     }
     if get
         && state.kept.enabled()

@@ -245,7 +245,10 @@ pub(super) fn tools() -> Vec<ToolSpec> {
         title: "Inter-token latency summary",
         description: "The inter-token latencies of one LLM run summarised: count, mean, p50, p90, p95, p99, max (seconds) and a 50-bin histogram, from its raw results (downloaded on first use). The samples themselves are at GET /v1/llm/runs/{run_id}/itl.".into(),
         kind: Kind::ItlSummary,
-        args: Vec::new(),
+        args: schema::args_of(parameter_specs(Domain::Llm, ask::ITL_ONE))
+            .into_iter()
+            .filter(|a| a.name == "revision")
+            .collect(),
         own: vec![run_id_arg()],
         required: &["run_id"],
         output: json!({"type": "object", "properties": {
@@ -256,7 +259,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
     });
     let timeline_args: Vec<Arg> = schema::args_of(parameter_specs(Domain::Llm, ask::TIMELINE_ONE))
         .into_iter()
-        .filter(|a| a.name == "metric")
+        .filter(|a| a.name == "metric" || a.name == "revision")
         .collect();
     t.push(ToolSpec {
         name: "run_timeline_summary",
@@ -288,6 +291,7 @@ pub(super) fn tools() -> Vec<ToolSpec> {
                 .with_schema(json!({"type": "array", "items": {"type": ["string", "number", "boolean", "null"]}})),
             schema::arg("max_rows", "Most rows to return.", &ValueKind::Count(MAX_SQL_ROWS))
                 .with_schema(json!({"type": "integer", "minimum": 1, "maximum": MAX_SQL_ROWS})),
+            schema::arg("revision", "The dataset revision the tables are of (default: the served one).", &ValueKind::Revision),
         ],
         required: &["sql"],
         output: {

@@ -68,6 +68,9 @@ fn value_schema(kind: &ValueKind) -> Value {
         ValueKind::NumericField(names) => enum_strings(names),
         ValueKind::NonNegative => json!({"type": "number", "minimum": 0}),
         ValueKind::Fraction => json!({"type": "number", "minimum": 0, "maximum": 0.5}),
+        ValueKind::Revision => {
+            json!({"type": "string", "pattern": crate::service::ask::declare::REVISION_PATTERN})
+        }
     }
 }
 

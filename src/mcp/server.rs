@@ -219,11 +219,16 @@ impl McpServer {
         mut given: Map<String, Value>,
     ) -> Result<CallToolResult, Problem> {
         let run = run_id(given.remove("run_id"))?;
-        schema::query(&spec.args, &given).map_err(Problem::argument)?;
+        let q = schema::query(&spec.args, &given).map_err(Problem::argument)?;
         let full = format!("/v1/llm/runs/{}/itl", segment(&run));
+        let q = if q.is_empty() {
+            "summary=true".to_string()
+        } else {
+            format!("summary=true&{q}")
+        };
         let v = json(
             &*self
-                .ask(ask::ITL_ONE, "llm", Some(run), full.clone(), "summary=true")
+                .ask(ask::ITL_ONE, "llm", Some(run), full.clone(), &q)
                 .await?,
         )?;
         let mut row = v
@@ -275,6 +280,17 @@ impl McpServer {
     ) -> Result<CallToolResult, Problem> {
         let sql = given.remove("sql");
         let params = given.remove("params").unwrap_or(json!([]));
+        let revision = match given.remove("revision") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(r)) => Some(r),
+            Some(v) => {
+                return Err(Problem::invalid(
+                    &format!("revision must be a string, not {v}"),
+                    Some("revision"),
+                    &[],
+                ));
+            }
+        };
         let max_rows = match given.remove("max_rows") {
             None | Some(Value::Null) => DEFAULT_ROWS,
             Some(v) => v
@@ -323,6 +339,7 @@ impl McpServer {
             params,
             format: ask::Format::Json,
             keep: false,
+            revision: revision.as_deref(),
         };
         let v = json(&*self.door.sql(asked).await.map_err(Problem::service)?)?;
         Ok(sql_result(v, max_rows as usize))

@@ -63,11 +63,30 @@ pub enum ServiceError {
         name: String,
         allowed: Vec<String>,
     },
+    /// A dataset revision that cannot be answered from: none such, its files not the published
+    /// schema, or its source failed.
+    #[error("{detail}")]
+    Revision {
+        revision: String,
+        problem: RevisionProblem,
+        detail: String,
+    },
     /// No place for a costly question: all are taken (try again shortly).
     #[error("{0}")]
     Busy(String),
     #[error("{0}")]
     Internal(String),
+}
+
+/// Why a revision cannot be answered from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RevisionProblem {
+    /// The source has no such revision.
+    Unknown,
+    /// Its files are not the published schema.
+    Malformed,
+    /// The source failed while loading it (unreachable, refused, timed out).
+    Unavailable,
 }
 
 impl From<crate::engine::EngineError> for ServiceError {

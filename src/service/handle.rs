@@ -27,6 +27,8 @@ use crate::store::catalog::{Catalog, JobRow};
 /// Everything requests are answered from. Cheap to share (`Arc`).
 pub struct Service {
     snapshots: Snapshots,
+    /// Other revisions of the dataset, loaded on first use and held beside the served one.
+    revisions: super::revisions::Revisions,
     /// Derived raw data of runs (ITLs, output lengths, timelines).
     derived: DerivedData,
     /// Prefetch jobs.
@@ -69,6 +71,8 @@ pub struct ServiceOptions {
     pub reloader: Reloader,
     /// Other tools' measurements (`--import`).
     pub measurements: Measurements,
+    /// Other revisions of the dataset (`revision`), and how many snapshots are held at once.
+    pub revisions: super::revisions::Revisions,
 }
 
 impl Default for ServiceOptions {
@@ -84,6 +88,7 @@ impl Default for ServiceOptions {
             histograms_in_background: false,
             reloader: Reloader::default(),
             measurements: Default::default(),
+            revisions: Default::default(),
         }
     }
 }
@@ -100,6 +105,7 @@ impl Service {
         let fits = Fits::new(64 << 20, derived.background().clone());
         Service {
             snapshots: Snapshots::new(snapshot),
+            revisions: options.revisions,
             derived,
             prefetch: Prefetch::new(catalog.clone()),
             fits,
@@ -125,6 +131,20 @@ impl Service {
     /// The snapshot to answer one request from.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshots.current()
+    }
+
+    /// The snapshot `revision` names (none: the served one), loaded now if it is not held.
+    pub async fn snapshot_at(&self, revision: Option<&str>) -> Result<Arc<Snapshot>, ServiceError> {
+        let served = self.snapshot();
+        match revision {
+            None => Ok(served),
+            Some(revision) => self.revisions.at(served, revision).await,
+        }
+    }
+
+    /// The other revisions held, and the last one loaded with its load time.
+    pub fn revisions(&self) -> &super::revisions::Revisions {
+        &self.revisions
     }
 
     /// Replace the served snapshot; requests in flight finish on the one they started with.

@@ -26,11 +26,12 @@ pub mod open;
 pub mod prefetch;
 pub mod raw_files;
 pub mod reload;
+pub mod revisions;
 pub mod snapshot;
 pub mod sql;
 pub mod sql_tables;
 pub mod static_site;
 
-pub use self::error::ServiceError;
+pub use self::error::{RevisionProblem, ServiceError};
 pub use self::handle::{Service, ServiceOptions};
 pub use self::snapshot::{NoRawFile, RawFile, RefusedPath, Snapshot, Snapshots, Source};

@@ -132,8 +132,75 @@ fn derived_store(
     derived
 }
 
-fn fetch_message(e: FetchError) -> String {
-    e.to_string()
+/// Why a remote source did not load.
+#[derive(Debug)]
+pub enum LoadError {
+    /// The hub has no such revision.
+    NoRevision(String),
+    /// Its summaries are missing or not the published schema.
+    Malformed(String),
+    /// Anything else: the source unreachable, refused, timed out; the cache unusable.
+    Failed(String),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::NoRevision(m) | LoadError::Malformed(m) | LoadError::Failed(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}
+
+impl From<String> for LoadError {
+    fn from(m: String) -> Self {
+        LoadError::Failed(m)
+    }
+}
+
+/// A summary file's fetch failure: missing from the commit is a malformed revision.
+fn summary_error(e: FetchError) -> LoadError {
+    match e {
+        FetchError::NotFound(what) => {
+            LoadError::Malformed(format!("{what}: the revision has no such file"))
+        }
+        e => LoadError::Failed(e.to_string()),
+    }
+}
+
+/// Whether `s` is a whole commit hash (40 hex digits).
+fn is_commit(s: &str) -> bool {
+    s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// `repo` at `revision` on the hub: a commit the catalog has seen is pinned without asking the
+/// hub anything; any other revision is resolved (and its commit recorded).
+async fn open_hub(
+    repo: &str,
+    revision: Option<&str>,
+    opts: &SourceOptions,
+    catalog: &Catalog,
+) -> Result<Hub, LoadError> {
+    if let Some(commit) = revision.filter(|r| is_commit(r))
+        && let Ok(Some(date)) = catalog.hub_commit(repo, commit).await
+    {
+        return Hub::pinned(repo, commit, date, &opts.hub).map_err(|e| LoadError::Failed(e.to_string()));
+    }
+    let hub = Hub::open(repo, revision, &opts.hub).await.map_err(|e| match e {
+        FetchError::NotFound(_) => LoadError::NoRevision(format!(
+            "the hub has no revision '{}' of {repo}",
+            revision.unwrap_or("main")
+        )),
+        e => LoadError::Failed(e.to_string()),
+    })?;
+    if let Err(e) = catalog
+        .record_hub_commit(repo, &hub.commit, hub.date.as_deref())
+        .await
+    {
+        tracing::warn!(error = %e, "cannot record the hub commit in the catalog");
+    }
+    Ok(hub)
 }
 
 /// Pin `remote`, fetch its summaries and return the snapshot (raw files through the cache).
@@ -141,15 +208,9 @@ pub async fn load_remote(
     remote: &Remote,
     opts: &SourceOptions,
     catalog: Catalog,
-) -> Result<Snapshot, String> {
+) -> Result<Snapshot, LoadError> {
     let location = CacheLocation::parse(&opts.cache);
     let (cache_store, cache_desc, local) = location.open()?;
-    if local && let CacheLocation::Dir(d) = &location {
-        let n = sweep_staging(d);
-        if n > 0 {
-            tracing::warn!(files = n, "removed partial downloads left in the cache");
-        }
-    }
     let bound = Arc::new(Bound::new(cache_store.clone(), catalog, opts.max_bytes));
     let derived = derived_store(cache_store.clone(), &cache_desc, local, bound.clone());
     let local_root = match &location {
@@ -169,18 +230,16 @@ pub async fn load_remote(
     };
     match remote {
         Remote::Hub { repo, revision } => {
-            let hub = Hub::open(repo, revision.as_deref(), &opts.hub)
-                .await
-                .map_err(fetch_message)?;
+            let hub = open_hub(repo, revision.as_deref(), opts, bound.catalog()).await?;
             tracing::info!(repo, revision = %hub.revision, commit = %hub.commit, "pinned the hub dataset");
             let llm = hub
                 .summary("runs/llm.parquet")
                 .await
-                .map_err(fetch_message)?;
+                .map_err(summary_error)?;
             let diffusion = hub
                 .summary("runs/diffusion.parquet")
                 .await
-                .map_err(fetch_message)?;
+                .map_err(summary_error)?;
             let histograms = match hub.optional_summary(histograms::PATH).await {
                 Ok(Some(path)) => std::fs::read(&path)
                     .map_err(|e| format!("{}: {e}", path.display()))
@@ -196,6 +255,7 @@ pub async fn load_remote(
             let source = Source {
                 location,
                 revision: Some(commit),
+                name: Some(hub.revision.clone()),
                 root: None,
                 skipped: Vec::new(),
                 remote: Some(cached(Arc::new(hub))),
@@ -206,11 +266,11 @@ pub async fn load_remote(
             let path = |p: &PathBuf| {
                 p.to_str()
                     .map(str::to_string)
-                    .ok_or("non-UTF-8 hub cache path")
+                    .ok_or_else(|| LoadError::Failed("non-UTF-8 hub cache path".into()))
             };
             let dataset = load_compiled(summary_context(), &path(&llm)?, &path(&diffusion)?)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| LoadError::Malformed(e.to_string()))?;
             Ok(Snapshot::new(dataset, source))
         }
         Remote::Url(url) => {
@@ -229,6 +289,7 @@ pub async fn load_remote(
             let source = Source {
                 location: url.clone(),
                 revision: None,
+                name: None,
                 root: None,
                 skipped: Vec::new(),
                 remote: Some(cached),
@@ -253,7 +314,16 @@ pub async fn load_remote(
 /// created).
 pub async fn open_dataset(spec: &str, opts: &SourceOptions) -> Result<(Snapshot, Catalog), String> {
     let catalog = match Remote::parse(spec)? {
-        Some(_) => opts.open_catalog().await?,
+        Some(_) => {
+            // Partial downloads of an earlier process; none of this one's has started yet.
+            if let CacheLocation::Dir(d) = CacheLocation::parse(&opts.cache) {
+                let n = sweep_staging(&d);
+                if n > 0 {
+                    tracing::warn!(files = n, "removed partial downloads left in the cache");
+                }
+            }
+            opts.open_catalog().await?
+        }
         None => match opts.open_catalog().await {
             Ok(c) => c,
             Err(e) => {
@@ -307,6 +377,7 @@ pub async fn load_compiled_dir(root: &Path) -> Result<Snapshot, EngineError> {
     let source = Source {
         location: format!("local:{}", root.display()),
         revision: None,
+        name: None,
         root: Some(root),
         skipped: Vec::new(),
         remote: None,
@@ -407,6 +478,7 @@ pub async fn load_raw_root(root: &Path) -> Result<Snapshot, EngineError> {
         Source {
             location: format!("raw:{}", root.display()),
             revision: None,
+            name: None,
             root: Some(bench_root),
             skipped: built
                 .skipped
@@ -450,4 +522,58 @@ async fn remote_histograms(cached: &CachedStore) -> Result<Option<Histograms>, S
         .await
         .map_err(|e| format!("{}: {e}", histograms::PATH))?;
     histograms::read_histograms(bytes, histograms::PATH).map(Some)
+}
+
+/// The snapshot of `revision` beside the served `spec`: a local snapshot directory of that
+/// name (`named`), else that revision of the served hub dataset.
+pub async fn open_revision(
+    spec: &str,
+    revision: &str,
+    named: &[(String, String)],
+    opts: &SourceOptions,
+    catalog: &Catalog,
+) -> Result<Snapshot, crate::service::ServiceError> {
+    use crate::service::{RevisionProblem, ServiceError};
+    let refusal = |problem, detail: String| ServiceError::Revision {
+        revision: revision.to_string(),
+        problem,
+        detail,
+    };
+    if let Some((_, dir)) = named.iter().find(|(name, _)| name == revision) {
+        let mut snapshot = reopen_dataset(dir, opts, catalog)
+            .await
+            .map_err(|e| refusal(RevisionProblem::Malformed, format!("revision '{revision}': {e}")))?;
+        snapshot.source.name = Some(revision.to_string());
+        return Ok(snapshot);
+    }
+    let repo = match Remote::parse(spec) {
+        Ok(Some(Remote::Hub { repo, .. })) => repo,
+        _ => {
+            let names: Vec<&str> = named.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(refusal(
+                RevisionProblem::Unknown,
+                format!(
+                    "this server has no revision '{revision}': its source is {spec}, whose other revisions are the local snapshots {}",
+                    if names.is_empty() { "given with --snapshot NAME=DIR (none)".to_string() } else { names.join(", ") }
+                ),
+            ));
+        }
+    };
+    let remote = Remote::Hub {
+        repo: repo.clone(),
+        revision: Some(revision.to_string()),
+    };
+    load_remote(&remote, opts, catalog.clone())
+        .await
+        .map_err(|e| match e {
+            LoadError::NoRevision(m) => refusal(RevisionProblem::Unknown, m),
+            LoadError::Malformed(m) => refusal(
+                RevisionProblem::Malformed,
+                format!("revision '{revision}' of {repo} is not the published schema: {m}"),
+            ),
+            LoadError::Failed(m) => refusal(
+                RevisionProblem::Unavailable,
+                format!("revision '{revision}' of {repo} could not be loaded: {m}"),
+            ),
+        })
 }

@@ -20,6 +20,9 @@ pub struct Source {
     pub location: String,
     /// Pinned revision (commit) for remote sources; `None` for a local directory.
     pub revision: Option<String>,
+    /// The revision this snapshot is served as: the hub revision asked for (`main`, a tag, a
+    /// commit), or a local snapshot directory's name; `None` for a local source served unnamed.
+    pub name: Option<String>,
     /// Dataset root on the local file system, if any (raw paths resolve against it).
     pub root: Option<PathBuf>,
     /// Raw results files passed over while deriving rows from a raw tree, with the reason.
@@ -50,6 +53,19 @@ impl Source {
                     .is_some_and(|(_, asked)| asked.eq_ignore_ascii_case(commit))
         })
     }
+}
+
+/// What a snapshot is, as answers name it: the revision it is served as, its commit, and its
+/// content's digest.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct Identity {
+    /// The revision asked for (a hub branch, tag or commit, or a local snapshot's name); null for
+    /// a local source served unnamed.
+    pub revision: Option<String>,
+    /// The hub commit; null for a local source.
+    pub commit: Option<String>,
+    /// SHA-256 of both run tables' content (every column name and cell), hex.
+    pub content: String,
 }
 
 /// A raw file of a run.
@@ -162,6 +178,49 @@ impl std::ops::Deref for Snapshot {
 }
 
 impl Snapshot {
+    /// The revision, commit and content digest answers name.
+    pub fn identity(&self) -> Identity {
+        Identity {
+            revision: self.source.name.clone(),
+            commit: self.commit().map(str::to_string),
+            content: self.content_id.clone(),
+        }
+    }
+
+    /// The hub commit the snapshot was read at (`None`: a local source or an object-store URL).
+    pub fn commit(&self) -> Option<&str> {
+        self.source.revision.as_deref()
+    }
+
+    /// The revision a permalink to an answer names: the commit, else the snapshot's id (the
+    /// first 16 hex digits of its content digest), which this server resolves while it holds it.
+    pub fn pin(&self) -> &str {
+        self.commit()
+            .unwrap_or_else(|| crate::service::catalog::snapshot_id(&self.content_id))
+    }
+
+    /// Whether `revision` names this snapshot: its name, its commit (or a prefix of at least 7
+    /// hex digits), or its snapshot id.
+    pub fn answers_to(&self, revision: &str) -> bool {
+        let hex_prefix = |full: &str| {
+            revision.len() >= 7
+                && revision.len() <= full.len()
+                && revision.bytes().all(|b| b.is_ascii_hexdigit())
+                && full[..revision.len()].eq_ignore_ascii_case(revision)
+        };
+        self.source.name.as_deref() == Some(revision)
+            || self.commit().is_some_and(hex_prefix)
+            || revision.eq_ignore_ascii_case(crate::service::catalog::snapshot_id(&self.content_id))
+    }
+
+    /// The names this snapshot answers to, for a refusal to list.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.source.name.iter().cloned().collect();
+        names.extend(self.commit().map(str::to_string));
+        names.push(crate::service::catalog::snapshot_id(&self.content_id).to_string());
+        names
+    }
+
     /// The snapshot's date (`YYYY-MM-DD`): the source's, else the day it was loaded (UTC).
     pub fn date(&self) -> String {
         self.source

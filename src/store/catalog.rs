@@ -200,6 +200,46 @@ impl Catalog {
             .map(|_| ())
     }
 
+    /// A hub commit of `repo` read before: `Some(date)` (`None` inside when the hub gave none),
+    /// or `None` when this catalog has not seen it.
+    pub async fn hub_commit(
+        &self,
+        repo: &str,
+        commit: &str,
+    ) -> Result<Option<Option<String>>, sqlx::Error> {
+        let row = sqlx::query(
+            "SELECT commit_date FROM hub_commits WHERE repo = $1 AND commit_sha = $2",
+        )
+        .bind(repo)
+        .bind(commit.to_ascii_lowercase())
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| {
+            r.try_get::<String, _>("commit_date")
+                .map(|d| Some(d).filter(|d| !d.is_empty()))
+        })
+        .transpose()
+    }
+
+    /// Record a hub commit of `repo` read, with its date.
+    pub async fn record_hub_commit(
+        &self,
+        repo: &str,
+        commit: &str,
+        date: Option<&str>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "INSERT INTO hub_commits (repo, commit_sha, commit_date) VALUES ($1, $2, $3) \
+             ON CONFLICT (repo, commit_sha) DO UPDATE SET commit_date = excluded.commit_date",
+        )
+        .bind(repo)
+        .bind(commit.to_ascii_lowercase())
+        .bind(date.unwrap_or(""))
+        .execute(&self.pool)
+        .await
+        .map(|_| ())
+    }
+
     pub async fn lookup(&self, key: &str) -> Result<Option<Entry>, sqlx::Error> {
         let row = sqlx::query("SELECT key, size, sha256 FROM cache_entries WHERE key = $1")
             .bind(key)

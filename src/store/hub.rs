@@ -115,8 +115,22 @@ fn header(h: &HeaderMap, name: &str) -> Option<String> {
 }
 
 impl Hub {
-    /// Resolve `revision` (default `main`) to a commit.
-    pub async fn open(
+    /// The dataset at `commit`, known already (its date too): nothing is asked of the hub until
+    /// a file is read.
+    pub fn pinned(
+        repo_id: &str,
+        commit: &str,
+        date: Option<String>,
+        cfg: &HubConfig,
+    ) -> Result<Hub, FetchError> {
+        let mut hub = Hub::unresolved(repo_id, Some(commit), cfg)?;
+        hub.commit = commit.to_ascii_lowercase();
+        hub.date = date;
+        Ok(hub)
+    }
+
+    /// The dataset at `revision` (default `main`), its commit not yet resolved.
+    fn unresolved(
         repo_id: &str,
         revision: Option<&str>,
         cfg: &HubConfig,
@@ -157,7 +171,7 @@ impl Hub {
                 .map_err(|e| FetchError::Upstream(format!("http client: {e}")))
         };
         let revision = revision.unwrap_or("main").to_string();
-        let mut hub = Hub {
+        Ok(Hub {
             repo_id: repo_id.to_string(),
             commit: String::new(),
             date: None,
@@ -168,7 +182,16 @@ impl Hub {
             client: build(headers)?,
             plain: build(HeaderMap::new())?,
             fetch: cfg.fetch.clone(),
-        };
+        })
+    }
+
+    /// Resolve `revision` (default `main`) to a commit.
+    pub async fn open(
+        repo_id: &str,
+        revision: Option<&str>,
+        cfg: &HubConfig,
+    ) -> Result<Hub, FetchError> {
+        let mut hub = Hub::unresolved(repo_id, revision, cfg)?;
         let what = format!("{repo_id}@{}", hub.revision);
         let url = hub.url(&["api", "datasets"], &["revision", &hub.revision.clone()]);
         let info: RevisionInfo = with_retries(cfg.fetch.retries, || async {

@@ -525,19 +525,28 @@ async fn explorer(
             Ok((pages::domain_title(domain).to_string(), pages::explorer(&e)))
         },
     )
+    .await
 }
 
 /// `page` of a domain named in the path (an unknown one is refused on a page that leads back
 /// to the LLM explorer).
-fn domain_page(
+async fn domain_page(
     state: &AppState,
     domain: &str,
     uri: &Uri,
     headers: &HeaderMap,
     render: impl FnOnce(&Snapshot, Domain, &str) -> Result<(String, maud::Markup), AppError>,
 ) -> Response {
-    let snapshot = state.service.snapshot();
     let origin = origin(headers);
+    let asked = match super::state::Revision::of_query(uri.query()) {
+        Ok(r) => r.snapshot(state).await,
+        Err(e) => Err(e),
+    };
+    // A revision refused is shown on a page of the served snapshot.
+    let (snapshot, refused) = match asked {
+        Ok(snapshot) => (snapshot, None),
+        Err(e) => (state.service.snapshot(), Some(e)),
+    };
     let back = format!(
         "/explore/{}",
         Domain::parse(domain).unwrap_or(Domain::Llm).as_str()
@@ -549,6 +558,9 @@ fn domain_page(
         (&origin, wants_html(headers)),
         &back,
         |snapshot| {
+            if let Some(e) = refused {
+                return Err(e);
+            }
             let domain = super::state::parse_domain(domain)?;
             render(snapshot, domain, &origin)
         },
@@ -790,6 +802,7 @@ async fn run(
             Ok((run_id.clone(), pages::run_page(&r)))
         },
     )
+    .await
 }
 
 fn run_of(

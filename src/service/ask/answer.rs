@@ -256,6 +256,10 @@ impl Answer {
                     out.push(b':');
                     json_member(&mut out, value);
                 }
+                // Every envelope names the snapshot it is from.
+                out.extend_from_slice(b",\"snapshot\":");
+                serde_json::to_writer(&mut out, &snapshot.identity())
+                    .expect("a JSON value writes to memory");
                 encode::json_warnings(&mut out, &self.warnings);
                 out.push(b',');
                 encode::json_str(&mut out, key);

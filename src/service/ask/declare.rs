@@ -199,7 +199,13 @@ pub enum ValueKind {
     NonNegative,
     /// A number from 0 to 0.5: the share trimmed from each end.
     Fraction,
+    /// A dataset revision: a hub commit, branch or tag, or a local snapshot's name.
+    Revision,
 }
+
+/// What a revision's name may be (a git ref name's characters; no `..`): what the grammar reads
+/// and the document states.
+pub const REVISION_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$";
 
 /// One query parameter a question accepts, resolved for a domain.
 #[derive(Debug, Clone, PartialEq)]
@@ -246,6 +252,7 @@ enum Takes {
     Aggregates,
     NumericField,
     NumericFields,
+    Revision,
 }
 
 /// A declaration's text: fixed, or made for a domain (it states a default that depends on it).
@@ -587,6 +594,12 @@ const FORMAT: Decl = decl(
     "json (default), csv, ndjson, arrow or parquet; overrides Accept.",
 );
 
+const REVISION: Decl = decl(
+    "revision",
+    Takes::Revision,
+    "The dataset revision to answer from: a hub commit, branch or tag, a local snapshot's name, or a snapshot id (default: the served revision). Answers name the snapshot they come from (`x-snapshot`, and `snapshot` in JSON envelopes).",
+);
+
 /// What a question takes: the run filters or not, then its own parameters in groups (then
 /// `format`, which every question takes).
 struct Shape {
@@ -681,6 +694,7 @@ impl Decl {
             },
             Takes::NumericField => ValueKind::NumericField(fields.numeric.clone()),
             Takes::NumericFields => ValueKind::NumericFields(fields.numeric.clone()),
+            Takes::Revision => ValueKind::Revision,
         };
         let name = match self.name {
             BATCH => batch_parameter(domain),
@@ -787,7 +801,7 @@ pub fn parameter_specs(domain: Domain, question: Question) -> Vec<ParamSpec> {
                 .iter()
                 .filter_map(|e| RAW_EXTRAS.iter().find(|d| d.name == *e)),
         )
-        .chain(std::iter::once(&FORMAT))
+        .chain([&FORMAT, &REVISION])
         .filter(|d| d.only.is_none_or(|only| only == domain));
     let mut out = if shape.filtered {
         filter_specs(domain)

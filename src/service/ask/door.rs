@@ -126,7 +126,7 @@ impl Door {
     /// answer sent as it is made.
     pub async fn ask(&self, req: &Request) -> Result<Reply, ServiceError> {
         let question = self.count(req.question);
-        let snapshot = self.service.snapshot();
+        let snapshot = self.service.snapshot_at(req.params.revision()?).await?;
         let key = key(req, question, snapshot.generation);
         if let Some(hit) = self.cache.get(&key) {
             return Ok(Reply::Whole(hit));
@@ -179,11 +179,16 @@ impl Door {
         req.answer().await
     }
 
-    /// The served snapshot's leaderboard file at `path` (`index.json`, `tasks/…`, `models/…`),
-    /// made now from raw files if it needs them; refused naming the files of its kind when the
-    /// leaderboard has no such file. The files are held per snapshot, not in the answer cache.
-    pub async fn leaderboard_file(&self, path: &str) -> Result<Arc<SiteFile>, ServiceError> {
-        let snapshot = self.service.snapshot();
+    /// The leaderboard file at `path` (`index.json`, `tasks/…`, `models/…`) of the snapshot
+    /// `revision` names (none: the served one), made now from raw files if it needs them;
+    /// refused naming the files of its kind when the leaderboard has no such file. The files are
+    /// held per snapshot, not in the answer cache.
+    pub async fn leaderboard_file(
+        &self,
+        path: &str,
+        revision: Option<&str>,
+    ) -> Result<Arc<SiteFile>, ServiceError> {
+        let snapshot = self.service.snapshot_at(revision).await?;
         let site = self.service.leaderboard_site(&snapshot);
         if let Some(file) = self
             .service

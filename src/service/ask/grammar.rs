@@ -386,6 +386,11 @@ impl Params {
         self.single("format")
     }
 
+    /// The dataset revision asked for, if any.
+    pub fn revision(&self) -> Result<Option<&str>, ServiceError> {
+        self.single("revision")?.map(check_revision).transpose()
+    }
+
     fn number(&self, key: &str, v: &str) -> Result<f64, ServiceError> {
         match v.parse::<f64>() {
             Ok(x) if x.is_finite() => Ok(x),
@@ -838,6 +843,24 @@ fn parse_agg(s: &str, table: &RunTable) -> Result<AggSpec, ServiceError> {
 /// The known value a mistyped one most likely meant: the same but for case, else the closest by
 /// edit distance when the distance is small for the value's length (at most 2, and under a third
 /// of it).
+/// `revision` when it is a revision's name ([`super::declare::REVISION_PATTERN`]), else the
+/// refusal naming the parameter.
+pub fn check_revision(revision: &str) -> Result<&str, ServiceError> {
+    let mut bytes = revision.bytes();
+    let first = bytes.next().is_some_and(|b| b.is_ascii_alphanumeric());
+    let rest = bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'/' | b'-'));
+    if first && rest && revision.len() <= 200 && !revision.contains("..") {
+        return Ok(revision);
+    }
+    Err(ServiceError::InvalidParameter {
+        parameter: "revision".into(),
+        detail: format!(
+            "'{revision}' is not a revision's name: a hub commit, branch or tag, or a local snapshot's name (letters, digits, '.', '_', '/', '-'; at most 200; no '..')"
+        ),
+        allowed: None,
+    })
+}
+
 pub fn suggestion<'a>(value: &str, known: &[&'a str]) -> Option<&'a str> {
     let lower = value.to_lowercase();
     if let Some(k) = known.iter().find(|k| k.to_lowercase() == lower) {

@@ -23,6 +23,8 @@ pub struct SqlAsked<'a> {
     pub format: Format,
     /// Whether the answer is kept (and looked up) by the text and representation.
     pub keep: bool,
+    /// The dataset revision the tables are of (none: the served one).
+    pub revision: Option<&'a str>,
 }
 
 /// The value of a placeholder given in JSON: a number, string, boolean or null; none for an
@@ -51,7 +53,7 @@ impl Door {
             ))));
         }
         let service = self.service();
-        let snapshot = service.snapshot();
+        let snapshot = service.snapshot_at(q.revision).await?;
         let key = q.keep.then(|| {
             AnswerKey::of(&[
                 &snapshot.generation.to_le_bytes(),

@@ -287,7 +287,8 @@ async fn raw_histograms(
     Ok((Some(group_histograms(&runs)), None))
 }
 
-/// The leaderboard of the snapshot being served, rebuilt when the snapshot changes.
+/// The leaderboards of the snapshots asked for: the served one's, and those of other revisions
+/// (`revision`), the most recently used kept.
 pub struct Leaderboard {
     /// `last_updated` as configured; the snapshot's date otherwise.
     last_updated: Option<String>,
@@ -296,16 +297,21 @@ pub struct Leaderboard {
     read_in_background: bool,
     /// Whether sites compress their files at the most effort (set by [`Leaderboard::warm`]).
     refine: Arc<AtomicBool>,
-    current: Mutex<Option<Arc<Site>>>,
+    /// Sites by snapshot, the most recently used first; at most [`Leaderboard::SITES`].
+    sites: Mutex<std::collections::VecDeque<Arc<Site>>>,
 }
 
 impl Leaderboard {
+    /// Sites held at once: as many as snapshots a server holds by default, and room for one
+    /// reloaded beside them.
+    const SITES: usize = super::revisions::Revisions::MAX_SNAPSHOTS + 1;
+
     pub fn new(last_updated: Option<String>, read_in_background: bool) -> Self {
         Leaderboard {
             last_updated,
             read_in_background,
             refine: Arc::new(AtomicBool::new(false)),
-            current: Mutex::new(None),
+            sites: Mutex::new(Default::default()),
         }
     }
 
@@ -319,26 +325,26 @@ impl Leaderboard {
     /// so a request is never held behind a build on the thread that yields to requests; when two
     /// build at once, the first to finish is kept.
     pub fn site(&self, snapshot: &Snapshot) -> Arc<Site> {
-        let current = || {
-            let current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-            current
-                .as_ref()
-                .filter(|s| s.generation == snapshot.generation)
-                .cloned()
+        let held = |sites: &mut std::collections::VecDeque<Arc<Site>>| {
+            let at = sites
+                .iter()
+                .position(|s| s.generation == snapshot.generation)?;
+            let site = sites.remove(at)?;
+            sites.push_front(site.clone());
+            Some(site)
         };
-        if let Some(site) = current() {
+        if let Some(site) = held(&mut self.sites.lock().unwrap_or_else(|e| e.into_inner())) {
             return site;
         }
         let date = self.last_updated.clone().unwrap_or_else(|| snapshot.date());
         let built = Arc::new(Site::build(snapshot, date, self.refine.clone()));
-        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        match current.as_ref() {
-            Some(kept) if kept.generation == snapshot.generation => return kept.clone(),
-            // A newer snapshot's site is served already: this one is for the request alone.
-            Some(kept) if kept.generation > snapshot.generation => return built,
-            _ => *current = Some(built.clone()),
+        let mut sites = self.sites.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(kept) = held(&mut sites) {
+            return kept;
         }
-        drop(current);
+        sites.push_front(built.clone());
+        sites.truncate(Self::SITES);
+        drop(sites);
         built.refine_all();
         built
     }
