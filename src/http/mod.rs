@@ -31,6 +31,7 @@ pub mod openapi;
 pub mod predict;
 pub mod prefetch;
 pub mod problems;
+pub mod provenance;
 pub mod raw_file;
 pub mod request_id;
 pub mod request_metrics;
@@ -79,6 +80,8 @@ fn api(guard: &state::GuardOptions) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(runs::list_runs))
         .routes(routes!(runs::get_run))
         .routes(routes!(groups::groups))
+        .routes(routes!(provenance::statistics))
+        .routes(routes!(provenance::changes))
         .routes(routes!(derived::run_output_lengths))
         .routes(routes!(derived::output_lengths))
         .routes(routes!(derived::run_itl))

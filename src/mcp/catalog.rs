@@ -231,6 +231,32 @@ pub(super) fn tools() -> Vec<ToolSpec> {
         output: rows_output("runs", "The frontier's runs, by increasing latency."),
     });
     t.push(ToolSpec {
+        name: "column_statistics",
+        title: "Column statistics",
+        description: "Statistics of each column of the filtered runs, named as the Hugging Face dataset viewer names them: for numbers the missing count, min, max, mean, median, standard deviation and a 10-bin histogram; for strings and booleans the distinct values and their frequencies. GET /v1/{domain}/statistics.".into(),
+        kind: Kind::Ask(Question::Statistics, "statistics", ""),
+        args: domain_args(Question::Statistics),
+        own: vec![domain_arg()],
+        required: &[],
+        output: json!({"type": "object", "properties": {
+            "num_examples": {"type": "integer"},
+            "statistics": {"type": "array", "items": {"type": "object"}},
+        }, "required": ["num_examples", "statistics"]}),
+    });
+    t.push(ToolSpec {
+        name: "dataset_changes",
+        title: "What changed between two revisions",
+        description: "Runs added, removed and changed between two revisions of the dataset (`from`, `to`: hub commits, branches or tags, or local snapshot names; `to` defaults to the served one), each changed field with its old and new value and relative change, counts per task and GPU, the largest moves, and per task each model's rank by least energy before and after. GET /v1/{domain}/changes.".into(),
+        kind: Kind::Ask(Question::Changes, "changes", ""),
+        args: domain_args(Question::Changes),
+        own: vec![domain_arg()],
+        required: &["from"],
+        output: json!({"type": "object", "properties": {
+            "summary": {"type": "object"}, "ranks": {"type": "array"},
+            "added": {"type": "array"}, "removed": {"type": "array"}, "changed": {"type": "array"},
+        }, "required": ["summary", "added", "removed", "changed"]}),
+    });
+    t.push(ToolSpec {
         name: "fit_batch_sweep",
         title: "Fit batch-size sweeps",
         description: "Logistic fits of fields (power, latency, throughput, energy) against log2 of the batch size, per model, task, GPU model and GPU count, with predictions at batch sizes that were not measured (`predict`). The toolkit's LogisticModel. GET /v1/{domain}/fits/logistic.".into(),

@@ -243,6 +243,15 @@ impl Answer {
         match &self.shape {
             Shape::Object => self.json_rows(&mut out, snapshot, cells, true),
             Shape::Array => self.json_rows(&mut out, snapshot, cells, false),
+            Shape::Document(serde_json::Value::Object(members)) => {
+                // A document of members names the snapshot it is from, as envelopes do.
+                let mut members = members.clone();
+                members.insert(
+                    "snapshot".into(),
+                    serde_json::to_value(snapshot.identity()).expect("plain members"),
+                );
+                serde_json::to_writer(&mut out, &members).expect("a JSON value writes to memory")
+            }
             Shape::Document(doc) => {
                 serde_json::to_writer(&mut out, doc).expect("a JSON value writes to memory")
             }

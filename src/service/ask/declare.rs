@@ -40,6 +40,10 @@ pub enum Question {
     /// A deployment plan: `Predict`'s configuration parameters, the workload, the latency target,
     /// PUE, grid and price.
     Plan,
+    /// Column statistics of the filtered runs (`fields`: which columns).
+    Statistics,
+    /// What changed between two revisions (`from`, `to`) among the filtered runs.
+    Changes,
 }
 
 /// String filters: (parameter, field, aliases).
@@ -148,6 +152,8 @@ pub const QUERIES: &[(&str, Question)] = &[
     ("plan", Question::Plan),
     ("plan_chart", PLAN_CHART),
     ("rating_chart", RATING_CHART),
+    ("statistics", Question::Statistics),
+    ("changes", Question::Changes),
 ];
 
 /// Samples an ITL mixture is fitted to unless `max_samples` says otherwise (the toolkit's users'
@@ -335,6 +341,25 @@ const GROUP: &[Decl] = &[
 ];
 
 const ONE: &[Decl] = &[FIELDS];
+
+const CHANGES: &[Decl] = &[
+    decl(
+        "from",
+        Takes::Revision,
+        "The revision compared from (required): a hub commit, branch or tag, a local snapshot's name, or a snapshot id.",
+    ),
+    decl(
+        "to",
+        Takes::Revision,
+        "The revision compared to (default: the served revision); not the same as from.",
+    ),
+];
+
+const STATISTICS: &[Decl] = &[decl(
+    "fields",
+    Takes::Fields,
+    "Columns to describe, comma-separated (default: every column).",
+)];
 
 const SWEEP: &[Decl] = &[
     made("y", Takes::NumericFields, |domain| {
@@ -630,6 +655,8 @@ impl Question {
             Question::Predict => (false, &[MODEL, PREDICT_GRID]),
             Question::Plan => (false, &[MODEL, PLAN_GRID, PLAN]),
             Question::PredictQuality => (false, &[]),
+            Question::Statistics => (true, &[STATISTICS]),
+            Question::Changes => (true, &[CHANGES]),
             Question::RawMany(_) => (true, &[]),
             Question::RawOne(_) | Question::Chart(_) => (false, &[]),
         };
@@ -802,6 +829,8 @@ pub fn parameter_specs(domain: Domain, question: Question) -> Vec<ParamSpec> {
                 .filter_map(|e| RAW_EXTRAS.iter().find(|d| d.name == *e)),
         )
         .chain([&FORMAT, &REVISION])
+        // `changes` names its two revisions itself.
+        .filter(|d| !(question == Question::Changes && d.name == "revision"))
         .filter(|d| d.only.is_none_or(|only| only == domain));
     let mut out = if shape.filtered {
         filter_specs(domain)

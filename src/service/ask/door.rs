@@ -19,13 +19,14 @@ use super::models::ModelRequest;
 use super::places::{Place, Places};
 use super::request::Request;
 
-/// The answer key of `req` for the snapshot numbered `generation`: what it asks, in its
-/// canonical form.
-fn key(req: &Request, question: Option<usize>, generation: u64) -> AnswerKey {
+/// The answer key of `req` for the snapshots numbered `generations` (the one it is of; `changes`'
+/// two): what it asks, in its canonical form.
+fn key(req: &Request, question: Option<usize>, generations: &[u64]) -> AnswerKey {
     let mut params = Vec::new();
     req.params.canonical(&mut params);
+    let generations: Vec<u8> = generations.iter().flat_map(|g| g.to_le_bytes()).collect();
     AnswerKey::of(&[
-        &generation.to_le_bytes(),
+        &generations,
         b"ask",
         &question.map_or(u64::MAX, |i| i as u64).to_le_bytes(),
         req.domain.as_str().as_bytes(),
@@ -126,8 +127,19 @@ impl Door {
     /// answer sent as it is made.
     pub async fn ask(&self, req: &Request) -> Result<Reply, ServiceError> {
         let question = self.count(req.question);
-        let snapshot = self.service.snapshot_at(req.params.revision()?).await?;
-        let key = key(req, question, snapshot.generation);
+        // `changes` is of two revisions: from `from` to `to`, encoded as of `to`.
+        let (snapshot, from) = match req.question {
+            Question::Changes => {
+                let (from, to) = req.params.from_to()?;
+                let from = self.service.snapshot_at(Some(from)).await?;
+                (self.service.snapshot_at(to).await?, Some(from))
+            }
+            _ => (self.service.snapshot_at(req.params.revision()?).await?, None),
+        };
+        let key = match &from {
+            Some(from) => key(req, question, &[from.generation, snapshot.generation]),
+            None => key(req, question, &[snapshot.generation]),
+        };
         if let Some(hit) = self.cache.get(&key) {
             return Ok(Reply::Whole(hit));
         }
@@ -147,7 +159,14 @@ impl Door {
                 super::samples::Made::Sent(sent) => Reply::Sent(sent),
             });
         }
-        let encoded = self.compute(req, &snapshot).await?;
+        let encoded = match &from {
+            Some(from) => super::changes::answer(req, from, &snapshot)?.encode(
+                req.format,
+                &snapshot,
+                self.cells.as_ref(),
+            )?,
+            None => self.compute(req, &snapshot).await?,
+        };
         Ok(Reply::Whole(keep(&self.cache, key, encoded)))
     }
 

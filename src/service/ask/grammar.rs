@@ -391,6 +391,28 @@ impl Params {
         self.single("revision")?.map(check_revision).transpose()
     }
 
+    /// The two revisions `changes` compares: `from` (required) and `to` (none: the served one),
+    /// not the same name.
+    pub fn from_to(&self) -> Result<(&str, Option<&str>), ServiceError> {
+        let from = self
+            .single("from")?
+            .ok_or_else(|| ServiceError::InvalidParameter {
+                parameter: "from".into(),
+                detail: "from (the revision compared from) is required".into(),
+                allowed: None,
+            })
+            .and_then(check_revision)?;
+        let to = self.single("to")?.map(check_revision).transpose()?;
+        if to == Some(from) {
+            return Err(ServiceError::InvalidParameter {
+                parameter: "to".into(),
+                detail: format!("from and to are both '{from}': name two revisions to compare"),
+                allowed: None,
+            });
+        }
+        Ok((from, to))
+    }
+
     fn number(&self, key: &str, v: &str) -> Result<f64, ServiceError> {
         match v.parse::<f64>() {
             Ok(x) if x.is_finite() => Ok(x),

@@ -13,6 +13,7 @@
 //! the leaderboard's files.
 
 pub mod answer;
+mod changes;
 mod charts;
 pub mod declare;
 pub mod door;
@@ -28,6 +29,7 @@ pub mod request;
 mod runs;
 mod samples;
 pub mod sql;
+mod statistics;
 
 pub use self::answer::{
     Answer, Cell, Encoded, HEAD_COLUMNS, HEAD_ROWS, Head, Member, Nullable, Reply, Rows, Sent,

@@ -24,6 +24,7 @@ pub(super) fn answer(
         Question::Group => group(req, table),
         Question::Pareto => pareto(req, table),
         Question::Best => best(req, table),
+        Question::Statistics => super::statistics::answer(req, table),
         _ => return None,
     })
 }
