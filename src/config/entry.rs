@@ -104,8 +104,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
             let (spec, opts, catalog, named) =
                 (spec.clone(), opts.clone(), catalog.clone(), named.clone());
             Box::pin(async move {
-                crate::service::open::open_revision(&spec, &revision, &named, &opts, &catalog)
-                    .await
+                crate::service::open::open_revision(&spec, &revision, &named, &opts, &catalog).await
             }) as futures::future::BoxFuture<'static, _>
         }
     };

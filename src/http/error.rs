@@ -290,7 +290,9 @@ impl AppError {
             AppError::HubNotFound { .. } => "Not found on this hub mirror",
             AppError::Revision { problem, .. } => match problem {
                 crate::service::RevisionProblem::Unknown => "Unknown revision",
-                crate::service::RevisionProblem::Malformed => "Revision not in the published schema",
+                crate::service::RevisionProblem::Malformed => {
+                    "Revision not in the published schema"
+                }
                 crate::service::RevisionProblem::Unavailable => "Revision could not be loaded",
             },
             AppError::Internal(_) => "Internal server error",

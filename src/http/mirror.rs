@@ -126,7 +126,7 @@ fn refused(e: MirrorError) -> Response {
 
 /// The checks every mirror request starts with (the token, then the repository and revision
 /// asked for), and the snapshot it is answered from with the repository it is served as.
-fn open_repo(
+async fn open_repo(
     state: &AppState,
     headers: &HeaderMap,
     repo: &str,
@@ -135,8 +135,23 @@ fn open_repo(
     let options = allow(state, headers)?;
     let snapshot = state.service.snapshot();
     let served = MirrorRepo::of(&snapshot, &options.repo);
-    served.check(repo, revision).map_err(refused)?;
-    Ok((snapshot, served))
+    match served.check(repo, revision) {
+        Ok(()) => Ok((snapshot, served)),
+        // Another revision of the repository: one held, or loaded now.
+        Err(e @ MirrorError::UnknownRevision { .. }) => {
+            let other = match crate::service::ask::check_revision(revision) {
+                Ok(r) => state.service.snapshot_at(Some(r)).await.ok(),
+                Err(_) => None,
+            };
+            let Some(other) = other else {
+                return Err(refused(e));
+            };
+            let held = MirrorRepo::of(&other, &options.repo);
+            held.check(repo, revision).map_err(refused)?;
+            Ok((other, held))
+        }
+        Err(e) => Err(refused(e)),
+    }
 }
 
 async fn resolve(
@@ -144,10 +159,11 @@ async fn resolve(
     Path((org, name, revision, path)): Path<(String, String, String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    let (snapshot, repo) = match open_repo(&state, &headers, &format!("{org}/{name}"), &revision) {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+    let (snapshot, repo) =
+        match open_repo(&state, &headers, &format!("{org}/{name}"), &revision).await {
+            Ok(x) => x,
+            Err(r) => return r,
+        };
     let file = match state.service.mirror_file(&snapshot, &path).await {
         Ok(f) => f,
         Err(e) => return refused(e),
@@ -300,10 +316,11 @@ async fn repo_info(
     revision: String,
     headers: HeaderMap,
 ) -> Response {
-    let (snapshot, repo) = match open_repo(&state, &headers, &format!("{org}/{name}"), &revision) {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+    let (snapshot, repo) =
+        match open_repo(&state, &headers, &format!("{org}/{name}"), &revision).await {
+            Ok(x) => x,
+            Err(r) => return r,
+        };
     let files = match state.service.mirror_list(&snapshot, "").await {
         Ok(f) => f,
         Err(e) => return refused(e),
@@ -356,10 +373,11 @@ async fn tree_listing(
     query: Option<String>,
     headers: HeaderMap,
 ) -> Response {
-    let (snapshot, repo) = match open_repo(&state, &headers, &format!("{org}/{name}"), &revision) {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+    let (snapshot, repo) =
+        match open_repo(&state, &headers, &format!("{org}/{name}"), &revision).await {
+            Ok(x) => x,
+            Err(r) => return r,
+        };
     let mut recursive = false;
     for (k, v) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
         match k.as_ref() {

@@ -82,6 +82,8 @@ fn api(guard: &state::GuardOptions) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(groups::groups))
         .routes(routes!(provenance::statistics))
         .routes(routes!(provenance::changes))
+        .routes(routes!(provenance::croissant))
+        .routes(routes!(provenance::summary_file))
         .routes(routes!(derived::run_output_lengths))
         .routes(routes!(derived::output_lengths))
         .routes(routes!(derived::run_itl))

@@ -222,7 +222,15 @@ pub async fn sql_post(
         .unwrap_or("text/plain")
         .to_ascii_lowercase();
     let (sql, params) = sql_body(&ct, &body)?;
-    answer(&state, false, &sql, params, format, asked.revision.as_deref()).await
+    answer(
+        &state,
+        false,
+        &sql,
+        params,
+        format,
+        asked.revision.as_deref(),
+    )
+    .await
 }
 
 /// The SQL text and its parameters of a body of content type `ct` (lower case): SQL as text, or

@@ -305,9 +305,18 @@ pub async fn transport<F: Future<Output = Response>>(
         Some(r) => state.service.snapshot_at(Some(r)).await,
     };
     let volatile = kind(req.uri().path()) == Kind::Volatile;
-    let Ok(snapshot) = snapshot.as_ref().map(Arc::clone).map_err(|_| ()).or_else(|()| {
-        if volatile { Ok(state.service.snapshot()) } else { Err(()) }
-    }) else {
+    let Ok(snapshot) = snapshot
+        .as_ref()
+        .map(Arc::clone)
+        .map_err(|_| ())
+        .or_else(|()| {
+            if volatile {
+                Ok(state.service.snapshot())
+            } else {
+                Err(())
+            }
+        })
+    else {
         // A revision that cannot be answered from: the handler refuses it, uncached.
         let mut resp = next(req).await;
         resp.headers_mut()

@@ -51,6 +51,12 @@ impl MirrorRepo {
     pub fn of(snapshot: &Snapshot, configured: &str) -> MirrorRepo {
         let source = &snapshot.source;
         let mut names = vec!["main".to_string()];
+        // The name a local snapshot is served as (`--snapshot NAME=DIR`).
+        if source.remote.is_none()
+            && let Some(name) = &source.name
+        {
+            names.push(name.clone());
+        }
         if let Some((repo, asked)) = parse_hf_url(&source.location)
             && let Some(commit) = source.revision.as_deref().filter(|c| is_commit(c))
         {

@@ -13,6 +13,7 @@
 pub mod ask;
 pub mod catalog;
 pub mod coding;
+pub mod croissant;
 pub mod derived;
 pub mod encode;
 pub mod error;

@@ -185,15 +185,18 @@ async fn open_hub(
     if let Some(commit) = revision.filter(|r| is_commit(r))
         && let Ok(Some(date)) = catalog.hub_commit(repo, commit).await
     {
-        return Hub::pinned(repo, commit, date, &opts.hub).map_err(|e| LoadError::Failed(e.to_string()));
+        return Hub::pinned(repo, commit, date, &opts.hub)
+            .map_err(|e| LoadError::Failed(e.to_string()));
     }
-    let hub = Hub::open(repo, revision, &opts.hub).await.map_err(|e| match e {
-        FetchError::NotFound(_) => LoadError::NoRevision(format!(
-            "the hub has no revision '{}' of {repo}",
-            revision.unwrap_or("main")
-        )),
-        e => LoadError::Failed(e.to_string()),
-    })?;
+    let hub = Hub::open(repo, revision, &opts.hub)
+        .await
+        .map_err(|e| match e {
+            FetchError::NotFound(_) => LoadError::NoRevision(format!(
+                "the hub has no revision '{}' of {repo}",
+                revision.unwrap_or("main")
+            )),
+            e => LoadError::Failed(e.to_string()),
+        })?;
     if let Err(e) = catalog
         .record_hub_commit(repo, &hub.commit, hub.date.as_deref())
         .await
@@ -540,9 +543,12 @@ pub async fn open_revision(
         detail,
     };
     if let Some((_, dir)) = named.iter().find(|(name, _)| name == revision) {
-        let mut snapshot = reopen_dataset(dir, opts, catalog)
-            .await
-            .map_err(|e| refusal(RevisionProblem::Malformed, format!("revision '{revision}': {e}")))?;
+        let mut snapshot = reopen_dataset(dir, opts, catalog).await.map_err(|e| {
+            refusal(
+                RevisionProblem::Malformed,
+                format!("revision '{revision}': {e}"),
+            )
+        })?;
         snapshot.source.name = Some(revision.to_string());
         return Ok(snapshot);
     }
@@ -554,7 +560,11 @@ pub async fn open_revision(
                 RevisionProblem::Unknown,
                 format!(
                     "this server has no revision '{revision}': its source is {spec}, whose other revisions are the local snapshots {}",
-                    if names.is_empty() { "given with --snapshot NAME=DIR (none)".to_string() } else { names.join(", ") }
+                    if names.is_empty() {
+                        "given with --snapshot NAME=DIR (none)".to_string()
+                    } else {
+                        names.join(", ")
+                    }
                 ),
             ));
         }

@@ -29,6 +29,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "fetch leases",
         include_str!("../../migrations/0003_fetch_leases.sql"),
     ),
+    (
+        4,
+        "hub commits",
+        include_str!("../../migrations/0004_hub_commits.sql"),
+    ),
 ];
 
 #[derive(Debug)]
@@ -207,13 +212,12 @@ impl Catalog {
         repo: &str,
         commit: &str,
     ) -> Result<Option<Option<String>>, sqlx::Error> {
-        let row = sqlx::query(
-            "SELECT commit_date FROM hub_commits WHERE repo = $1 AND commit_sha = $2",
-        )
-        .bind(repo)
-        .bind(commit.to_ascii_lowercase())
-        .fetch_optional(&self.pool)
-        .await?;
+        let row =
+            sqlx::query("SELECT commit_date FROM hub_commits WHERE repo = $1 AND commit_sha = $2")
+                .bind(repo)
+                .bind(commit.to_ascii_lowercase())
+                .fetch_optional(&self.pool)
+                .await?;
         row.map(|r| {
             r.try_get::<String, _>("commit_date")
                 .map(|d| Some(d).filter(|d| !d.is_empty()))

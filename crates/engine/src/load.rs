@@ -78,8 +78,22 @@ pub async fn load_compiled(
     llm: &str,
     diffusion: &str,
 ) -> Result<Dataset, EngineError> {
-    let llm = table_from_batches(Domain::Llm, &read_parquet(&ctx, llm).await?)?;
-    let diffusion = table_from_batches(Domain::Diffusion, &read_parquet(&ctx, diffusion).await?)?;
+    // A refusal names the file it is about.
+    async fn table(
+        ctx: &SessionContext,
+        domain: Domain,
+        path: &str,
+    ) -> Result<RunTable, EngineError> {
+        let read = async { table_from_batches(domain, &read_parquet(ctx, path).await?) };
+        let name = format!("{}.parquet", domain.as_str());
+        read.await.map_err(|e| match e {
+            EngineError::Load(m) if m.contains(&name) => EngineError::Load(m),
+            EngineError::Load(m) => EngineError::Load(format!("{name}: {m}")),
+            e => EngineError::Load(format!("{name}: {e}")),
+        })
+    }
+    let llm = table(&ctx, Domain::Llm, llm).await?;
+    let diffusion = table(&ctx, Domain::Diffusion, diffusion).await?;
     from_tables(ctx, llm, diffusion)
 }
 

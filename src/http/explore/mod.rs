@@ -134,7 +134,7 @@ fn wants_html(headers: &HeaderMap) -> bool {
 
 /// The origin a snippet names: the request's `Host` (the scheme from `X-Forwarded-Proto` when a
 /// proxy says https), or the default address.
-fn origin(headers: &HeaderMap) -> String {
+pub(super) fn origin(headers: &HeaderMap) -> String {
     let host = headers
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
@@ -170,6 +170,15 @@ pub async fn home(
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
+    let wants_jsonld = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/ld+json"));
+    if wants_jsonld {
+        let revision = super::state::Revision::of_query(uri.query())?;
+        return super::provenance::croissant_of(&state, &headers, &revision).await;
+    }
     let snapshot = state.service.snapshot();
     if !wants_html(&headers) {
         let encoded = cached_as(&state.cache, &snapshot, &uri, "json", || {

@@ -1,6 +1,6 @@
 //! What changed between two revisions of the dataset: the filtered runs of each matched by
-//! `run_id`, those added, removed and changed (each changed field with its old value, new value
-//! and relative change), a summary (counts per task and GPU model, the largest moves), and per
+//! `run_id`, those added, removed and changed (each changed published field with its old value,
+//! new value and relative change), a summary (counts per task and GPU model, the largest moves), and per
 //! task the models' order by their least energy before and after.
 
 use std::collections::{BTreeMap, HashMap};
@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Value as Json, json};
 
 use crate::engine::RunTable;
+use crate::engine::fields::published_fields;
 use crate::engine::frame::{ColumnData, Frame, FrameColumn, Value};
 use crate::engine::frontier::default_energy;
 use crate::pycompat::repr::python_float_repr;
@@ -97,7 +98,11 @@ fn text(v: Value) -> Option<String> {
 }
 
 /// The changes from `from` to `to` of the runs the request's filters select.
-pub(super) fn answer(req: &Request, from: &Snapshot, to: &Snapshot) -> Result<Answer, ServiceError> {
+pub(super) fn answer(
+    req: &Request,
+    from: &Snapshot,
+    to: &Snapshot,
+) -> Result<Answer, ServiceError> {
     let (old, new) = (Side::of(req, from)?, Side::of(req, to)?);
     let added: Vec<usize> = new
         .rows
@@ -116,11 +121,9 @@ pub(super) fn answer(req: &Request, from: &Snapshot, to: &Snapshot) -> Result<An
         let Some(&o) = old.by_id.get(new.table.run_id(r)) else {
             continue;
         };
-        let fields: Vec<FieldChange> = new
-            .table
-            .fields
+        // The published fields: a derived one (a rating relative to other runs) moves with them.
+        let fields: Vec<FieldChange> = published_fields(req.domain)
             .iter()
-            .skip(1)
             .filter_map(|f| {
                 let (a, b) = (old.get(o, f.name), new.get(r, f.name));
                 (!same(a, b)).then(|| FieldChange {
@@ -164,9 +167,7 @@ pub(super) fn answer(req: &Request, from: &Snapshot, to: &Snapshot) -> Result<An
         let m = |f: &FieldChange| f.relative.map_or(0.0, f64::abs);
         m(b.1).total_cmp(&m(a.1))
     });
-    let change_json = |f: &FieldChange| {
-        json!({"field": f.field, "old": cell(f.old), "new": cell(f.new), "relative_change": f.relative})
-    };
+    let change_json = |f: &FieldChange| json!({"field": f.field, "old": cell(f.old), "new": cell(f.new), "relative_change": f.relative});
     let document = json!({
         "domain": req.domain.as_str(),
         "from": from.identity(),
@@ -245,12 +246,20 @@ fn ranks(req: &Request, old: &Side, new: &Side) -> Vec<Json> {
             after.get(task).unwrap_or(&none),
         );
         let mut models: Vec<&String> = b.keys().chain(a.keys()).collect();
-        models.sort_by_key(|m| (a.get(*m).copied().unwrap_or(usize::MAX), b.get(*m).copied(), *m));
+        models.sort_by_key(|m| {
+            (
+                a.get(*m).copied().unwrap_or(usize::MAX),
+                b.get(*m).copied(),
+                *m,
+            )
+        });
         models.dedup();
         for m in models {
             let (rb, ra) = (b.get(m).copied(), a.get(m).copied());
             let moved = rb.zip(ra).map(|(x, y)| x as i64 - y as i64);
-            out.push(json!({"task": task, "model_id": m, "before": rb, "after": ra, "moved": moved}));
+            out.push(
+                json!({"task": task, "model_id": m, "before": rb, "after": ra, "moved": moved}),
+            );
         }
     }
     out
@@ -284,17 +293,37 @@ fn frame(
     for (r, fields) in changed {
         for f in fields {
             let [a, b, c, d] = run(new, *r, "changed");
-            rows.push([a, b, c, d, Some(f.field.to_string()), text(f.old), text(f.new)]);
+            rows.push([
+                a,
+                b,
+                c,
+                d,
+                Some(f.field.to_string()),
+                text(f.old),
+                text(f.new),
+            ]);
             relatives.push(f.relative);
         }
     }
-    let names = ["run_id", "change", "task", "gpu_model", "field", "old", "new"];
+    let names = [
+        "run_id",
+        "change",
+        "task",
+        "gpu_model",
+        "field",
+        "old",
+        "new",
+    ];
     let mut columns: Vec<FrameColumn> = names
         .iter()
         .enumerate()
         .map(|(i, name)| FrameColumn {
             name: name.to_string(),
-            data: ColumnData::Str(rows.iter().map(|r| r[i].as_deref().map(Into::into)).collect()),
+            data: ColumnData::Str(
+                rows.iter()
+                    .map(|r| r[i].as_deref().map(Into::into))
+                    .collect(),
+            ),
         })
         .collect();
     columns.push(FrameColumn {

@@ -134,7 +134,10 @@ impl Door {
                 let from = self.service.snapshot_at(Some(from)).await?;
                 (self.service.snapshot_at(to).await?, Some(from))
             }
-            _ => (self.service.snapshot_at(req.params.revision()?).await?, None),
+            _ => (
+                self.service.snapshot_at(req.params.revision()?).await?,
+                None,
+            ),
         };
         let key = match &from {
             Some(from) => key(req, question, &[from.generation, snapshot.generation]),
@@ -227,6 +230,35 @@ impl Door {
             name: name.to_string(),
             allowed,
         })
+    }
+
+    /// The Croissant metadata of the snapshot `revision` names (none: the served one), its files
+    /// at `base` (this server's origin).
+    pub async fn croissant(
+        &self,
+        revision: Option<&str>,
+        base: &str,
+    ) -> Result<serde_json::Value, ServiceError> {
+        use crate::service::croissant::{SummaryFile, document};
+        let snapshot = self.service.snapshot_at(revision).await?;
+        let mut files = Vec::new();
+        for domain in crate::engine::Domain::ALL {
+            files.push((
+                domain,
+                SummaryFile::of(&self.service, &snapshot, domain).await?,
+            ));
+        }
+        document(&snapshot, base, &files)
+    }
+
+    /// The run summary of `domain` of the snapshot `revision` names, as its source stores it.
+    pub async fn summary_file(
+        &self,
+        domain: crate::engine::Domain,
+        revision: Option<&str>,
+    ) -> Result<crate::service::croissant::SummaryFile, ServiceError> {
+        let snapshot = self.service.snapshot_at(revision).await?;
+        crate::service::croissant::SummaryFile::of(&self.service, &snapshot, domain).await
     }
 
     async fn compute(

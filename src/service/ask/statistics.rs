@@ -55,10 +55,7 @@ pub(super) fn answer(req: &Request, table: &RunTable) -> Result<Answer, ServiceE
         Some(names) => names.iter().filter_map(|n| table.field_index(n)).collect(),
         None => (0..table.fields.len()).collect(),
     };
-    let stats: Vec<Column> = columns
-        .iter()
-        .map(|&c| column(table, c, &rows))
-        .collect();
+    let stats: Vec<Column> = columns.iter().map(|&c| column(table, c, &rows)).collect();
     let n = rows.len();
     let document = json!({
         "num_examples": n,
@@ -123,7 +120,11 @@ fn column(table: &RunTable, c: usize, rows: &[usize]) -> Column {
             };
             Column {
                 name,
-                kind: if spec.ty == FieldType::Int64 { "int" } else { "float" },
+                kind: if spec.ty == FieldType::Int64 {
+                    "int"
+                } else {
+                    "float"
+                },
                 nan_count: rows.len() - count,
                 stats: Stats::Number {
                     min: min.map(cell),
@@ -154,7 +155,11 @@ fn column(table: &RunTable, c: usize, rows: &[usize]) -> Column {
             frequencies.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             Column {
                 name,
-                kind: if spec.ty == FieldType::Bool { "bool" } else { "string_label" },
+                kind: if spec.ty == FieldType::Bool {
+                    "bool"
+                } else {
+                    "string_label"
+                },
                 nan_count: missing,
                 stats: Stats::Labels { frequencies },
             }
@@ -173,14 +178,21 @@ fn cell(v: Value) -> Json {
 
 /// `nan_count / n`, 0 for no rows (the viewer's convention).
 fn proportion(nan_count: usize, n: usize) -> f64 {
-    if n == 0 { 0.0 } else { nan_count as f64 / n as f64 }
+    if n == 0 {
+        0.0
+    } else {
+        nan_count as f64 / n as f64
+    }
 }
 
 impl Column {
     fn json(&self, n: usize) -> Json {
         let mut s = Map::new();
         s.insert("nan_count".into(), json!(self.nan_count));
-        s.insert("nan_proportion".into(), json!(proportion(self.nan_count, n)));
+        s.insert(
+            "nan_proportion".into(),
+            json!(proportion(self.nan_count, n)),
+        );
         match &self.stats {
             Stats::Number {
                 min,
@@ -228,9 +240,8 @@ fn frame(stats: &[Column], n: usize) -> Frame {
     let text = |f: &dyn Fn(&Column) -> Option<String>| {
         ColumnData::Str(stats.iter().map(|c| f(c).map(Into::into)).collect())
     };
-    let number = |f: &dyn Fn(&Column) -> Option<f64>| {
-        ColumnData::Float(stats.iter().map(f).collect())
-    };
+    let number =
+        |f: &dyn Fn(&Column) -> Option<f64>| ColumnData::Float(stats.iter().map(f).collect());
     let numbers = |c: &Column| match &c.stats {
         Stats::Number {
             min,
@@ -256,7 +267,10 @@ fn frame(stats: &[Column], n: usize) -> Frame {
         columns: vec![
             col("column_name", text(&|c| Some(c.name.clone()))),
             col("column_type", text(&|c| Some(c.kind.to_string()))),
-            col("num_examples", ColumnData::Int(vec![Some(n as i64); stats.len()])),
+            col(
+                "num_examples",
+                ColumnData::Int(vec![Some(n as i64); stats.len()]),
+            ),
             col(
                 "nan_count",
                 ColumnData::Int(stats.iter().map(|c| Some(c.nan_count as i64)).collect()),

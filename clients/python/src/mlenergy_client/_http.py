@@ -67,10 +67,15 @@ def _error(status: int, raw: bytes) -> ServerError:
 
 class Client:
     """The server at `url` (default: ``MLENERGY_SERVER``, else http://127.0.0.1:8080), with a bearer
-    `token` sent on every request when given. Thread-safe: the pool is urllib3's."""
+    `token` sent on every request when given, and the dataset `revision` (a hub commit, branch or
+    tag, or the name of one of the server's snapshots) sent as the ``revision`` parameter of every
+    request about the data when given (None: the revision the server serves). Thread-safe: the
+    pool is urllib3's."""
 
-    def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 300.0):
+    def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 300.0,
+                 revision: str | None = None):
         self.url = (url or os.environ.get("MLENERGY_SERVER") or DEFAULT_URL).rstrip("/")
+        self.revision = revision
         headers = {"user-agent": "mlenergy-client/0.1"}
         if token:
             headers["authorization"] = f"Bearer {token}"
@@ -86,6 +91,8 @@ class Client:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
+        if self.revision is not None:
+            return f"Client({self.url!r}, revision={self.revision!r})"
         return f"Client({self.url!r})"
 
     def float_fields(self, domain: str, nullable_ints: tuple[str, ...]) -> frozenset[str]:
@@ -109,7 +116,13 @@ class Client:
         return found
 
     def request(self, method: str, path: str, params: Iterable[tuple[str, Any]] = (), *,
-                body: bytes | None = None, headers: dict | None = None) -> urllib3.BaseHTTPResponse:
+                body: bytes | None = None, headers: dict | None = None,
+                revision: bool = True) -> urllib3.BaseHTTPResponse:
+        """`method` on `path` with query `params`; the client's revision is added to them unless
+        `revision` is False (requests that read no snapshot: model fits of posted data, jobs)."""
+        params = list(params)
+        if revision and self.revision is not None and not any(k == "revision" for k, _ in params):
+            params.append(("revision", self.revision))
         query = urlencode([(k, _param(v)) for k, v in params])
         url = self.url + path + (f"?{query}" if query else "")
         r = self._pool.request(method, url, body=body, headers=headers, preload_content=True)
@@ -118,21 +131,21 @@ class Client:
         return r
 
     def json(self, path: str, params: Iterable[tuple[str, Any]] = (), *, method: str = "GET",
-             body: Any = None) -> Any:
+             body: Any = None, revision: bool = True) -> Any:
         data = None if body is None else json.dumps(body).encode()
         headers = {"accept": "application/json"}
         if data is not None:
             headers["content-type"] = "application/json"
-        return json.loads(self.request(method, path, params, body=data, headers=headers).data)
+        return json.loads(self.request(method, path, params, body=data, headers=headers, revision=revision).data)
 
     def arrow(self, path: str, params: Iterable[tuple[str, Any]] = (), *, method: str = "GET",
-              body: Any = None) -> pa.Table:
+              body: Any = None, revision: bool = True) -> pa.Table:
         params = [*params, ("format", "arrow")]
         data = None if body is None else json.dumps(body).encode()
         headers = {"accept": ARROW}
         if data is not None:
             headers["content-type"] = "application/json"
-        raw = self.request(method, path, params, body=data, headers=headers).data
+        raw = self.request(method, path, params, body=data, headers=headers, revision=revision).data
         table = ipc.open_stream(io.BytesIO(raw)).read_all()
         return table.unify_dictionaries().combine_chunks() if table.num_columns else table
 

@@ -46,7 +46,7 @@ class LogisticModel:
             return cls(L=0.0, x0=0.0, k=1.0, b0=0.0)
         if len(xs) != len(ys):
             raise ValueError(f"x and y differ in length ({len(xs)} and {len(ys)})")
-        a = _http.default_client().json("/v1/models/logistic/fit", method="POST", body={"x": xs, "y": ys})
+        a = _http.default_client().json("/v1/models/logistic/fit", method="POST", body={"x": xs, "y": ys}, revision=False)
         if a.get("L") is None:
             # No finite fit: the toolkit's starting point (L=0, x0=mean(x), k=1, b0=mean(y)).
             return cls(L=0.0, x0=float(np.mean(xs)), k=1.0, b0=float(np.mean(ys)))
@@ -96,7 +96,7 @@ class ITLMixtureModel:
             # draws from another random stream.
             x = x[np.random.default_rng(seed).choice(len(x), size=int(max_samples), replace=False)]
         body: dict[str, Any] = {"samples": [float(v) for v in x]}
-        a = _http.default_client().json("/v1/models/itl-mixture/fit", method="POST", body=body)
+        a = _http.default_client().json("/v1/models/itl-mixture/fit", method="POST", body=body, revision=False)
         return cls(**{k: float(a[k]) for k in _MIXTURE_KEYS})
 
     def _weights(self) -> tuple[float, float]:

@@ -543,12 +543,19 @@ class LLMRuns(_Runs):
 
     @classmethod
     def from_server(
-        cls, url: str | None = None, *, stable_only: bool = True, token: str | None = None
+        cls,
+        url: str | None = None,
+        *,
+        stable_only: bool = True,
+        token: str | None = None,
+        revision: str | None = None,
     ) -> "LLMRuns":
         """The LLM runs the server at `url` serves (default: ``MLENERGY_SERVER``, else
-        http://127.0.0.1:8080); stable ones only unless `stable_only=False`. Nothing is fetched
-        until the rows are needed."""
-        client = _http.Client(url, token)
+        http://127.0.0.1:8080); stable ones only unless `stable_only=False`. With `revision` (a
+        hub commit, branch or tag, or a snapshot name of the server; as `from_hf(revision=...)`),
+        the runs of that revision: every request of the collection, its runs and what they derive
+        names it. Nothing is fetched until the rows are needed."""
+        client = _http.Client(url, token, revision=revision)
         _http.set_default_client(client)
         return cls._lazy(client, Query(stability="stable" if stable_only else "all"), stable_only)
 
@@ -613,9 +620,12 @@ class DiffusionRuns(_Runs):
         super().__init__(runs)
 
     @classmethod
-    def from_server(cls, url: str | None = None, *, token: str | None = None) -> "DiffusionRuns":
-        """The diffusion runs the server at `url` serves."""
-        client = _http.Client(url, token)
+    def from_server(
+        cls, url: str | None = None, *, token: str | None = None, revision: str | None = None
+    ) -> "DiffusionRuns":
+        """The diffusion runs the server at `url` serves (of `revision` when given, as
+        `LLMRuns.from_server`)."""
+        client = _http.Client(url, token, revision=revision)
         _http.set_default_client(client)
         return cls._lazy(client, Query(), False)
 
@@ -695,7 +705,7 @@ def _follow(client: _http.Client, jobs: list[dict], progress: bool, poll_s: floa
         time.sleep(poll_s)
         for i in ids:
             if not _finished(states[i]):
-                states[i] = client.json(f"/v1/jobs/{i}")
+                states[i] = client.json(f"/v1/jobs/{i}", revision=False)
     if bar is not None:
         bar.close()
     failed = [s for s in states.values() if str(s.get("state", s.get("status", ""))).lower() == "failed"]
