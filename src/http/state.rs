@@ -476,10 +476,20 @@ impl Revision {
     }
 }
 
+/// As an extractor: the query's only parameter is `revision` (another is refused, naming it).
 impl<S: Send + Sync> FromRequestParts<S> for Revision {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, AppError> {
-        Revision::of_query(parts.uri.query())
+        let query = parts.uri.query();
+        if let Some((other, _)) =
+            form_urlencoded::parse(query.unwrap_or("").as_bytes()).find(|(k, _)| k != "revision")
+        {
+            return Err(AppError::UnknownParameter {
+                parameter: other.into_owned(),
+                allowed: vec!["revision".into()],
+            });
+        }
+        Revision::of_query(query)
     }
 }

@@ -113,8 +113,8 @@ fn revision_of(query: Option<&str>) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
-/// `Link: <path?query>; rel="canonical"`: the request with its revision pinned to `pin`.
-fn canonical(uri: &axum::http::Uri, pin: &str) -> Option<HeaderValue> {
+/// The request's path and query with its revision pinned to `pin`: the permalink of its answer.
+pub fn pinned_path(uri: &axum::http::Uri, pin: &str) -> String {
     let mut query: Vec<&str> = uri
         .query()
         .unwrap_or("")
@@ -123,12 +123,12 @@ fn canonical(uri: &axum::http::Uri, pin: &str) -> Option<HeaderValue> {
         .collect();
     let pinned = format!("revision={pin}");
     query.push(&pinned);
-    HeaderValue::from_str(&format!(
-        "<{}?{}>; rel=\"canonical\"",
-        uri.path(),
-        query.join("&")
-    ))
-    .ok()
+    format!("{}?{}", uri.path(), query.join("&"))
+}
+
+/// `Link: <path?query>; rel="canonical"`: the request with its revision pinned to `pin`.
+fn canonical(uri: &axum::http::Uri, pin: &str) -> Option<HeaderValue> {
+    HeaderValue::from_str(&format!("<{}>; rel=\"canonical\"", pinned_path(uri, pin))).ok()
 }
 
 /// The stem of an answer's entity tag, and its key in the kept answers: `r-` and the digest of

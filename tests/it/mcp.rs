@@ -80,6 +80,8 @@ async fn initialize_and_list() {
             "group_runs",
             "best_configuration",
             "pareto_frontier",
+            "column_statistics",
+            "dataset_changes",
             "fit_batch_sweep",
             "run_itl_summary",
             "run_timeline_summary",

@@ -52,6 +52,7 @@ pub fn routes() -> Router<AppState> {
         .route("/explore/assets/{file}", get(asset))
         .route("/explore/{domain}", get(explorer))
         .route("/explore/{domain}/runs/{run_id}", get(run))
+        .route("/explore/{domain}/changes", get(changes))
 }
 
 /// The index of the API: what is served and where each family of endpoints is.
@@ -268,12 +269,17 @@ fn page(
     back: &str,
     render: impl FnOnce(&Snapshot) -> Result<(String, maud::Markup), AppError>,
 ) -> Response {
+    let today = crate::service::snapshot::utc_date(std::time::SystemTime::now());
+    let permalink = super::transport::pinned_path(uri, snapshot.pin());
+    let cite = crate::service::croissant::bibtex(snapshot, &today);
     let chrome = |title: &str, content| {
         pages::page(
             &Chrome {
                 title,
                 snapshot: crate::service::catalog::snapshot_id(&snapshot.content_id),
                 source: &snapshot.source.location,
+                permalink: &permalink,
+                cite: &cite,
             },
             content,
         )
@@ -283,7 +289,7 @@ fn page(
         &state.cache,
         snapshot,
         uri,
-        &format!("html|{origin}"),
+        &format!("html|{origin}|{today}"),
         || {
             let (title, content) = render(snapshot)?;
             Ok(encoded(HTML, chrome(&title, content).into_bytes()))
@@ -454,6 +460,7 @@ fn control(
         chosen: view.values(param).into_iter().map(str::to_string).collect(),
         options,
         toggles,
+        histogram: None,
     })
 }
 
@@ -615,6 +622,7 @@ fn explorer_of(
         controls.push(control(&view, table, &q, param, field)?);
         covered.push(param.to_string());
     }
+    histograms(state, snapshot, domain, &view, &mut controls)?;
     let batch = ask::numeric_filters(domain)
         .iter()
         .map(|(p, _)| *p)
@@ -727,6 +735,52 @@ fn ask_runs(
     Ok(state.door.answer(&req, snapshot)?)
 }
 
+/// Each numeric facet's histogram over the matching runs: the door's `/statistics` of its
+/// column under the view's filters.
+fn histograms(
+    state: &AppState,
+    snapshot: &Snapshot,
+    domain: Domain,
+    view: &View,
+    controls: &mut [pages::Control],
+) -> Result<(), AppError> {
+    let numeric: Vec<&str> = ask::numeric_filters(domain)
+        .iter()
+        .map(|(p, _)| *p)
+        .collect();
+    let mut pairs = view.filter_pairs();
+    pairs.push(("fields".into(), numeric.join(",")));
+    let answer = ask_runs(
+        state,
+        snapshot,
+        (Question::Statistics, "statistics"),
+        domain,
+        &encode(&pairs),
+    )?;
+    let Shape::Document(doc) = &answer.shape else {
+        return Ok(());
+    };
+    for stat in doc["statistics"].as_array().into_iter().flatten() {
+        let histogram = &stat["column_statistics"]["histogram"];
+        let numbers = |key: &str| -> Option<Vec<f64>> {
+            histogram[key]
+                .as_array()?
+                .iter()
+                .map(serde_json::Value::as_f64)
+                .collect()
+        };
+        if let (Some(name), Some(hist), Some(edges)) = (
+            stat["column_name"].as_str(),
+            numbers("hist"),
+            numbers("bin_edges"),
+        ) && let Some(c) = controls.iter_mut().find(|c| c.param == name)
+        {
+            c.histogram = Some((hist, edges));
+        }
+    }
+    Ok(())
+}
+
 /// The run-table rows of an answer of the run table.
 fn table_rows(answer: &Answer) -> &[usize] {
     match &answer.rows {
@@ -792,6 +846,45 @@ fn best_of(
         json: with_query(&format!("/v1/{}/best", domain.as_str()), &best_query),
     };
     Ok((best, latency_unit))
+}
+
+/// What changed between two revisions: the door's `changes` answer to the page's query, shown.
+async fn changes(
+    State(state): State<AppState>,
+    Path(domain): Path<String>,
+    OriginalUri(uri): OriginalUri,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let query = query.unwrap_or_default();
+    let asked = async {
+        let domain = super::state::parse_domain(&domain)?;
+        if !query
+            .split('&')
+            .any(|p| p.starts_with("from=") && p.len() > 5)
+        {
+            return Ok(None);
+        }
+        let path = format!("/v1/{}/changes", domain.as_str());
+        let req = Request::parse(Question::Changes, domain, None, Some(&query), path)?;
+        let reply = state.door.ask(&req).await?;
+        let whole = reply
+            .whole()
+            .ok_or_else(|| AppError::Internal("a changes answer too long to hold".into()))?;
+        serde_json::from_slice::<serde_json::Value>(&whole.body)
+            .map(Some)
+            .map_err(|e| AppError::Internal(e.to_string()))
+    };
+    let answered = asked.await;
+    domain_page(&state, &domain, &uri, &headers, move |_, domain, _| {
+        let doc = answered?;
+        let d = domain.as_str();
+        Ok((
+            format!("{} changes", pages::domain_title(domain)),
+            pages::changes_page(d, &query, doc.as_ref()),
+        ))
+    })
+    .await
 }
 
 /// A run's page.

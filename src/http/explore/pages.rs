@@ -12,6 +12,10 @@ pub(super) struct Chrome<'a> {
     pub(super) title: &'a str,
     pub(super) snapshot: &'a str,
     pub(super) source: &'a str,
+    /// This page pinned to its snapshot's commit (or id).
+    pub(super) permalink: &'a str,
+    /// The dataset's BibTeX at this revision, accessed today.
+    pub(super) cite: &'a str,
 }
 
 /// A whole page: the navigation, `content`, and the snapshot served.
@@ -39,7 +43,14 @@ pub(super) fn page(chrome: &Chrome<'_>, content: Markup) -> Markup {
                 }
                 main #main { (content) }
                 footer {
-                    "Snapshot " code { (chrome.snapshot) } " of " code { (chrome.source) }
+                    p {
+                        "Snapshot " code { (chrome.snapshot) } " of " code { (chrome.source) } ". "
+                        a rel="bookmark" href=(chrome.permalink) { "Permalink" } " (this page at this revision)."
+                    }
+                    details.cite {
+                        summary { "Cite" }
+                        pre { code { (chrome.cite) } }
+                    }
                 }
             }
         }
@@ -174,6 +185,8 @@ pub(super) struct Control {
     pub(super) chosen: Vec<String>,
     /// Each value's link: this view with the value added to or removed from the filter.
     pub(super) toggles: Vec<String>,
+    /// A numeric field's histogram over the matching runs: counts and bin edges.
+    pub(super) histogram: Option<(Vec<f64>, Vec<f64>)>,
 }
 
 /// A field of the form that is typed in.
@@ -335,6 +348,7 @@ pub(super) fn explorer(e: &Explorer) -> Markup {
                 @for c in &e.controls {
                     details open[c.param == "task" || c.param == "gpu_model" || c.param == "num_gpus" || !c.chosen.is_empty()] {
                         summary { (c.label) }
+                        @if let Some((hist, edges)) = &c.histogram { (histogram(c.param, hist, edges)) }
                         ul {
                             @for ((v, n), href) in c.options.iter().zip(&c.toggles) {
                                 @if *n > 0 || c.chosen.contains(v) {
@@ -384,6 +398,30 @@ pub(super) fn explorer(e: &Explorer) -> Markup {
             }
         }
         (snippets(&e.snippets))
+    }
+}
+
+/// A small SVG histogram of a numeric facet over the matching runs.
+fn histogram(param: &str, hist: &[f64], edges: &[f64]) -> Markup {
+    const W: f64 = 160.0;
+    const H: f64 = 36.0;
+    let top = hist.iter().copied().fold(0.0, f64::max).max(1.0);
+    let width = W / hist.len().max(1) as f64;
+    let (lo, hi) = (
+        edges.first().copied().unwrap_or(0.0),
+        edges.last().copied().unwrap_or(0.0),
+    );
+    let label = format!("Histogram of {param} over the matching runs, {lo} to {hi}");
+    html! {
+        svg.histogram width=(W) height=(H) viewBox={ "0 0 " (W) " " (H) } role="img" aria-label=(label) {
+            title { (label) }
+            @for (i, n) in hist.iter().enumerate() {
+                @let h = (n / top * (H - 2.0)).max(if *n > 0.0 { 1.0 } else { 0.0 });
+                rect x=(format!("{:.1}", i as f64 * width + 0.5)) y=(format!("{:.1}", H - h)) width=(format!("{:.1}", width - 1.0)) height=(format!("{:.1}", h)) {
+                    title { (format!("{} to {}: {n} runs", edges.get(i).copied().unwrap_or(0.0), edges.get(i + 1).copied().unwrap_or(0.0))) }
+                }
+            }
+        }
     }
 }
 
@@ -540,5 +578,118 @@ pub(super) fn problem(p: &crate::http::error::Problem, back: &str) -> Markup {
             p { "Accepted: " @for (i, a) in allowed.iter().enumerate() { @if i > 0 { ", " } code { (a) } } }
         }
         p { "Status " (p.status) " · " a href=(p.type_) { (p.type_) } " · " a href=(back) { "back to the explorer" } }
+    }
+}
+
+/// The changes page: the form naming two revisions, then what changed between them (the door's
+/// `changes` answer): the counts per task and GPU, the largest moves, the ranks that moved, and
+/// the runs added, removed and changed.
+pub(super) fn changes_page(d: &str, query: &str, doc: Option<&serde_json::Value>) -> Markup {
+    use serde_json::Value as J;
+    let pairs: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let given = |k: &str| {
+        pairs
+            .iter()
+            .find(|(p, _)| p == k)
+            .map_or("", |(_, v)| v.as_str())
+    };
+    let shown = |v: &J| match v {
+        J::Null => "—".to_string(),
+        J::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let list = |v: &J| v.as_array().cloned().unwrap_or_default();
+    let percent = |v: &J| {
+        v.as_f64()
+            .map_or("—".to_string(), |x| format!("{:+.2}%", x * 100.0))
+    };
+    html! {
+        h1 { "What changed" }
+        form #changes method="get" action={ "/explore/" (d) "/changes" } {
+            fieldset {
+                legend { "Revisions" }
+                div.control {
+                    label for="c-from" { "from" }
+                    input #c-from type="search" name="from" required value=(given("from")) placeholder="a commit, branch, tag or snapshot name";
+                }
+                div.control {
+                    label for="c-to" { "to" }
+                    input #c-to type="search" name="to" value=(given("to")) placeholder="the served revision";
+                }
+                @for (k, v) in pairs.iter().filter(|(k, _)| k != "from" && k != "to") {
+                    input type="hidden" name=(k) value=(v);
+                }
+                div.control.buttons { button type="submit" { "Compare" } }
+            }
+        }
+        @if let Some(doc) = doc {
+            @let s = &doc["summary"];
+            p.summary #summary aria-live="polite" {
+                strong { (s["added"]) } " runs added, " strong { (s["removed"]) } " removed, "
+                strong { (s["changed"]) } " changed, from " code { (shown(&doc["from"]["content"])[..16.min(shown(&doc["from"]["content"]).len())]) }
+                " to " code { (shown(&doc["to"]["content"])[..16.min(shown(&doc["to"]["content"]).len())]) } " ("
+                a href={ "/v1/" (d) "/changes?" (query) } { "JSON" } ", "
+                a href={ "/v1/" (d) "/changes?" (query) "&format=csv" } { "CSV" } ")."
+            }
+            section aria-labelledby="by-task" {
+                h2 #by-task { "Per task and GPU" }
+                div.scroll { table {
+                    caption { "Runs added, removed and changed" }
+                    thead { tr { th scope="col" { "task or GPU" } th scope="col" { "added" } th scope="col" { "removed" } th scope="col" { "changed" } } }
+                    tbody {
+                        @for (key, rows) in [("task", list(&s["by_task"])), ("gpu_model", list(&s["by_gpu"]))] {
+                            @for r in &rows {
+                                tr { th scope="row" { (shown(&r[key])) } td { (r["added"]) } td { (r["removed"]) } td { (r["changed"]) } }
+                            }
+                        }
+                    }
+                } }
+            }
+            section aria-labelledby="moves" {
+                h2 #moves { "Largest moves" }
+                div.scroll { table {
+                    caption { "The changed values that moved the most" }
+                    thead { tr { th scope="col" { "run" } th scope="col" { "field" } th scope="col" { "old" } th scope="col" { "new" } th scope="col" { "change" } } }
+                    tbody {
+                        @for m in list(&s["largest_moves"]) {
+                            tr { td { a href={ "/explore/" (d) "/runs/" (shown(&m["run_id"])) } { (shown(&m["run_id"])) } } td { (shown(&m["field"])) } td { (shown(&m["old"])) } td { (shown(&m["new"])) } td { (percent(&m["relative_change"])) } }
+                        }
+                    }
+                } }
+            }
+            section aria-labelledby="ranks" {
+                h2 #ranks { "Ranks that moved" }
+                p.hint { "Per task, each model's rank by its least energy; 1 is the least." }
+                div.scroll { table {
+                    caption { "Models whose rank changed, appeared or left" }
+                    thead { tr { th scope="col" { "task" } th scope="col" { "model" } th scope="col" { "before" } th scope="col" { "after" } th scope="col" { "moved" } } }
+                    tbody {
+                        @for r in list(&doc["ranks"]).iter().filter(|r| r["moved"] != J::from(0)) {
+                            tr { td { (shown(&r["task"])) } td { (shown(&r["model_id"])) } td { (shown(&r["before"])) } td { (shown(&r["after"])) } td { (shown(&r["moved"])) } }
+                        }
+                    }
+                } }
+            }
+            section aria-labelledby="runs" {
+                h2 #runs { "Runs" }
+                @for (title, key) in [("Added", "added"), ("Removed", "removed")] {
+                    h3 { (title) }
+                    ul { @for id in list(&doc[key]) { li { code { (shown(&id)) } } } }
+                }
+                h3 { "Changed" }
+                @for c in list(&doc["changed"]) {
+                    details {
+                        summary { code { (shown(&c["run_id"])) } " (" (list(&c["fields"]).len()) " fields)" }
+                        ul { @for f in list(&c["fields"]) {
+                            li { code { (shown(&f["field"])) } ": " (shown(&f["old"])) " → " (shown(&f["new"])) " (" (percent(&f["relative_change"])) ")" }
+                        } }
+                    }
+                }
+            }
+        } @else {
+            p.hint { "Name the revision to compare from (a hub commit, branch or tag, or a local snapshot's name); the filters of the explorer's query apply." }
+        }
     }
 }
