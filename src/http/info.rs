@@ -34,10 +34,10 @@ pub async fn fields(
 /// What is loaded.
 #[utoipa::path(get, path = "/v1/datasets", tag = "catalog", responses((status = 200, body = DatasetList)))]
 pub async fn datasets(State(state): State<AppState>) -> Json<DatasetList> {
-    Json(DatasetList::of(
-        &state.service.snapshot(),
-        state.service.last_reload(),
-    ))
+    Json(
+        DatasetList::of(&state.service.snapshot(), state.service.last_reload())
+            .with_revisions(state.service.revisions()),
+    )
 }
 
 /// The answer to a reload: the snapshot now served.

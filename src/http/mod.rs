@@ -222,6 +222,7 @@ fn cors(origins: &[String]) -> CorsLayer {
             HeaderName::from_static("x-total-count"),
             transport::SNAPSHOT_ID,
             transport::SNAPSHOT,
+            transport::SERVER_TIMING,
             REQUEST_ID,
         ])
         .max_age(std::time::Duration::from_secs(86400))

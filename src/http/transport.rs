@@ -31,6 +31,10 @@ pub const SNAPSHOT_ID: axum::http::HeaderName =
 /// revision it is served as, its hub commit, the digest of its content; empty when it has none).
 pub const SNAPSHOT: axum::http::HeaderName = axum::http::HeaderName::from_static("x-snapshot");
 
+/// `Server-Timing`: on the answer whose request loaded a revision, the load's duration.
+pub const SERVER_TIMING: axum::http::HeaderName =
+    axum::http::HeaderName::from_static("server-timing");
+
 const FORWARDED_PROTO: axum::http::HeaderName =
     axum::http::HeaderName::from_static("x-forwarded-proto");
 
@@ -300,9 +304,12 @@ pub async fn transport<F: Future<Output = Response>>(
     );
     req.extensions_mut().insert(Chosen(coding));
     let revision = revision_of(req.uri().query());
-    let snapshot = match &revision {
-        None => Ok(state.service.snapshot()),
-        Some(r) => state.service.snapshot_at(Some(r)).await,
+    let (snapshot, loaded) = match &revision {
+        None => (Ok(state.service.snapshot()), None),
+        Some(r) => match state.service.snapshot_loaded(Some(r)).await {
+            Ok((s, took)) => (Ok(s), took),
+            Err(e) => (Err(e), None),
+        },
     };
     let volatile = kind(req.uri().path()) == Kind::Volatile;
     let Ok(snapshot) = snapshot
@@ -371,6 +378,15 @@ pub async fn transport<F: Future<Output = Response>>(
     let h = resp.headers_mut();
     h.insert(SNAPSHOT_ID, snapshot_id);
     h.insert(SNAPSHOT, named);
+    // The request that loaded its revision says how long the load took.
+    if let Some(took) = loaded
+        && let Ok(v) = HeaderValue::from_str(&format!(
+            "snapshot-load;dur={:.1};desc=\"revision loaded\"",
+            took.as_secs_f64() * 1000.0
+        ))
+    {
+        h.insert(SERVER_TIMING, v);
+    }
     if !ok {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         return resp;

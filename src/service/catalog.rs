@@ -106,6 +106,27 @@ pub struct DatasetList {
     pub snapshot: String,
     /// How the last reload went (`POST /v1/admin/reload`, SIGHUP), if there was one.
     pub last_reload: Option<LastReload>,
+    /// Other revisions held beside the served one (`revision`), by the name first asked.
+    pub revisions: Vec<HeldRevision>,
+    /// The last revision loaded on request, and how long its load took.
+    pub last_revision_load: Option<RevisionLoad>,
+}
+
+/// A revision held beside the served one.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HeldRevision {
+    /// The name it was asked for by.
+    pub asked: String,
+    pub snapshot: crate::service::snapshot::Identity,
+    pub llm_rows: usize,
+    pub diffusion_rows: usize,
+}
+
+/// A revision's load.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RevisionLoad {
+    pub revision: String,
+    pub seconds: f64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -172,7 +193,30 @@ impl DatasetList {
                 snapshot: snapshot_id(&r.content_id).to_string(),
                 error: r.error,
             }),
+            revisions: Vec::new(),
+            last_revision_load: None,
         }
+    }
+
+    /// The list with the revisions `revisions` holds and its last load.
+    pub fn with_revisions(mut self, revisions: &crate::service::revisions::Revisions) -> Self {
+        self.revisions = revisions
+            .held()
+            .into_iter()
+            .map(|(asked, s)| HeldRevision {
+                asked,
+                snapshot: s.identity(),
+                llm_rows: s.llm.len(),
+                diffusion_rows: s.diffusion.len(),
+            })
+            .collect();
+        self.last_revision_load = revisions
+            .last_load()
+            .map(|(revision, took)| RevisionLoad {
+                revision,
+                seconds: took.as_secs_f64(),
+            });
+        self
     }
 }
 

@@ -135,9 +135,17 @@ impl Service {
 
     /// The snapshot `revision` names (none: the served one), loaded now if it is not held.
     pub async fn snapshot_at(&self, revision: Option<&str>) -> Result<Arc<Snapshot>, ServiceError> {
+        Ok(self.snapshot_loaded(revision).await?.0)
+    }
+
+    /// `snapshot_at`, with how long its load took when this call loaded it.
+    pub async fn snapshot_loaded(
+        &self,
+        revision: Option<&str>,
+    ) -> Result<(Arc<Snapshot>, Option<Duration>), ServiceError> {
         let served = self.snapshot();
         match revision {
-            None => Ok(served),
+            None => Ok((served, None)),
             Some(revision) => self.revisions.at(served, revision).await,
         }
     }

@@ -26,6 +26,8 @@ TOOLS = [
     "group_runs",
     "best_configuration",
     "pareto_frontier",
+    "column_statistics",
+    "dataset_changes",
     "fit_batch_sweep",
     "run_itl_summary",
     "run_timeline_summary",
