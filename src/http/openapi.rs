@@ -597,6 +597,17 @@ fn complete_operation(
             p.schema = Some(string_schema().enum_values(Some(files)).into());
         }
     }
+    // An operation that takes a revision answers its refusals too.
+    if parameters.iter().any(|p| {
+        p.parameter_in == ParameterIn::Query && matches!(p.name.as_str(), "revision" | "from")
+    }) {
+        for status in super::problems::REVISION_PROBLEMS {
+            op.responses
+                .responses
+                .entry(status.to_string())
+                .or_insert_with(|| super::problems::problem_ref(status));
+        }
+    }
     op.parameters = (!parameters.is_empty()).then_some(parameters);
     if let Some(d) = domain
         && let Some(id) = &op.operation_id

@@ -32,7 +32,7 @@ pub const PROBLEMS: &[(u16, &str, &str)] = &[
     (
         404,
         "NotFound",
-        "No such domain, run, job or raw file (`unknown_domain`, `unknown_run`, `unknown_job`, `raw_unavailable`).",
+        "No such domain, run, job, raw file or dataset revision (`unknown_domain`, `unknown_run`, `unknown_job`, `raw_unavailable`, `unknown_revision`).",
     ),
     (
         406,
@@ -42,7 +42,7 @@ pub const PROBLEMS: &[(u16, &str, &str)] = &[
     (
         422,
         "RawInvalid",
-        "The raw file is not valid JSON or lacks what the answer needs (`raw_invalid`), or an SQL query was stopped at a limit: time, memory or rows (`query_limit`, the detail names it).",
+        "The raw file is not valid JSON or lacks what the answer needs (`raw_invalid`), an SQL query was stopped at a limit: time, memory or rows (`query_limit`, the detail names it), or the revision asked for is not the published schema (`malformed_revision`, the detail names the file).",
     ),
     (
         503,
@@ -52,7 +52,7 @@ pub const PROBLEMS: &[(u16, &str, &str)] = &[
     (
         502,
         "UpstreamFailed",
-        "The source failed after bounded retries, or the download was corrupt (`upstream_failed`, `download_corrupt`); nothing was cached.",
+        "The source failed after bounded retries, or the download was corrupt (`upstream_failed`, `download_corrupt`), or a revision could not be loaded (`revision_unavailable`); nothing was cached.",
     ),
     (
         504,
@@ -75,8 +75,12 @@ pub fn problem_response(description: &str) -> utoipa::openapi::Response {
         .build()
 }
 
+/// The problems of an operation that takes `revision`: the revision unknown (404), not the
+/// published schema (422), or its source failed (502).
+pub const REVISION_PROBLEMS: [u16; 3] = [404, 422, 502];
+
 /// A reference to the shared response of `status`.
-fn problem_ref(status: u16) -> RefOr<Response> {
+pub fn problem_ref(status: u16) -> RefOr<Response> {
     let (_, name, _) = PROBLEMS
         .iter()
         .find(|p| p.0 == status)

@@ -303,32 +303,21 @@ pub async fn transport<F: Future<Output = Response>>(
         HeaderValue::from_static(coding.token()),
     );
     req.extensions_mut().insert(Chosen(coding));
-    let revision = revision_of(req.uri().query());
-    let (snapshot, loaded) = match &revision {
-        None => (Ok(state.service.snapshot()), None),
-        Some(r) => match state.service.snapshot_loaded(Some(r)).await {
-            Ok((s, took)) => (Ok(s), took),
-            Err(e) => (Err(e), None),
-        },
-    };
     let volatile = kind(req.uri().path()) == Kind::Volatile;
-    let Ok(snapshot) = snapshot
-        .as_ref()
-        .map(Arc::clone)
-        .map_err(|_| ())
-        .or_else(|()| {
-            if volatile {
-                Ok(state.service.snapshot())
-            } else {
-                Err(())
+    // The revision asked for (state that changes is of the served one, and takes none).
+    let revision = revision_of(req.uri().query()).filter(|_| !volatile);
+    let (snapshot, loaded) = match &revision {
+        None => (state.service.snapshot(), None),
+        Some(r) => match state.service.snapshot_loaded(Some(r)).await {
+            Ok(loaded) => loaded,
+            Err(_) => {
+                // A revision that cannot be answered from: the handler refuses it, uncached.
+                let mut resp = next(req).await;
+                resp.headers_mut()
+                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                return resp;
             }
-        })
-    else {
-        // A revision that cannot be answered from: the handler refuses it, uncached.
-        let mut resp = next(req).await;
-        resp.headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        return resp;
+        },
     };
     let (snapshot_id, named) = snapshot_headers(&snapshot);
     if volatile {

@@ -210,12 +210,10 @@ impl DatasetList {
                 diffusion_rows: s.diffusion.len(),
             })
             .collect();
-        self.last_revision_load = revisions
-            .last_load()
-            .map(|(revision, took)| RevisionLoad {
-                revision,
-                seconds: took.as_secs_f64(),
-            });
+        self.last_revision_load = revisions.last_load().map(|(revision, took)| RevisionLoad {
+            revision,
+            seconds: took.as_secs_f64(),
+        });
         self
     }
 }

@@ -193,7 +193,10 @@ mod tests {
         let (s, took) = r.at(served.clone(), "served").await.unwrap();
         assert!(Arc::ptr_eq(&s, &served) && took.is_none());
         let id = crate::service::catalog::snapshot_id(&calls[0].0.content_id).to_string();
-        assert!(Arc::ptr_eq(&r.at(served.clone(), &id).await.unwrap().0, &calls[0].0));
+        assert!(Arc::ptr_eq(
+            &r.at(served.clone(), &id).await.unwrap().0,
+            &calls[0].0
+        ));
         assert_eq!(asked.lock().unwrap().len(), 1);
         assert_eq!(r.last_load().map(|(name, _)| name), Some("a".to_string()));
     }
@@ -204,7 +207,9 @@ mod tests {
         let (r, served, asked) = revisions(4).await;
         for _ in 0..2 {
             match r.at(served.clone(), "bad1").await {
-                Err(ServiceError::Revision { problem, detail, .. }) => {
+                Err(ServiceError::Revision {
+                    problem, detail, ..
+                }) => {
                     assert_eq!(problem, RevisionProblem::Malformed);
                     assert!(detail.contains("llm.parquet"), "{detail}");
                 }
