@@ -412,7 +412,11 @@ fn query_parameters(specs: &[ParamSpec]) -> Vec<Parameter> {
         match s.numeric_filter {
             None => {
                 let (schema, explode) = value_schema(&s.value);
-                out.push(query_parameter(&s.name, &s.description, schema, explode));
+                let mut p = query_parameter(&s.name, &s.description, schema, explode);
+                if s.required {
+                    p.required = Required::True;
+                }
+                out.push(p);
             }
             Some(field) => match groups.iter_mut().find(|g| g.0 == field) {
                 Some(g) => g.1.push(s),
@@ -601,7 +605,7 @@ fn complete_operation(
     if parameters.iter().any(|p| {
         p.parameter_in == ParameterIn::Query && matches!(p.name.as_str(), "revision" | "from")
     }) {
-        for status in super::problems::REVISION_PROBLEMS {
+        for status in std::iter::once(400).chain(super::problems::REVISION_PROBLEMS) {
             op.responses
                 .responses
                 .entry(status.to_string())

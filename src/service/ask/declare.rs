@@ -223,6 +223,8 @@ pub struct ParamSpec {
     /// the field. Exact values and a range of one field cannot be combined, nor a bound given
     /// under its name and its alias at once.
     pub numeric_filter: Option<&'static str>,
+    /// Whether a request must give it (`changes`' `from`).
+    pub required: bool,
 }
 
 pub fn spec(
@@ -235,6 +237,7 @@ pub fn spec(
         description: description.into(),
         value,
         numeric_filter: None,
+        required: false,
     }
 }
 
@@ -276,6 +279,8 @@ struct Decl {
     doc: Doc,
     /// Declared for this domain only.
     only: Option<Domain>,
+    /// A request must give it.
+    required: bool,
 }
 
 /// The name a declaration gives the domain's batch parameter (`max_num_seqs`, `batch_size`).
@@ -287,6 +292,7 @@ const fn decl(name: &'static str, takes: Takes, doc: &'static str) -> Decl {
         takes,
         doc: Doc::Text(doc),
         only: None,
+        required: false,
     }
 }
 
@@ -296,6 +302,14 @@ const fn made(name: &'static str, takes: Takes, doc: fn(Domain) -> String) -> De
         takes,
         doc: Doc::Made(doc),
         only: None,
+        required: false,
+    }
+}
+
+const fn required(d: Decl) -> Decl {
+    Decl {
+        required: true,
+        ..d
     }
 }
 
@@ -343,11 +357,11 @@ const GROUP: &[Decl] = &[
 const ONE: &[Decl] = &[FIELDS];
 
 const CHANGES: &[Decl] = &[
-    decl(
+    required(decl(
         "from",
         Takes::Revision,
         "The revision compared from (required): a hub commit, branch or tag, a local snapshot's name, or a snapshot id.",
-    ),
+    )),
     decl(
         "to",
         Takes::Revision,
@@ -731,7 +745,10 @@ impl Decl {
             Doc::Text(t) => t.to_string(),
             Doc::Made(f) => f(domain),
         };
-        spec(name, description, value)
+        ParamSpec {
+            required: self.required,
+            ..spec(name, description, value)
+        }
     }
 }
 
