@@ -332,9 +332,7 @@ pub async fn transport<F: Future<Output = Response>>(
         None => snapshot.source.pinned(),
         Some(r) => r.len() == 40 && snapshot.commit().is_some_and(|c| c.eq_ignore_ascii_case(r)),
     };
-    let link = canonical(req.uri(), snapshot.pin());
     let stem = answer_tag(state, &snapshot.content_id, &req);
-    drop(snapshot);
     let conditional = req.headers().contains_key(header::IF_NONE_MATCH);
     if conditional && none_match(req.headers().get_all(header::IF_NONE_MATCH), &stem) {
         let mut resp = StatusCode::NOT_MODIFIED.into_response();
@@ -362,6 +360,9 @@ pub async fn transport<F: Future<Output = Response>>(
     {
         validators.extend(e.remove_entry_mult().1);
     }
+    // The permalink, made only for an answer made now (a kept one has it among its headers).
+    let link = canonical(req.uri(), snapshot.pin());
+    drop(snapshot);
     let mut resp = next(req).await;
     let ok = resp.status() == StatusCode::OK;
     let h = resp.headers_mut();

@@ -38,6 +38,7 @@ pub(super) fn page(chrome: &Chrome<'_>, content: Markup) -> Markup {
                         a href="/" { "mlenergy-server" }
                         a href="/explore/llm" { "LLM runs" }
                         a href="/explore/diffusion" { "Diffusion runs" }
+                        a href="/explore/llm/changes" { "What changed" }
                         a href="/docs" { "API documentation" }
                     }
                 }
