@@ -667,7 +667,7 @@ pub(super) fn changes_page(d: &str, query: &str, doc: Option<&serde_json::Value>
                     caption { "Models whose rank changed, appeared or left" }
                     thead { tr { th scope="col" { "task" } th scope="col" { "model" } th scope="col" { "before" } th scope="col" { "after" } th scope="col" { "moved" } } }
                     tbody {
-                        @for r in list(&doc["ranks"]).iter().filter(|r| r["moved"] != J::from(0)) {
+                        @for r in list(&doc["ranks"]).iter().filter(|r| r["moved"] != 0) {
                             tr { td { (shown(&r["task"])) } td { (shown(&r["model_id"])) } td { (shown(&r["before"])) } td { (shown(&r["after"])) } td { (shown(&r["moved"])) } }
                         }
                     }

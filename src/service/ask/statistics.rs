@@ -29,6 +29,8 @@ struct Column {
     stats: Stats,
 }
 
+// One per column, a few dozen at most: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 enum Stats {
     Number {
         min: Option<Json>,
