@@ -688,6 +688,21 @@ def test_local_snapshots_by_name(at, tmp_path):
         assert len({x_snapshot(ok(base, "/v1/llm/runs", {"revision": r})[0])["content"] for r in ("a", "b", prefix)}) == 3
         check_changes(base, at["A"], at["B"], "a", "b", "llm", {})
         check_changes(base, at["A"], at["B"], "a", "b", "diffusion", {})
+        # The explorer's page of the same changes: the counts the API gives, its links, a permalink
+        # pinned to the snapshot and a citation of it.
+        api = json.loads(ok(base, "/v1/llm/changes", {"from": "a", "to": "b"})[1])
+        h, page = ok(base, "/explore/llm/changes", {"from": "a", "to": "b"}, headers={"Accept": "text/html"})
+        page = page.decode()
+        s = api["summary"]
+        assert f"<strong>{s['added']}</strong> runs added, <strong>{s['removed']}</strong> removed, <strong>{s['changed']}</strong> changed" in page
+        assert 'href="/v1/llm/changes?from=a&amp;to=b"' in page
+        b_id = api["to"]["content"][:16]
+        assert 'rel="bookmark"' in page and "@misc{mlenergy_benchmark_v3" in page
+        # The explorer of revision b: its own snapshot in the footer, a histogram per numeric facet.
+        page = ok(base, "/explore/llm", {"revision": "b"}, headers={"Accept": "text/html"})[1].decode()
+        assert f"<code>{b_id}</code>" in page
+        assert page.count('<svg class="histogram"') == 2
+        assert f"revision={b_id}" in page
 
 
 # --- (2) changes -----------------------------------------------------------------------------------
