@@ -134,7 +134,7 @@ pub async fn croissant_of(
     headers: &HeaderMap,
     revision: &Revision,
 ) -> Result<Response, AppError> {
-    let base = super::explore::origin(headers);
+    let base = super::state::origin(headers);
     let doc = state
         .door
         .croissant(revision.revision.as_deref(), &base)

@@ -493,3 +493,23 @@ impl<S: Send + Sync> FromRequestParts<S> for Revision {
         Revision::of_query(query)
     }
 }
+
+/// The origin a link to this server names (the explorer's snippets, Croissant's files): the request's `Host` (the scheme from `X-Forwarded-Proto` when a
+/// proxy says https), or the default address.
+pub fn origin(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .filter(|h| {
+            !h.is_empty()
+                && h.len() <= 255
+                && h.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-:[]_".contains(&b))
+        })
+        .unwrap_or("127.0.0.1:8080");
+    let https = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    format!("{}://{host}", if https { "https" } else { "http" })
+}

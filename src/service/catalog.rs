@@ -138,13 +138,7 @@ pub struct LastReload {
     pub error: Option<String>,
 }
 
-/// The short id of a snapshot: the first 16 hex digits of its content digest.
-pub fn snapshot_id(content_id: &str) -> &str {
-    content_id
-        .char_indices()
-        .nth(16)
-        .map_or(content_id, |(end, _)| &content_id[..end])
-}
+pub use super::snapshot::snapshot_id;
 
 impl DatasetList {
     /// What `snapshot` holds, and the last reload.

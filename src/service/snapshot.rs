@@ -110,6 +110,14 @@ pub struct RefusedPath {
 #[error("{0}")]
 pub struct NoRawFile(pub String);
 
+/// The short id of a snapshot: the first 16 hex digits of its content digest.
+pub fn snapshot_id(content_id: &str) -> &str {
+    content_id
+        .char_indices()
+        .nth(16)
+        .map_or(content_id, |(end, _)| &content_id[..end])
+}
+
 /// A fresh snapshot generation number.
 fn next_generation() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -196,7 +204,7 @@ impl Snapshot {
     /// first 16 hex digits of its content digest), which this server resolves while it holds it.
     pub fn pin(&self) -> &str {
         self.commit()
-            .unwrap_or_else(|| crate::service::catalog::snapshot_id(&self.content_id))
+            .unwrap_or_else(|| snapshot_id(&self.content_id))
     }
 
     /// Whether `revision` names this snapshot: its name, its commit (or a prefix of at least 7
@@ -210,14 +218,14 @@ impl Snapshot {
         };
         self.source.name.as_deref() == Some(revision)
             || self.commit().is_some_and(hex_prefix)
-            || revision.eq_ignore_ascii_case(crate::service::catalog::snapshot_id(&self.content_id))
+            || revision.eq_ignore_ascii_case(snapshot_id(&self.content_id))
     }
 
     /// The names this snapshot answers to, for a refusal to list.
     pub fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.source.name.iter().cloned().collect();
         names.extend(self.commit().map(str::to_string));
-        names.push(crate::service::catalog::snapshot_id(&self.content_id).to_string());
+        names.push(snapshot_id(&self.content_id).to_string());
         names
     }
 

@@ -28,7 +28,7 @@ use self::pages::{Best, Chrome, Column, Control, Row, Snippets};
 use self::view::{DEFAULT_LIMIT, View, encode, number};
 use super::answer::{Encoded, cached_as, respond};
 use super::error::AppError;
-use super::state::AppState;
+use super::state::{AppState, origin};
 use crate::engine::frame::Value;
 use crate::engine::{Domain, Filter, RunQuery, RunTable};
 use crate::service::ask::{self, Answer, Member, Question, Request, Rows, Shape};
@@ -131,26 +131,6 @@ fn wants_html(headers: &HeaderMap) -> bool {
             });
             media.eq_ignore_ascii_case("text/html") && !refused
         })
-}
-
-/// The origin a snippet names: the request's `Host` (the scheme from `X-Forwarded-Proto` when a
-/// proxy says https), or the default address.
-pub(super) fn origin(headers: &HeaderMap) -> String {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .filter(|h| {
-            !h.is_empty()
-                && h.len() <= 255
-                && h.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b".-:[]_".contains(&b))
-        })
-        .unwrap_or("127.0.0.1:8080");
-    let https = headers
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|p| p.eq_ignore_ascii_case("https"));
-    format!("{}://{host}", if https { "https" } else { "http" })
 }
 
 /// The home page (a browser) or the index of the API (JSON).
