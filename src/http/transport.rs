@@ -109,14 +109,6 @@ fn snapshot_headers(snapshot: &Snapshot) -> (HeaderValue, HeaderValue) {
     })
 }
 
-/// The `revision` of a query, if it names one (a query without the word is not parsed).
-fn revision_of(query: Option<&str>) -> Option<String> {
-    let query = query.filter(|q| q.contains("revision"))?;
-    form_urlencoded::parse(query.as_bytes())
-        .find(|(k, _)| k == "revision")
-        .map(|(_, v)| v.into_owned())
-}
-
 /// The request's path and query with its revision pinned to `pin`: the permalink of its answer.
 pub fn pinned_path(uri: &axum::http::Uri, pin: &str) -> String {
     let mut query: Vec<&str> = uri
@@ -305,7 +297,12 @@ pub async fn transport<F: Future<Output = Response>>(
     req.extensions_mut().insert(Chosen(coding));
     let volatile = kind(req.uri().path()) == Kind::Volatile;
     // The revision asked for (state that changes is of the served one, and takes none).
-    let revision = revision_of(req.uri().query()).filter(|_| !volatile);
+    // A query without the word is not parsed; a malformed revision is the handler's to refuse.
+    let revision = req
+        .uri()
+        .query()
+        .filter(|q| !volatile && q.contains("revision"))
+        .and_then(|q| super::state::Revision::of_query(Some(q)).ok()?.revision);
     let (snapshot, loaded) = match &revision {
         None => (state.service.snapshot(), None),
         Some(r) => match state.service.snapshot_loaded(Some(r)).await {
