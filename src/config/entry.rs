@@ -27,10 +27,13 @@ use crate::service::static_site::StaticSite;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
+/// The variables the log filter is read from, first found first.
+pub const LOG_FILTER_VARS: [&str; 2] = ["MLENERGY_LOG", "RUST_LOG"];
+
 /// The log filter: `MLENERGY_LOG` if set, else `RUST_LOG` (what most Rust services read), else
 /// `info`. A set but empty variable counts as unset; an unreadable one is reported and skipped.
 fn log_filter() -> EnvFilter {
-    for var in ["MLENERGY_LOG", "RUST_LOG"] {
+    for var in LOG_FILTER_VARS {
         let Some(value) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) else {
             continue;
         };

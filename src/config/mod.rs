@@ -6,6 +6,7 @@
 pub mod entry;
 pub mod log_json;
 pub mod log_out;
+pub mod reference;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

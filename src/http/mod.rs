@@ -33,6 +33,7 @@ pub mod prefetch;
 pub mod problems;
 pub mod provenance;
 pub mod raw_file;
+pub mod reference;
 pub mod request_id;
 pub mod request_metrics;
 pub mod runs;
@@ -130,13 +131,19 @@ fn api(guard: &state::GuardOptions) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(leaderboard::bare_task))
         .routes(routes!(leaderboard::bare_model))
         .split_for_parts();
-    let mut doc = doc;
-    openapi::complete(&mut doc);
     (router, doc)
 }
 
 /// The OpenAPI document as served at `/openapi.json` and committed in `openapi/openapi.json`.
 pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    let mut doc = api_annotations();
+    openapi::complete(&mut doc);
+    doc
+}
+
+/// The document as the handlers' annotations make it, before `openapi::complete` fills in the
+/// parameters from the declarations (each operation still names its question as `x-query`).
+fn api_annotations() -> utoipa::openapi::OpenApi {
     api(&state::GuardOptions::default()).1
 }
 
@@ -151,7 +158,8 @@ async fn method_not_allowed() -> Response {
 /// The REST API, the documents and pages served beside it and the front ends `mounted` on the
 /// same listener (`crate::server` mounts MCP), under the service's layers.
 pub fn router(state: AppState, mounted: Router<AppState>) -> Router {
-    let (api, doc) = api(&state.http.guard);
+    let (api, mut doc) = api(&state.http.guard);
+    openapi::complete(&mut doc);
     let body_limit = state.http.guard.max_body_bytes;
     let trace = TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
         let id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");

@@ -33,6 +33,7 @@ mod models;
 mod openapi;
 mod predict;
 mod properties;
+mod reference;
 mod rating;
 mod reload;
 mod sample;

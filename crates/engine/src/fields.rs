@@ -69,7 +69,7 @@ pub const RUN_ID: FieldSpec = f(
     Str,
     None,
     false,
-    "Stable, URL-safe run identifier derived from the natural key (see README, 'Run ids').",
+    "Stable, URL-safe run identifier derived from the natural key (docs/http-api.md, 'Run ids').",
 );
 
 /// `runs/llm.parquet`: the 35 `LLMRun` fields in dataclass order, then the two path columns.
