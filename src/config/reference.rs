@@ -22,12 +22,7 @@ fn cell(text: &str) -> String {
 fn flag(arg: &Arg) -> String {
     let value = arg
         .get_value_names()
-        .map(|names| {
-            names
-                .iter()
-                .map(|n| format!(" <{n}>"))
-                .collect::<String>()
-        })
+        .map(|names| names.iter().map(|n| format!(" <{n}>")).collect::<String>())
         .unwrap_or_default();
     match (arg.get_long(), arg.get_short()) {
         (Some(long), _) if arg.get_action().takes_values() => format!("`--{long}{value}`"),
@@ -71,7 +66,11 @@ fn options(out: &mut String, cmd: &Command, level: &str) {
     let args: Vec<&Arg> = cmd.get_arguments().filter(|a| shown(a)).collect();
     let mut headings: Vec<Option<&str>> = Vec::new();
     for a in &args {
-        let h = if a.is_positional() { Some("Arguments") } else { a.get_help_heading() };
+        let h = if a.is_positional() {
+            Some("Arguments")
+        } else {
+            a.get_help_heading()
+        };
         if !headings.contains(&h) {
             headings.push(h);
         }
@@ -83,7 +82,11 @@ fn options(out: &mut String, cmd: &Command, level: &str) {
         }
         out.push_str("\n| Option | Environment | Default | Meaning |\n|---|---|---|---|\n");
         for a in args.iter().filter(|a| {
-            let ah = if a.is_positional() { Some("Arguments") } else { a.get_help_heading() };
+            let ah = if a.is_positional() {
+                Some("Arguments")
+            } else {
+                a.get_help_heading()
+            };
             ah == h
         }) {
             let env = a
@@ -96,8 +99,18 @@ fn options(out: &mut String, cmd: &Command, level: &str) {
                 .map(|v| format!("`{}`", v.to_string_lossy()))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let default = if a.get_action().takes_values() { default } else { String::new() };
-            writeln!(out, "| {} | {env} | {default} | {} |", flag(a), cell(&help(a))).unwrap();
+            let default = if a.get_action().takes_values() {
+                default
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "| {} | {env} | {default} | {} |",
+                flag(a),
+                cell(&help(a))
+            )
+            .unwrap();
         }
     }
 }
@@ -106,7 +119,9 @@ fn options(out: &mut String, cmd: &Command, level: &str) {
 pub fn flags_markdown() -> String {
     let cmd = Cli::command();
     let mut out = String::from("# Command line\n\n");
-    out.push_str(&generated_note("the command line's declarations (`config`), what `--help` prints"));
+    out.push_str(&generated_note(
+        "the command line's declarations (`config`), what `--help` prints",
+    ));
     write!(
         out,
         "\n`{name}` with no command serves (`serve`'s options below); `{name} COMMAND --help` prints a command's \
@@ -132,7 +147,10 @@ pub fn flags_markdown() -> String {
             "\n## {} {}\n\n{}\n",
             cmd.get_name(),
             c.get_name(),
-            c.get_long_about().or(c.get_about()).map(|a| a.to_string()).unwrap_or_default()
+            c.get_long_about()
+                .or(c.get_about())
+                .map(|a| a.to_string())
+                .unwrap_or_default()
         )
         .unwrap();
         options(&mut out, c, "###");

@@ -60,13 +60,13 @@ fn takes(value: &ValueKind) -> String {
         ValueKind::Number => "a number".into(),
         ValueKind::Choice(words) => format!("one of {}", code_list(words)),
         ValueKind::Flag => "`true` or `false`".into(),
-        ValueKind::Count(max) if *max == MAX_OFFSET => {
-            "an integer from 0 to 2^53 − 1".into()
-        }
+        ValueKind::Count(max) if *max == MAX_OFFSET => "an integer from 0 to 2^53 − 1".into(),
         ValueKind::Count(max) => format!("an integer from 0 to {max}"),
         ValueKind::FieldList(_) => "field names, comma-separated".into(),
         ValueKind::SortKeys(_) => "field names, comma-separated; `-name` for descending".into(),
-        ValueKind::Aggregates { .. } => "aggregates `func(field)` or `func`, comma-separated".into(),
+        ValueKind::Aggregates { .. } => {
+            "aggregates `func(field)` or `func`, comma-separated".into()
+        }
         ValueKind::Duration => "a duration: a positive integer and `ms`, `s`, `m` or `h`".into(),
         ValueKind::NumericFields(_) => {
             "numeric field names (repeat the parameter, or separate with commas)".into()
@@ -161,7 +161,10 @@ fn domain_rows(question: Question, domains: &[Domain]) -> Vec<Row> {
             };
             let mut row = spec_row(first, domains);
             // One name that means something else in each domain (`batch`) says so per domain.
-            if having.iter().any(|(_, s)| s.description != first.description) {
+            if having
+                .iter()
+                .any(|(_, s)| s.description != first.description)
+            {
                 let meanings: Vec<String> = having
                     .iter()
                     .map(|(d, s)| format!("{d}: {}", spec_row(s, String::new()).meaning))
@@ -266,18 +269,17 @@ fn operation_rows(raw: &Value, path: &str, method: &str, op: &Value) -> Vec<Row>
             .or_else(|| {
                 ask::measurements::measurement_specs("/v1/measurements/{table}", Some(table))
             })
-            .map(|specs| {
-                specs
-                    .iter()
-                    .map(|s| spec_row(s, String::new()))
-                    .collect()
-            })
+            .map(|specs| specs.iter().map(|s| spec_row(s, String::new())).collect())
     } else {
         None
     };
     match declared {
         Some(d) => rows.extend(d),
-        None => rows.extend(annotated_rows(op, true).into_iter().filter(|r| r.place == "query")),
+        None => rows.extend(
+            annotated_rows(op, true)
+                .into_iter()
+                .filter(|r| r.place == "query"),
+        ),
     }
     rows
 }
@@ -389,20 +391,36 @@ pub fn http_markdown() -> String {
          interactive form: `/docs` on a running server.\n\n",
     );
     for (tag, description) in &groups {
-        let members: Vec<&Op> = ops.iter().filter(|(t, _)| t == tag).map(|(_, o)| o).collect();
+        let members: Vec<&Op> = ops
+            .iter()
+            .filter(|(t, _)| t == tag)
+            .map(|(_, o)| o)
+            .collect();
         if members.is_empty() {
             continue;
         }
         writeln!(out, "- [{tag}](#{}): {description}", anchor(tag)).unwrap();
     }
-    writeln!(out, "- [Problems](#problems): the refusals' shared definitions").unwrap();
+    writeln!(
+        out,
+        "- [Problems](#problems): the refusals' shared definitions"
+    )
+    .unwrap();
 
     for (tag, description) in &groups {
-        let members: Vec<&Op> = ops.iter().filter(|(t, _)| t == tag).map(|(_, o)| o).collect();
+        let members: Vec<&Op> = ops
+            .iter()
+            .filter(|(t, _)| t == tag)
+            .map(|(_, o)| o)
+            .collect();
         if members.is_empty() {
             continue;
         }
-        write!(out, "\n## {tag}\n\n{description}.\n\n| Operation | Summary |\n|---|---|\n").unwrap();
+        write!(
+            out,
+            "\n## {tag}\n\n{description}.\n\n| Operation | Summary |\n|---|---|\n"
+        )
+        .unwrap();
         for o in &members {
             let h = heading(o.method, o.path);
             writeln!(
@@ -494,7 +512,9 @@ fn type_name(ty: FieldType) -> &'static str {
 /// may be null, the filter parameters on it, and what it means.
 pub fn fields_markdown() -> String {
     let mut out = String::from("# Run fields\n\n");
-    out.push_str(&generated_note("the field catalog (`engine::fields`) and the filters' declarations"));
+    out.push_str(&generated_note(
+        "the field catalog (`engine::fields`) and the filters' declarations",
+    ));
     out.push_str(
         "\nThe fields of a run, as `/v1/{domain}/runs` answers them, `GET /v1/{domain}/fields` lists them and the \
          SQL tables `llm_runs` and `diffusion_runs` hold them. *Filters* are the query parameters that select on \
@@ -525,7 +545,11 @@ pub fn fields_markdown() -> String {
             }
             for (param, aliases) in numbers {
                 if *param == f.name {
-                    filters.extend([param.to_string(), format!("{param}_min"), format!("{param}_max")]);
+                    filters.extend([
+                        param.to_string(),
+                        format!("{param}_min"),
+                        format!("{param}_max"),
+                    ]);
                     filters.extend(aliases.iter().map(|a| a.to_string()));
                 }
             }

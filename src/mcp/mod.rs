@@ -22,6 +22,8 @@ mod schema;
 mod server;
 mod text;
 
+pub mod reference;
+
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::header;

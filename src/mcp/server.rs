@@ -701,7 +701,7 @@ fn with_query(path: &str, q: &str) -> String {
 }
 
 /// The resources: the dataset card and each domain's fields.
-const RESOURCES: &[(&str, &str, &str)] = &[
+pub(super) const RESOURCES: &[(&str, &str, &str)] = &[
     (
         "mlenergy://dataset",
         "dataset",
@@ -726,7 +726,7 @@ Energy is measured on the GPUs during the steady state of each run; a run is one
 LLM runs are stable or unstable (the toolkit's stability cascade); tools answer stable runs unless `stability` says otherwise.\n\n\
 Start with the tools describe_dataset (fields), find_runs and best_configuration.\n";
 
-fn prompts() -> Vec<Prompt> {
+pub(super) fn prompts() -> Vec<Prompt> {
     vec![
         Prompt::new(
             "energy_optimal_configuration",

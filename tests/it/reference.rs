@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 
 fn check(name: &str, text: String) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/reference").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/reference")
+        .join(name);
     if std::env::var_os("UPDATE_DOCS").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &text).unwrap();
@@ -24,14 +26,20 @@ fn the_http_reference_is_the_declarations() {
 
 #[test]
 fn the_fields_reference_is_the_field_catalog() {
-    check("fields.md", mlenergy_server::http::reference::fields_markdown());
+    check(
+        "fields.md",
+        mlenergy_server::http::reference::fields_markdown(),
+    );
 }
 
 /// The flags of the default features (the protocol front ends each add theirs).
 #[cfg(all(feature = "pg", feature = "flight", feature = "mcp"))]
 #[test]
 fn the_flags_reference_is_the_command_line() {
-    check("flags.md", mlenergy_server::config::reference::flags_markdown());
+    check(
+        "flags.md",
+        mlenergy_server::config::reference::flags_markdown(),
+    );
 }
 
 /// The generated HTTP reference lists every operation of the OpenAPI document (its templated
@@ -48,7 +56,11 @@ fn the_http_reference_lists_every_operation_and_parameter() {
             let templated = ["llm", "diffusion"].iter().fold(path.clone(), |p, d| {
                 p.replace(&format!("/v1/{d}/"), "/v1/{domain}/")
             });
-            let shown = if doc["paths"].get(&templated).is_some() { &templated } else { path };
+            let shown = if doc["paths"].get(&templated).is_some() {
+                &templated
+            } else {
+                path
+            };
             let heading = format!("### {} {shown}\n", method.to_uppercase());
             let at = text
                 .find(&heading)
@@ -74,4 +86,10 @@ fn the_http_reference_lists_every_operation_and_parameter() {
         }
     }
     assert!(checked > 500, "{checked}");
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn the_mcp_reference_is_the_tool_catalog() {
+    check("mcp.md", mlenergy_server::mcp::reference::mcp_markdown());
 }
