@@ -135,7 +135,10 @@ pub struct HttpArgs {
     /// Address to listen on.
     #[arg(long, env = "MLENERGY_BIND", default_value = "127.0.0.1:8080")]
     pub bind: SocketAddr,
-    /// Log line format.
+    /// Log lines on standard output, each request's with its `x-request-id`. `json` lines have
+    /// the members of tracing-subscriber's JSON format (`timestamp`, `level`, `fields`, `target`,
+    /// `span`, `spans`). Lines are written in batches, shortly after they are logged, and all of
+    /// them before the process exits.
     #[arg(long, env = "MLENERGY_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
     /// An origin allowed to read answers from a browser (`https://ml.energy`); repeat it, or
@@ -149,16 +152,18 @@ pub struct HttpArgs {
     /// Memory for cached encoded responses, in bytes.
     #[arg(long, env = "MLENERGY_RESPONSE_CACHE_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub response_cache_bytes: u64,
-    /// Long answers (ITLs, output lengths) estimated at this many bytes or more are streamed
-    /// while they are encoded, and not cached.
+    /// Long answers (ITLs, output lengths) in JSON, CSV, NDJSON or Parquet estimated at this many
+    /// bytes or more are streamed while they are encoded, and not cached (in Arrow they are always
+    /// sent straight from the derived data's buffers, uncopied).
     #[arg(long, env = "MLENERGY_STREAM_ANSWER_BYTES", default_value_t = crate::http::Limits::STREAM_BYTES)]
     pub stream_answer_bytes: usize,
     /// Pieces of speed machinery to switch off, each answering through the plain path instead
     /// (for the differential tests and bench/machinery_bench.py); the answers do not change.
     #[arg(long, env = "MLENERGY_PLAIN", value_enum, value_delimiter = ',')]
     pub plain: Vec<crate::service::machinery::Piece>,
-    /// On shutdown (SIGTERM, Ctrl-C), how long to keep answering after /readyz turns 503, so a
-    /// load balancer stops sending before the listener closes.
+    /// On shutdown (SIGTERM, Ctrl-C), how long to keep answering after /readyz turns 503
+    /// (`status: draining`), so a load balancer stops sending before the listener closes; then
+    /// the requests in flight finish.
     #[arg(long, env = "MLENERGY_DRAIN_DELAY", default_value = "0s", value_parser = humantime::parse_duration)]
     pub drain_delay: std::time::Duration,
 }
@@ -198,7 +203,8 @@ pub struct SourceArgs {
     /// Hugging Face token (for the gated dataset); default: the token file in HF_HOME.
     #[arg(long, env = "HF_TOKEN", hide_env_values = true)]
     pub hf_token: Option<String>,
-    /// Hugging Face home (the hub cache is HF_HOME/hub).
+    /// Hugging Face home: the parquet summaries are stored in HF_HOME/hub as huggingface_hub
+    /// stores them, so the Python toolkit finds them too. Default: ~/.cache/huggingface.
     #[arg(long, env = "HF_HOME")]
     pub hf_home: Option<PathBuf>,
     /// Longest wait for an upstream answer or for the next chunk of a download.
@@ -234,7 +240,9 @@ pub struct CacheArgs {
     /// files are evicted beyond it.
     #[arg(long, env = "MLENERGY_CACHE_MAX_BYTES", default_value_t = 20 * 1024 * 1024 * 1024)]
     pub cache_max_bytes: u64,
-    /// Catalog database: sqlite://PATH or postgres://... Default: catalog.db in the cache directory.
+    /// Catalog database (the cache's index, fetch leases, prefetch jobs, hub commits seen):
+    /// sqlite://PATH or postgres://...; its schema is in migrations/, applied at start. Default:
+    /// catalog.db in the cache directory.
     #[arg(long, env = "MLENERGY_CATALOG", hide_env_values = true)]
     pub catalog: Option<String>,
     /// Life of a fetch lease: replicas sharing a cache and a `postgres://` catalog fetch each raw
@@ -256,8 +264,9 @@ pub struct LimitArgs {
     /// Requests in flight at once; more are answered 503 with Retry-After at once.
     #[arg(long, env = "MLENERGY_MAX_IN_FLIGHT", default_value_t = 1024)]
     pub max_in_flight: usize,
-    /// Requests in flight at once for raw-derived data, SQL, fits and charts (default: 4 per
-    /// core); more are answered 503 with Retry-After.
+    /// Costly questions (raw-derived data, SQL, fits, models and charts) computed at once, from
+    /// every front end (default: 4 per core); more are answered 503 `busy` with Retry-After at
+    /// once. An answer from the cache takes no place.
     #[arg(long, env = "MLENERGY_MAX_COSTLY_IN_FLIGHT")]
     pub max_costly_in_flight: Option<usize>,
     /// Requests per second each client IP may make on average (e.g. 50, or 0.5); more are
@@ -278,7 +287,8 @@ pub struct LimitArgs {
     /// Most bytes of request headers; more: 431.
     #[arg(long, env = "MLENERGY_MAX_HEADER_BYTES", default_value_t = 32768)]
     pub max_header_bytes: usize,
-    /// Largest request body (SQL text, model data); larger: 413.
+    /// Largest request body (SQL text, model data), bounded before it is read; larger: 413
+    /// `payload_too_large` naming the limit.
     #[arg(long, env = "MLENERGY_MAX_BODY_BYTES", default_value_t = crate::http::state::GuardOptions::MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
     /// Largest body of an ITL mixture fit (POST /v1/models/itl-mixture/fit: bulk samples);
@@ -293,8 +303,10 @@ pub struct LimitArgs {
     /// silent); past it the connection is closed.
     #[arg(long, env = "MLENERGY_KEEP_ALIVE_TIMEOUT", default_value = "30s", value_parser = parse_positive_duration)]
     pub keep_alive_timeout: std::time::Duration,
-    /// HTTP connections open at once; past it a new connection is answered 503 and closed at
-    /// once. Default: 4096, or three quarters of the process's descriptor limit if that is lower.
+    /// HTTP connections open at once; past it a new connection is answered 503 `busy` and closed
+    /// at once. Default: 4096, or three quarters of the process's descriptor limit if that is
+    /// lower. /metrics counts them: `mlenergy_http_connections_open`, `_accepted_total`,
+    /// `_closed_total{kind="refused"|"header_timeout"|"idle"}`.
     #[arg(long, env = "MLENERGY_MAX_CONNECTIONS", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: Option<u32>,
     /// Time a worker thread runs without a pause before it gives its core up (sched_yield) after
@@ -356,9 +368,11 @@ pub struct SqlArgs {
     /// SQL queries that may wait for a turn; beyond them, 503 with Retry-After.
     #[arg(long, env = "MLENERGY_SQL_QUEUE", default_value_t = crate::service::sql::Sql::QUEUE)]
     pub sql_queue: usize,
-    /// Prepared statements kept per SQL surface (HTTP, PostgreSQL wire, Flight SQL): a query's
-    /// values are lifted into placeholders, its statement planned once and bound per query.
-    /// 0 plans every query anew.
+    /// Prepared statements kept per SQL surface (HTTP, PostgreSQL wire, Flight SQL) and
+    /// snapshot: a query's values (comparison operands, `IN` items, `BETWEEN` bounds in `WHERE`
+    /// and `HAVING`) are lifted into placeholders, its statement planned and optimised once and
+    /// bound per query (`mlenergy_sql_plan_cache_total` counts hits, misses and evictions). 0
+    /// plans every query anew.
     #[arg(long, env = "MLENERGY_SQL_PLANS", default_value_t = crate::service::sql::Sql::PLANS)]
     pub sql_plans: u64,
 }
@@ -367,8 +381,9 @@ pub struct SqlArgs {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Admin")]
 pub struct AdminArgs {
-    /// The bearer token admin actions (prefetch) need. Unset: they are allowed only when the
-    /// server listens on loopback.
+    /// The bearer token admin actions need (`POST .../prefetch`, `POST /v1/admin/reload`,
+    /// `DELETE .../runs/{run_id}/cache`; 401 without it). Unset: they are allowed only when the
+    /// server listens on loopback (403 `admin_forbidden` otherwise). Never logged.
     #[arg(long, env = "MLENERGY_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 }

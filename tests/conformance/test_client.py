@@ -436,26 +436,26 @@ def test_models(sample_url):
     assert mc.ITLMixtureModel.from_dict(pd.Series(m.to_dict())) == m
 
 
-# --- the README's Python example: the same printout through the client ---------------------------
+# --- docs/python.md's example: the same printout through the client -----------------------------
 
 
-def readme_python() -> str:
-    text = (ROOT / "README.md").read_text()
+def docs_python() -> str:
+    text = (ROOT / "docs" / "python.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     example = [b for b in blocks if "from mlenergy_client import" in b and "from_server(" in b]
-    assert example, "the README has no client example"
+    assert example, "docs/python.md has no client example"
     return example[0]
 
 
 def run_printing(code: str, namespace: dict) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "<readme>", "exec"), namespace)
+        exec(compile(code, "<docs/python.md>", "exec"), namespace)
     return out.getvalue()
 
 
-def test_readme_example_prints_what_the_toolkit_prints(sample_url):
-    code = readme_python()
+def test_the_docs_example_prints_what_the_toolkit_prints(sample_url):
+    code = docs_python()
     ours = run_printing(code.replace('"http://127.0.0.1:8080"', repr(sample_url)), {})
     toolkit = (
         code.replace("from mlenergy_client import", "from mlenergy.data.records import")

@@ -1,5 +1,5 @@
 """The predictor's held-out figures (GET /v1/{domain}/predict/quality) recomputed here from
-data/sample's parquet with numpy, from the method as documented (README "Predict and plan",
+data/sample's parquet with numpy, from the method as documented (docs/predictions.md, "Predict and plan",
 crates/engine/src/models/predict.rs), and its predictions checked against it:
 
 - regression: per field, ridge regression of ln(field) on [1, ln activated, ln total, log2 batch,

@@ -50,7 +50,7 @@ HEX64 = re.compile(r"[0-9a-f]{64}")
 IMMUTABLE = "public, max-age=31536000, immutable"
 
 
-# --- run ids (README "Run ids"), derived here from a row's fields ---------------------------------
+# --- run ids (docs/http-api.md, "Run ids"), derived here from a row's fields ---------------------------------
 
 
 def _safe(s: str) -> str:
@@ -509,7 +509,7 @@ def test_the_fake_hub_serves_its_commits_to_the_server(hub, at, tmp_path):
 
 
 def test_run_ids_derived_here_are_the_servers(api):
-    """The run ids this module derives from a row (README "Run ids") are those the server gives
+    """The run ids this module derives from a row (docs/http-api.md, "Run ids") are those the server gives
     data/sample's runs."""
     for domain in DOMAINS:
         frame = pd.read_parquet(SAMPLE / "runs" / f"{domain}.parquet")
