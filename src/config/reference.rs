@@ -9,15 +9,7 @@ use clap::{Arg, Command, CommandFactory};
 
 use super::Cli;
 use super::entry::LOG_FILTER_VARS;
-use crate::http::reference::{anchor, generated_note};
-
-/// A table cell: one line, pipes escaped.
-fn cell(text: &str) -> String {
-    text.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|")
-}
+use crate::http::reference::{anchor, cell, generated_note};
 
 fn flag(arg: &Arg) -> String {
     let value = arg

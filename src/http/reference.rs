@@ -37,7 +37,7 @@ pub fn anchor(heading: &str) -> String {
 }
 
 /// A table cell: no line breaks, pipes escaped.
-fn cell(text: &str) -> String {
+pub fn cell(text: &str) -> String {
     text.split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
@@ -390,15 +390,19 @@ pub fn http_markdown() -> String {
          [the fields reference](fields.md). Semantics and examples: [the HTTP API guide](../http-api.md); the \
          interactive form: `/docs` on a running server.\n\n",
     );
-    for (tag, description) in &groups {
-        let members: Vec<&Op> = ops
-            .iter()
-            .filter(|(t, _)| t == tag)
-            .map(|(_, o)| o)
-            .collect();
-        if members.is_empty() {
-            continue;
-        }
+    let sections: Vec<(&String, &String, Vec<&Op>)> = groups
+        .iter()
+        .map(|(tag, description)| {
+            let members: Vec<&Op> = ops
+                .iter()
+                .filter(|(t, _)| t == tag)
+                .map(|(_, o)| o)
+                .collect();
+            (tag, description, members)
+        })
+        .filter(|(_, _, members)| !members.is_empty())
+        .collect();
+    for (tag, description, _) in &sections {
         writeln!(out, "- [{tag}](#{}): {description}", anchor(tag)).unwrap();
     }
     writeln!(
@@ -407,21 +411,13 @@ pub fn http_markdown() -> String {
     )
     .unwrap();
 
-    for (tag, description) in &groups {
-        let members: Vec<&Op> = ops
-            .iter()
-            .filter(|(t, _)| t == tag)
-            .map(|(_, o)| o)
-            .collect();
-        if members.is_empty() {
-            continue;
-        }
+    for (tag, description, members) in &sections {
         write!(
             out,
             "\n## {tag}\n\n{description}.\n\n| Operation | Summary |\n|---|---|\n"
         )
         .unwrap();
-        for o in &members {
+        for o in members.iter() {
             let h = heading(o.method, o.path);
             writeln!(
                 out,
@@ -431,7 +427,7 @@ pub fn http_markdown() -> String {
             )
             .unwrap();
         }
-        for o in &members {
+        for o in members.iter() {
             let h = heading(o.method, o.path);
             write!(out, "\n### {h}\n\n").unwrap();
             if let Some(s) = o.op["summary"].as_str() {
@@ -458,28 +454,20 @@ pub fn http_markdown() -> String {
                     "\n| Parameter | In | Takes | Meaning |\n|---|---|---|---|\n"
                 });
                 for r in &o.rows {
-                    if with_domains {
-                        writeln!(
-                            out,
-                            "| `{}` | {} | {} | {} | {} |",
-                            r.name,
-                            r.place,
-                            r.domains,
-                            cell(&r.takes),
-                            cell(&r.meaning)
-                        )
-                        .unwrap();
+                    let domains = if with_domains {
+                        format!(" {} |", r.domains)
                     } else {
-                        writeln!(
-                            out,
-                            "| `{}` | {} | {} | {} |",
-                            r.name,
-                            r.place,
-                            cell(&r.takes),
-                            cell(&r.meaning)
-                        )
-                        .unwrap();
-                    }
+                        String::new()
+                    };
+                    writeln!(
+                        out,
+                        "| `{}` | {} |{domains} {} | {} |",
+                        r.name,
+                        r.place,
+                        cell(&r.takes),
+                        cell(&r.meaning)
+                    )
+                    .unwrap();
                 }
             }
             write!(out, "\n{}\n", answers(o.op)).unwrap();

@@ -9,14 +9,7 @@ use serde_json::Value;
 
 use super::catalog::tools;
 use super::server::{RESOURCES, prompts};
-use crate::http::reference::{anchor, generated_note};
-
-fn cell(text: &str) -> String {
-    text.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|")
-}
+use crate::http::reference::{anchor, cell, generated_note};
 
 /// A value's JSON Schema in words; a choice among many names is counted, not listed (the
 /// tool's schema lists them).
