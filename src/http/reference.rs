@@ -252,8 +252,11 @@ struct Op<'a> {
     rows: Vec<Row>,
 }
 
-fn operation_rows(raw: &Value, path: &str, method: &str, op: &Value) -> Vec<Row> {
-    let mut rows = annotated_rows(op, false);
+/// An operation's rows: its path parameters (of a templated operation, as its LLM copy, which
+/// takes every value either domain takes), then its query parameters.
+fn operation_rows(raw: &Value, doc: &Value, path: &str, method: &str, op: &Value) -> Vec<Row> {
+    let llm_copy = &doc["paths"][path.replace("{domain}", "llm")][method];
+    let mut rows = annotated_rows(if llm_copy.is_null() { op } else { llm_copy }, false);
     let declared = if path.contains("{domain}") {
         question_of(raw, path, method).map(|q| domain_rows(q, &Domain::ALL))
     } else if let Some(q) = question_of(raw, path, method) {
@@ -365,7 +368,7 @@ pub fn http_markdown() -> String {
                     method,
                     path,
                     op,
-                    rows: operation_rows(&raw, path, method, op),
+                    rows: operation_rows(&raw, &doc, path, method, op),
                 },
             ));
         }
