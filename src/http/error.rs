@@ -692,7 +692,185 @@ impl IntoResponse for AppError {
 
 #[cfg(test)]
 mod tests {
-    use super::body_parameter;
+    use super::{AppError, body_parameter};
+    use crate::http::problems::PROBLEM_TYPES;
+    use crate::service::RevisionProblem;
+
+    /// One error of each kind, and of each slug a kind can have.
+    fn one_of_each() -> Vec<AppError> {
+        let s = || String::from("x");
+        let mut out = vec![
+            AppError::UnknownParameter {
+                parameter: s(),
+                allowed: vec![],
+            },
+            AppError::InvalidParameter {
+                parameter: s(),
+                detail: s(),
+                allowed: None,
+            },
+            AppError::UnknownField {
+                parameter: s(),
+                field: s(),
+                allowed: vec![],
+            },
+            AppError::UnknownDomain(s()),
+            AppError::UnknownRun {
+                domain: s(),
+                run_id: s(),
+            },
+            AppError::NotAcceptable {
+                parameter: s(),
+                requested: s(),
+                allowed: vec![],
+            },
+            AppError::RawUnavailable {
+                run_id: s(),
+                detail: s(),
+            },
+            AppError::RawInvalid {
+                run_id: s(),
+                detail: s(),
+            },
+            AppError::SourceDenied {
+                run_id: s(),
+                detail: s(),
+            },
+            AppError::Upstream {
+                run_id: s(),
+                detail: s(),
+                timed_out: false,
+            },
+            AppError::Upstream {
+                run_id: s(),
+                detail: s(),
+                timed_out: true,
+            },
+            AppError::DownloadCorrupt {
+                run_id: s(),
+                detail: s(),
+            },
+            AppError::UnknownJob(s()),
+            AppError::UnknownLeaderboardFile {
+                kind: "task",
+                name: s(),
+                allowed: vec![],
+            },
+            AppError::InvalidBody {
+                field: None,
+                detail: s(),
+            },
+            AppError::PayloadTooLarge { limit: 1 },
+            AppError::NoRoute(s()),
+            AppError::MethodNotAllowed,
+            AppError::SqlRefused(s()),
+            AppError::SqlInvalid(s()),
+            AppError::QueryLimit(s()),
+            AppError::Busy {
+                detail: s(),
+                retry_after: 1,
+            },
+            AppError::RateLimited {
+                detail: s(),
+                retry_after: 1,
+            },
+            AppError::UriTooLong { limit: 1 },
+            AppError::HeadersTooLarge { limit: 1 },
+            AppError::RequestTimeout {
+                limit: std::time::Duration::from_secs(1),
+            },
+            AppError::Unauthorized(s()),
+            AppError::AdminForbidden(s()),
+            AppError::HostNotAllowed(s()),
+            AppError::ReloadFailed(s()),
+            AppError::Internal(s()),
+        ];
+        for code in ["RepoNotFound", "RevisionNotFound", "EntryNotFound"] {
+            out.push(AppError::HubNotFound {
+                code,
+                parameter: "path",
+                detail: s(),
+            });
+        }
+        for problem in [
+            RevisionProblem::Unknown,
+            RevisionProblem::Malformed,
+            RevisionProblem::Unavailable,
+        ] {
+            out.push(AppError::Revision {
+                revision: s(),
+                problem,
+                detail: s(),
+            });
+        }
+        for e in &out {
+            assert!(has_an_example(e));
+        }
+        out
+    }
+
+    /// A new kind of error fails to compile here until `one_of_each` has one of it (and
+    /// `PROBLEM_TYPES` its slug).
+    fn has_an_example(e: &AppError) -> bool {
+        match e {
+            AppError::UnknownParameter { .. }
+            | AppError::InvalidParameter { .. }
+            | AppError::UnknownField { .. }
+            | AppError::UnknownDomain(_)
+            | AppError::UnknownRun { .. }
+            | AppError::NotAcceptable { .. }
+            | AppError::RawUnavailable { .. }
+            | AppError::RawInvalid { .. }
+            | AppError::SourceDenied { .. }
+            | AppError::Upstream { .. }
+            | AppError::DownloadCorrupt { .. }
+            | AppError::UnknownJob(_)
+            | AppError::UnknownLeaderboardFile { .. }
+            | AppError::InvalidBody { .. }
+            | AppError::PayloadTooLarge { .. }
+            | AppError::NoRoute(_)
+            | AppError::MethodNotAllowed
+            | AppError::SqlRefused(_)
+            | AppError::SqlInvalid(_)
+            | AppError::QueryLimit(_)
+            | AppError::Busy { .. }
+            | AppError::RateLimited { .. }
+            | AppError::UriTooLong { .. }
+            | AppError::HeadersTooLarge { .. }
+            | AppError::RequestTimeout { .. }
+            | AppError::Unauthorized(_)
+            | AppError::AdminForbidden(_)
+            | AppError::HostNotAllowed(_)
+            | AppError::ReloadFailed(_)
+            | AppError::HubNotFound { .. }
+            | AppError::Revision { .. }
+            | AppError::Internal(_) => true,
+        }
+    }
+
+    /// Every error's slug and status are a declared problem type, and every declared problem type
+    /// is some error's: the reference's table of them is the whole truth.
+    #[test]
+    fn every_error_is_a_declared_problem_type() {
+        let errors = one_of_each();
+        for e in &errors {
+            let declared = PROBLEM_TYPES.iter().find(|p| p.slug == e.slug());
+            let declared =
+                declared.unwrap_or_else(|| panic!("{} is not in PROBLEM_TYPES", e.slug()));
+            assert_eq!(declared.status, e.status().as_u16(), "{}", e.slug());
+        }
+        for p in PROBLEM_TYPES {
+            assert!(
+                errors.iter().any(|e| e.slug() == p.slug),
+                "no error has the slug {}",
+                p.slug
+            );
+        }
+        let mut slugs: Vec<&str> = PROBLEM_TYPES.iter().map(|p| p.slug).collect();
+        slugs.sort();
+        slugs.dedup();
+        assert_eq!(slugs.len(), PROBLEM_TYPES.len(), "a slug declared twice");
+    }
 
     /// A body error names the field serde's message names.
     #[test]

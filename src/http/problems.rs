@@ -79,6 +79,198 @@ pub fn problem_response(description: &str) -> utoipa::openapi::Response {
 /// published schema (422), or its source failed (502).
 pub const REVISION_PROBLEMS: [u16; 3] = [404, 422, 502];
 
+/// One problem type the API answers: its slug (the document's `type` is `/problems/<slug>`), its
+/// status, and when it is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProblemType {
+    pub slug: &'static str,
+    pub status: u16,
+    pub when: &'static str,
+}
+
+const fn problem_type(slug: &'static str, status: u16, when: &'static str) -> ProblemType {
+    ProblemType { slug, status, when }
+}
+
+/// Every problem type, by status. The reference's table of problem types is written from it, and
+/// `error`'s tests hold every `AppError` to it (its slug and status are one of these, and each of
+/// these is some error's).
+pub const PROBLEM_TYPES: &[ProblemType] = &[
+    problem_type(
+        "unknown_parameter",
+        400,
+        "a query parameter the endpoint does not take (lists those it takes)",
+    ),
+    problem_type(
+        "invalid_parameter",
+        400,
+        "a value that cannot be used: a non-numeric number, a negative or repeated `limit`/`offset`, exact values with a range, an unknown `stability` or aggregate",
+    ),
+    problem_type(
+        "unknown_field",
+        400,
+        "a field in `fields`, `sort`, `by` or `agg` the domain does not have (lists the fields)",
+    ),
+    problem_type(
+        "invalid_body",
+        400,
+        "a request body that is not what the endpoint takes (JSON of the wrong shape, a value out of range)",
+    ),
+    problem_type(
+        "sql_refused",
+        400,
+        "SQL that is not a query: it defines, changes or copies data or sets state",
+    ),
+    problem_type(
+        "invalid_sql",
+        400,
+        "SQL that does not plan (syntax, an unknown table, column or function, types), or nests or chains past the parser's limits; the detail says why",
+    ),
+    problem_type(
+        "unauthorized",
+        401,
+        "an admin action without the admin token (`WWW-Authenticate: Bearer`)",
+    ),
+    problem_type(
+        "source_denied",
+        403,
+        "the hub refused the raw file (gated dataset, missing or wrong `HF_TOKEN`); the detail says where to request access",
+    ),
+    problem_type(
+        "admin_forbidden",
+        403,
+        "admin actions are off: no admin token and a bind beyond loopback",
+    ),
+    problem_type(
+        "host_not_allowed",
+        403,
+        "`/mcp` asked through a `Host` or `Origin` it does not accept (`--mcp-allowed-host`)",
+    ),
+    problem_type(
+        "unknown_domain",
+        404,
+        "a domain other than `llm` or `diffusion`",
+    ),
+    problem_type("unknown_run", 404, "no run with that id"),
+    problem_type("not_found", 404, "no such route"),
+    problem_type(
+        "raw_unavailable",
+        404,
+        "the run has no raw results file in this dataset, or the file is missing",
+    ),
+    problem_type("unknown_job", 404, "no prefetch job with that id"),
+    problem_type(
+        "unknown_leaderboard_file",
+        404,
+        "no leaderboard data file of that name",
+    ),
+    problem_type(
+        "unknown_revision",
+        404,
+        "a `revision` (or `from`, `to`) this server does not have; lists the names it has",
+    ),
+    problem_type(
+        "repo_not_found",
+        404,
+        "the hub mirror serves no such dataset repository (the hub's `X-Error-Code: RepoNotFound`)",
+    ),
+    problem_type(
+        "revision_not_found",
+        404,
+        "the hub mirror has no such revision (`X-Error-Code: RevisionNotFound`)",
+    ),
+    problem_type(
+        "entry_not_found",
+        404,
+        "the hub mirror's revision has no such file (`X-Error-Code: EntryNotFound`)",
+    ),
+    problem_type(
+        "method_not_allowed",
+        405,
+        "a method the endpoint does not take",
+    ),
+    problem_type(
+        "not_acceptable",
+        406,
+        "`format` or `Accept` names nothing the service produces (lists what it does)",
+    ),
+    problem_type(
+        "payload_too_large",
+        413,
+        "a request body over `--max-body-bytes` (`--max-samples-body-bytes` for the ITL mixture fit), named in the detail",
+    ),
+    problem_type(
+        "uri_too_long",
+        414,
+        "a request target over `--max-uri-bytes`",
+    ),
+    problem_type(
+        "raw_invalid",
+        422,
+        "the raw file is not valid JSON or lacks what the computation needs (named in the detail)",
+    ),
+    problem_type(
+        "query_limit",
+        422,
+        "an SQL query stopped at its time, memory, row or value limit (named in the detail)",
+    ),
+    problem_type(
+        "malformed_revision",
+        422,
+        "the revision's summaries are not the published schema; the detail names the file",
+    ),
+    problem_type(
+        "reload_failed",
+        422,
+        "a reload whose source failed to load or holds no run; the served snapshot stays",
+    ),
+    problem_type(
+        "rate_limited",
+        429,
+        "the client is over `--rate-limit-per-ip`; `Retry-After` says when it may send again",
+    ),
+    problem_type(
+        "headers_too_large",
+        431,
+        "request headers over `--max-header-bytes`",
+    ),
+    problem_type(
+        "internal",
+        500,
+        "a fault of the server's own; the detail says what failed",
+    ),
+    problem_type(
+        "upstream_failed",
+        502,
+        "the source answered 5xx or refused the connection, after bounded retries (`--upstream-retries`)",
+    ),
+    problem_type(
+        "download_corrupt",
+        502,
+        "the download was cut short or did not match the size or SHA-256 the source announced; nothing was cached",
+    ),
+    problem_type(
+        "revision_unavailable",
+        502,
+        "the revision's source failed (the hub, an object store); nothing was kept",
+    ),
+    problem_type(
+        "busy",
+        503,
+        "as many requests (or SQL queries, or costly questions) in flight as the server takes; `Retry-After` says when to try again",
+    ),
+    problem_type(
+        "upstream_timeout",
+        504,
+        "no answer, or a stalled body, for longer than `--upstream-timeout`, after retries",
+    ),
+    problem_type(
+        "request_timeout",
+        504,
+        "no answer within `--request-timeout`; the work was stopped",
+    ),
+];
+
 /// A reference to the shared response of `status`.
 pub fn problem_ref(status: u16) -> RefOr<Response> {
     let (_, name, _) = PROBLEMS

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::problems::PROBLEMS;
+use super::problems::{PROBLEM_TYPES, PROBLEMS};
 use crate::engine::Domain;
 use crate::engine::fields::{FieldType, RUN_ID, derived_fields, published_fields};
 use crate::service::ask::{self as ask, MAX_OFFSET, ParamSpec, Question, ValueKind};
@@ -480,7 +480,13 @@ pub fn http_markdown() -> String {
     out.push_str(
         "\n## Problems\n\nEvery refusal is an RFC 9457 `application/problem+json` document with a stable `type` \
          (`/problems/<slug>`), the `parameter` it is about and, where they can be listed, the `allowed` values. \
-         The shared definitions, by status:\n",
+         Every problem type:\n\n| Status | `type` slug | When |\n|---|---|---|\n",
+    );
+    for p in PROBLEM_TYPES {
+        writeln!(out, "| {} | `{}` | {} |", p.status, p.slug, cell(p.when)).unwrap();
+    }
+    out.push_str(
+        "\nAn operation's refusals above link to these shared definitions of the document, one per status:\n",
     );
     let mut problems: Vec<&(u16, &str, &str)> = PROBLEMS.iter().collect();
     problems.sort_by_key(|p| p.0);
