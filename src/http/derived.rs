@@ -2,12 +2,10 @@
 //! latencies (§11.2), of one run or of the filtered runs, answered at the service's door
 //! (`service::ask::samples`; `summary=true` statistics: `service::ask::raw`).
 
-use axum::extract::{OriginalUri, RawQuery, State};
-use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::error::AppError;
-use super::state::{ApiPath, AppState, ask};
+use super::state::Asked;
 use crate::service::ask;
 
 /// Output lengths of one LLM run's requests (successful ones unless include_unsuccessful).
@@ -31,24 +29,8 @@ use crate::service::ask;
     ),
     extensions(("x-query" = json!("output_lengths_one"))),
 )]
-pub async fn run_output_lengths(
-    State(state): State<AppState>,
-    ApiPath(run): ApiPath<String>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        ask::OUTPUT_LENGTHS_ONE,
-        "llm",
-        Some(run),
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn run_output_lengths(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(ask::OUTPUT_LENGTHS_ONE).await
 }
 
 /// Output lengths of the filtered LLM runs, long form, runs in default order and requests in file
@@ -72,23 +54,8 @@ pub async fn run_output_lengths(
     ),
     extensions(("x-query" = json!("output_lengths_many"))),
 )]
-pub async fn output_lengths(
-    State(state): State<AppState>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        ask::OUTPUT_LENGTHS_MANY,
-        "llm",
-        None,
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn output_lengths(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(ask::OUTPUT_LENGTHS_MANY).await
 }
 
 /// Smoothed inter-token latencies of one LLM run, in seconds (positive and finite samples).
@@ -112,24 +79,8 @@ pub async fn output_lengths(
     ),
     extensions(("x-query" = json!("itl_one"))),
 )]
-pub async fn run_itl(
-    State(state): State<AppState>,
-    ApiPath(run): ApiPath<String>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        ask::ITL_ONE,
-        "llm",
-        Some(run),
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn run_itl(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(ask::ITL_ONE).await
 }
 
 /// Smoothed inter-token latencies of the filtered LLM runs, long form.
@@ -152,12 +103,6 @@ pub async fn run_itl(
     ),
     extensions(("x-query" = json!("itl_many"))),
 )]
-pub async fn itl(
-    State(state): State<AppState>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(&state, ask::ITL_MANY, "llm", None, uri.path(), q, &headers).await
+pub async fn itl(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(ask::ITL_MANY).await
 }

@@ -4,12 +4,10 @@
 //! answered at the service's door (`service::ask::fits`), and cached and persisted by the service
 //! (`service::fits`).
 
-use axum::extract::{OriginalUri, RawQuery, State};
-use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::error::AppError;
-use super::state::{ApiPath, AppState, ask};
+use super::state::Asked;
 use crate::service::ask::{self as ask, Question};
 
 /// Logistic fits of batch sweeps.
@@ -40,24 +38,8 @@ use crate::service::ask::{self as ask, Question};
     ),
     extensions(("x-query" = json!("sweep"))),
 )]
-pub async fn logistic_fits(
-    State(state): State<AppState>,
-    ApiPath(domain): ApiPath<String>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        Question::Sweep,
-        &domain,
-        None,
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn logistic_fits(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(Question::Sweep).await
 }
 
 /// The ITL mixture of one LLM run.
@@ -86,24 +68,8 @@ pub async fn logistic_fits(
     ),
     extensions(("x-query" = json!("itl_mixture_one"))),
 )]
-pub async fn run_itl_mixture(
-    State(state): State<AppState>,
-    ApiPath(run): ApiPath<String>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        ask::ITL_MIXTURE_ONE,
-        "llm",
-        Some(run),
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn run_itl_mixture(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(ask::ITL_MIXTURE_ONE).await
 }
 
 /// ITL mixtures of the filtered LLM runs, one row per run in the default order. Any run without
@@ -125,21 +91,6 @@ pub async fn run_itl_mixture(
     ),
     extensions(("x-query" = json!("itl_mixture_many"))),
 )]
-pub async fn itl_mixtures(
-    State(state): State<AppState>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        ask::ITL_MIXTURE_MANY,
-        "llm",
-        None,
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn itl_mixtures(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(ask::ITL_MIXTURE_MANY).await
 }

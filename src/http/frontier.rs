@@ -3,12 +3,10 @@
 //! `GET /v1/{domain}/best` (the energy-optimal run per model under a deadline and a budget), in
 //! every format. Ties go to the first run in the leaderboard's file order, as in the browser.
 
-use axum::extract::{OriginalUri, RawQuery, State};
-use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::error::AppError;
-use super::state::{ApiPath, AppState, ask};
+use super::state::Asked;
 use crate::service::ask::Question;
 
 /// The Pareto frontier of the filtered runs.
@@ -39,24 +37,8 @@ use crate::service::ask::Question;
     ),
     extensions(("x-query" = json!("pareto"))),
 )]
-pub async fn pareto(
-    State(state): State<AppState>,
-    ApiPath(domain): ApiPath<String>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        Question::Pareto,
-        &domain,
-        None,
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn pareto(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(Question::Pareto).await
 }
 
 /// The energy-optimal run per model under a latency deadline and an energy budget.
@@ -88,22 +70,6 @@ pub async fn pareto(
     ),
     extensions(("x-query" = json!("best"))),
 )]
-pub async fn best(
-    State(state): State<AppState>,
-    ApiPath(domain): ApiPath<String>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        Question::Best,
-        &domain,
-        None,
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn best(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(Question::Best).await
 }

@@ -1,11 +1,9 @@
 //! `GET /v1/{domain}/groups`: group the filtered runs and aggregate.
 
-use axum::extract::{OriginalUri, RawQuery, State};
-use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::error::AppError;
-use super::state::{ApiPath, AppState, ask};
+use super::state::Asked;
 use crate::service::ask::Question;
 
 /// Group runs and aggregate.
@@ -36,22 +34,6 @@ use crate::service::ask::Question;
     ),
     extensions(("x-query" = json!("group"))),
 )]
-pub async fn groups(
-    State(state): State<AppState>,
-    ApiPath(domain): ApiPath<String>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        Question::Group,
-        &domain,
-        None,
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn groups(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(Question::Group).await
 }

@@ -1,5 +1,5 @@
 //! The HTTP front end (axum): extract, call, answer. A question of the service's door is one call
-//! (`state::ask`: the domain and parameters read by `service::ask`'s grammar, the representation
+//! (`state::Asked`: the domain and parameters read by `service::ask`'s grammar, the representation
 //! negotiated, the door's encoded answer sent); the other handlers still parse (`prepare`), call
 //! the service and encode. Every refusal is a problem+json document (`error`). `router(state,
 //! mounted)` builds the router apart from `serve()`, so tests can drive it in-process; every route

@@ -2,12 +2,10 @@
 //! held-out figures (`/v1/{domain}/predict/quality`) and deployment plans (`/v1/llm/plan`):
 //! questions of the service's door (`service::ask::predict`).
 
-use axum::extract::{OriginalUri, RawQuery, State};
-use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::error::AppError;
-use super::state::{ApiPath, AppState, ask};
+use super::state::Asked;
 use crate::service::ask::Question;
 
 /// Predicted energy, power, latency and throughput of configurations, with intervals.
@@ -39,24 +37,8 @@ use crate::service::ask::Question;
     ),
     extensions(("x-query" = json!("predict"))),
 )]
-pub async fn predict(
-    State(state): State<AppState>,
-    ApiPath(domain): ApiPath<String>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        Question::Predict,
-        &domain,
-        None,
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn predict(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(Question::Predict).await
 }
 
 /// The predictor's held-out figures: per field and method (`regression`: each run predicted
@@ -83,24 +65,8 @@ pub async fn predict(
     ),
     extensions(("x-query" = json!("predict_quality"))),
 )]
-pub async fn quality(
-    State(state): State<AppState>,
-    ApiPath(domain): ApiPath<String>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        Question::PredictQuality,
-        &domain,
-        None,
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn quality(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(Question::PredictQuality).await
 }
 
 /// A deployment plan for an LLM workload.
@@ -132,12 +98,6 @@ pub async fn quality(
     ),
     extensions(("x-query" = json!("plan"))),
 )]
-pub async fn plan_llm(
-    State(state): State<AppState>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(&state, Question::Plan, "llm", None, uri.path(), q, &headers).await
+pub async fn plan_llm(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(Question::Plan).await
 }

@@ -1,12 +1,12 @@
 //! Where answers come from: column statistics of the filtered runs, what changed between two
 //! revisions, and the dataset's Croissant metadata.
 
-use axum::extract::{OriginalUri, RawQuery, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 use super::error::AppError;
-use super::state::{ApiPath, AppState, Revision, ask, parse_domain};
+use super::state::{ApiPath, AppState, Asked, Revision, parse_domain};
 use crate::service::ask::Question;
 
 /// Column statistics of the filtered runs, as the Hugging Face dataset viewer's `/statistics`
@@ -36,24 +36,8 @@ use crate::service::ask::Question;
     ),
     extensions(("x-query" = json!("statistics"))),
 )]
-pub async fn statistics(
-    State(state): State<AppState>,
-    ApiPath(domain): ApiPath<String>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        Question::Statistics,
-        &domain,
-        None,
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn statistics(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(Question::Statistics).await
 }
 
 /// What changed between two revisions of the dataset, among the runs the filters select.
@@ -83,24 +67,8 @@ pub async fn statistics(
     ),
     extensions(("x-query" = json!("changes"))),
 )]
-pub async fn changes(
-    State(state): State<AppState>,
-    ApiPath(domain): ApiPath<String>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        Question::Changes,
-        &domain,
-        None,
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn changes(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(Question::Changes).await
 }
 
 /// The dataset's Croissant 1.1 metadata (JSON-LD), as the Hugging Face Hub, Kaggle and OpenML

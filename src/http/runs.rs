@@ -1,12 +1,10 @@
 //! Run endpoints: `GET /v1/{domain}/runs` (filter, sort, page, project) and
 //! `GET /v1/{domain}/runs/{run_id}` (one run, every field).
 
-use axum::extract::{OriginalUri, RawQuery, State};
-use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::error::AppError;
-use super::state::{ApiPath, AppState, ask};
+use super::state::Asked;
 use crate::service::ask::Question;
 
 /// List runs.
@@ -37,24 +35,8 @@ use crate::service::ask::Question;
     ),
     extensions(("x-query" = json!("list"))),
 )]
-pub async fn list_runs(
-    State(state): State<AppState>,
-    ApiPath(domain): ApiPath<String>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        Question::List,
-        &domain,
-        None,
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn list_runs(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(Question::List).await
 }
 
 /// One run by id, every field (or those named by `fields`), stable or not.
@@ -79,22 +61,6 @@ pub async fn list_runs(
     ),
     extensions(("x-query" = json!("one"))),
 )]
-pub async fn get_run(
-    State(state): State<AppState>,
-    ApiPath((domain, run_id)): ApiPath<(String, String)>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    let q = query.as_deref();
-    ask(
-        &state,
-        Question::One,
-        &domain,
-        Some(run_id),
-        uri.path(),
-        q,
-        &headers,
-    )
-    .await
+pub async fn get_run(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(Question::One).await
 }

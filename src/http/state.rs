@@ -417,26 +417,67 @@ pub async fn prepare(
     })
 }
 
-/// A question of the service's door asked over HTTP: the domain and parameters checked, the
-/// representation negotiated, and the door's answer sent. The answer's next page is linked at
-/// the request's path.
-pub async fn ask(
-    state: &AppState,
-    question: crate::service::ask::Question,
-    domain: &str,
+/// A question of the service's door as its route receives it: the route's `domain` and `run_id`
+/// path segments, the request's path, query and headers. A route with no `domain` segment is
+/// under `/v1/llm/`, the LLM domain's. A door route's handler is `asked.ask(question)`.
+pub struct Asked {
+    state: AppState,
+    domain: String,
     run_id: Option<String>,
-    path: &str,
-    query: Option<&str>,
-    headers: &HeaderMap,
-) -> Result<axum::response::Response, AppError> {
-    let domain = parse_domain(domain)?;
-    let mut req =
-        crate::service::ask::Request::parse(question, domain, run_id, query, path.to_string())?;
-    req.format = negotiate(
-        req.params.format()?,
-        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
-    )?;
-    Ok(super::answer::reply(state.door.ask(&req).await?))
+    path: String,
+    query: Option<String>,
+    headers: HeaderMap,
+}
+
+impl Asked {
+    /// The door's answer to `question`, asked with this request: the domain and parameters
+    /// checked, the representation negotiated, and the door's answer sent. The answer's next page
+    /// is linked at the request's path.
+    pub async fn ask(
+        self,
+        question: crate::service::ask::Question,
+    ) -> Result<axum::response::Response, AppError> {
+        let domain = parse_domain(&self.domain)?;
+        let mut req = crate::service::ask::Request::parse(
+            question,
+            domain,
+            self.run_id,
+            self.query.as_deref(),
+            self.path,
+        )?;
+        req.format = negotiate(
+            req.params.format()?,
+            self.headers
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok()),
+        )?;
+        Ok(super::answer::reply(self.state.door.ask(&req).await?))
+    }
+}
+
+impl FromRequestParts<AppState> for Asked {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let ApiPath(mut segments) =
+            ApiPath::<std::collections::HashMap<String, String>>::from_request_parts(parts, state)
+                .await?;
+        let path = match parts.extensions.get::<axum::extract::OriginalUri>() {
+            Some(original) => original.0.path().to_string(),
+            None => parts.uri.path().to_string(),
+        };
+        let domain = segments
+            .remove("domain")
+            .unwrap_or_else(|| Domain::Llm.as_str().to_string());
+        Ok(Asked {
+            state: state.clone(),
+            domain,
+            run_id: segments.remove("run_id"),
+            path,
+            query: parts.uri.query().map(str::to_string),
+            headers: parts.headers.clone(),
+        })
+    }
 }
 
 /// The `revision` a request names (none: the served one), read from its query alone: the

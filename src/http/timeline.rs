@@ -1,12 +1,10 @@
 //! Timeline endpoints (docs/toolkit.md §11.3): `GET /v1/{domain}/runs/{run_id}/timeline` and
 //! `GET /v1/{domain}/timelines`, answered at the service's door (`service::ask::raw`).
 
-use axum::extract::{OriginalUri, RawQuery, State};
-use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::error::AppError;
-use super::state::{ApiPath, AppState, ask};
+use super::state::Asked;
 use crate::service::ask::{TIMELINE_MANY, TIMELINE_ONE};
 
 /// One run's timeline of a power or temperature metric, summed over GPUs (`per_gpu=true`: one
@@ -33,23 +31,8 @@ use crate::service::ask::{TIMELINE_MANY, TIMELINE_ONE};
     ),
     extensions(("x-query" = json!("timeline_one"))),
 )]
-pub async fn run_timeline_handler(
-    State(state): State<AppState>,
-    ApiPath((domain, run)): ApiPath<(String, String)>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    ask(
-        &state,
-        TIMELINE_ONE,
-        &domain,
-        Some(run),
-        uri.path(),
-        query.as_deref(),
-        &headers,
-    )
-    .await
+pub async fn run_timeline_handler(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(TIMELINE_ONE).await
 }
 
 /// Timelines of the filtered runs, long form, stably sorted by (task, model_id, relative_time_s)
@@ -74,21 +57,6 @@ pub async fn run_timeline_handler(
     ),
     extensions(("x-query" = json!("timeline_many"))),
 )]
-pub async fn timelines(
-    State(state): State<AppState>,
-    ApiPath(domain): ApiPath<String>,
-    OriginalUri(uri): OriginalUri,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Result<Response, AppError> {
-    ask(
-        &state,
-        TIMELINE_MANY,
-        &domain,
-        None,
-        uri.path(),
-        query.as_deref(),
-        &headers,
-    )
-    .await
+pub async fn timelines(asked: Asked) -> Result<Response, AppError> {
+    asked.ask(TIMELINE_MANY).await
 }
